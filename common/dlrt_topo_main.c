@@ -1,0 +1,227 @@
+/* dlrt-topo: print the GPU/NIC plan dlrt would apply to a node.
+ *
+ * For admins (does the topology file match the node, are GPUs numbered as
+ * gres.conf assumes?) and for srun debugging (`srun -N1 dlrt-topo --tasks 8`
+ * shows what --dl-gpu-bind=closest would give each task). See dlrt-topo(1).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuplan.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dlrt-topo [--xml FILE] [--tasks N] [--cpus-per-task C] [--gpus LIST]\n"
+		"                 [--visible LIST] [--bind closest|none|map:LIST]\n"
+		"                 [--distribution block|cyclic] [--env] [--restrict]\n"
+		"Print the GPUs and NICs each local task would get (dlrt --dl-gpu-bind).\n"
+		"  --xml FILE          hwloc XML topology (default: this machine)\n"
+		"  --tasks N           local tasks (default: one per GPU, at least 1)\n"
+		"  --cpus-per-task C   CPUs per task (default: all CPUs shared out evenly)\n"
+		"  --gpus LIST         the step's GPUs, node-wide indices (default: $SLURM_STEP_GPUS,\n"
+		"                      $SLURM_JOB_GPUS, $CUDA_VISIBLE_DEVICES, else every GPU)\n"
+		"  --visible LIST      CUDA_VISIBLE_DEVICES as Slurm set it (0..n-1 = renumbered)\n"
+		"  --bind MODE         closest (default), none, map:LIST (node-wide GPU per task)\n"
+		"  --distribution D    block (default): consecutive PUs; cyclic: round-robin packages\n"
+		"  --env               also print each task's environment variables\n"
+		"  --restrict          live topology only: restrict to this process's CPU binding\n"
+		"  --help, --version\n");
+}
+
+static int print_env(void *ctx, const char *name, const char *value)
+{
+	(void)ctx;
+	printf("    %s=%s\n", name, value);
+	return 0;
+}
+
+static void print_devices(const struct dlrt_gpuplan_topo *t, const char *what)
+{
+	char cpus[256];
+
+	printf("topology: %s: %d CPUs, %d GPUs, %d NICs\n", what,
+	       hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t)), t->ngpus, t->nnics);
+	if (t->ngpus == 0)
+		printf("no GPU found (hwloc saw no NVIDIA display/3D PCI device and no "
+		       "cuda/nvml/opencl/rsmi device)\n");
+	else
+		printf("%-4s %-13s %-6s %-20s %s\n", "GPU", "PCI", "class", "local CPUs", "OS devices");
+	for (int i = 0; i < t->ngpus; i++) {
+		const struct dlrt_gpuplan_gpu *g = &t->gpus[i];
+
+		dlrt_gpuplan_format_cpus(g->cpuset, cpus, sizeof(cpus));
+		printf("%-4d %-13s %04x   %-20s %s\n", g->index, g->busid, g->pci_class, cpus,
+		       g->osdev[0] ? g->osdev : "-");
+	}
+	if (t->nnics == 0)
+		printf("no network device found\n");
+	else
+		printf("%-10s %-6s %-13s %s\n", "NIC", "kind", "PCI", "local CPUs");
+	for (int i = 0; i < t->nnics; i++) {
+		const struct dlrt_gpuplan_nic *n = &t->nics[i];
+
+		dlrt_gpuplan_format_cpus(n->cpuset, cpus, sizeof(cpus));
+		printf("%-10s %-6s %-13s %s\n", n->name, n->openfabrics ? "verbs" : "netdev",
+		       n->busid[0] ? n->busid : "-", cpus);
+	}
+}
+
+static void print_plan(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_topo *t,
+		       const struct dlrt_gpuplan_alloc *al, int show_env)
+{
+	char buf[512], gl[256], vis[256], nics[256];
+	static const char *const modes[] = { "closest", "none", "map" };
+
+	dlrt_gpuplan_format_gpus(al->global, al->ngpus, gl, sizeof(gl));
+	printf("step GPUs: %s (from %s), CUDA_VISIBLE_DEVICES numbering: %s, bind: %s\n",
+	       al->ngpus ? gl : "none", al->source, al->renumbered ? "renumbered 0..n-1" :
+	       "node-wide", modes[p->mode]);
+	printf("%-5s %-20s %-10s %-9s %-9s %-20s %s\n", "task", "cpus", "CUDA_VIS", "node GPU",
+	       "overlap", "NICs", "netdev");
+	for (int i = 0; i < p->ntasks; i++) {
+		const struct dlrt_gpuplan_task *tk = &p->tasks[i];
+		size_t off = 0;
+		char ov[32];
+
+		dlrt_gpuplan_format_cpus(tk->cpuset, buf, sizeof(buf));
+		dlrt_gpuplan_format_gpus(tk->visible, tk->ngpus, vis, sizeof(vis));
+		dlrt_gpuplan_format_gpus(tk->gpus, tk->ngpus, gl, sizeof(gl));
+		nics[0] = '\0';
+		for (int k = 0; k < tk->nnics && off < sizeof(nics); k++)
+			off += (size_t)snprintf(nics + off, sizeof(nics) - off, "%s%s:%d", k ? "," : "",
+						t->nics[tk->nics[k]].name, t->nics[tk->nics[k]].port);
+		snprintf(ov, sizeof(ov), "%d/%d", tk->overlap,
+			 hwloc_bitmap_weight(tk->cpuset) * (tk->ngpus ? tk->ngpus : 1));
+		printf("%-5d %-20s %-10s %-9s %-9s %-20s %s\n", i, buf, tk->ngpus ? vis : "-",
+		       tk->ngpus ? gl : "-", tk->ngpus ? ov : "-", nics[0] ? nics : "-",
+		       tk->netdev >= 0 ? t->nics[tk->netdev].name : "-");
+		if (show_env) {
+			struct dlrt_err err;
+
+			if (dlrt_gpuplan_env(p, t, i, print_env, NULL, &err) < 0)
+				printf("    error: %s\n", err.msg);
+		}
+	}
+}
+
+static int parse_int(const char *s, const char *opt, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*s == '\0' || *end != '\0' || v < 0 || v > DLRT_GPUPLAN_TASK_MAX * 64) {
+		fprintf(stderr, "dlrt-topo: %s %s is not a number: give a count such as 8\n", opt, s);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "xml", required_argument, NULL, 'x' },
+		{ "tasks", required_argument, NULL, 'n' },
+		{ "cpus-per-task", required_argument, NULL, 'c' },
+		{ "gpus", required_argument, NULL, 'g' },
+		{ "visible", required_argument, NULL, 'v' },
+		{ "bind", required_argument, NULL, 'b' },
+		{ "distribution", required_argument, NULL, 'm' },
+		{ "env", no_argument, NULL, 'e' },
+		{ "restrict", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *xml = NULL, *gpus = NULL, *visible = NULL, *bindspec = "closest";
+	int ntasks = 0, cpt = 0, show_env = 0, rv = 1, opt;
+	unsigned flags = 0;
+	enum dlrt_gpuplan_dist dist = DLRT_GPUPLAN_BLOCK;
+	struct dlrt_gpuplan_topo *t = NULL;
+	struct dlrt_gpuplan *p = NULL;
+	struct dlrt_gpuplan_alloc al;
+	struct dlrt_gpuplan_bind *bind = NULL;
+	hwloc_bitmap_t *cpus = NULL;
+	struct dlrt_err err = { "" };
+
+	while ((opt = getopt_long(argc, argv, "x:n:c:g:v:b:m:erhV", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'x': xml = optarg; break;
+		case 'n': if (parse_int(optarg, "--tasks", &ntasks) < 0) return 2; break;
+		case 'c': if (parse_int(optarg, "--cpus-per-task", &cpt) < 0) return 2; break;
+		case 'g': gpus = optarg; break;
+		case 'v': visible = optarg; break;
+		case 'b': bindspec = optarg; break;
+		case 'm':
+			if (strcmp(optarg, "block") == 0) {
+				dist = DLRT_GPUPLAN_BLOCK;
+			} else if (strcmp(optarg, "cyclic") == 0) {
+				dist = DLRT_GPUPLAN_CYCLIC;
+			} else {
+				fprintf(stderr, "dlrt-topo: --distribution %s is unknown: use block or "
+					"cyclic\n", optarg);
+				return 2;
+			}
+			break;
+		case 'e': show_env = 1; break;
+		case 'r': flags |= DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("dlrt-topo %s\n", DLRT_VERSION); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "dlrt-topo: unexpected argument %s: see dlrt-topo --help\n",
+			argv[optind]);
+		return 2;
+	}
+	bind = malloc(sizeof(*bind));
+	if (!bind || dlrt_gpuplan_bind_parse(bind, bindspec, &err) < 0)
+		goto fail;
+	t = dlrt_gpuplan_topology_load(xml, flags, &err);
+	if (!t)
+		goto fail;
+	print_devices(t, xml ? xml : "this machine");
+	if (gpus) {
+		if (dlrt_gpuplan_alloc_parse(&al, t, visible, gpus, NULL, &err) < 0)
+			goto fail;
+		al.source = "--gpus";
+	} else if (dlrt_gpuplan_alloc_parse(&al, t, visible ? visible :
+					    getenv("CUDA_VISIBLE_DEVICES"),
+					    getenv("SLURM_STEP_GPUS"), getenv("SLURM_JOB_GPUS"),
+					    &err) < 0) {
+		goto fail;
+	}
+	if (ntasks == 0)
+		ntasks = al.ngpus > 0 ? al.ngpus : 1;
+	cpus = calloc((size_t)ntasks, sizeof(*cpus));
+	if (!cpus) {
+		dlrt_err_set(&err, "out of memory");
+		goto fail;
+	}
+	for (int i = 0; i < ntasks; i++)
+		if (!(cpus[i] = hwloc_bitmap_alloc())) {
+			dlrt_err_set(&err, "out of memory");
+			goto fail;
+		}
+	if (dlrt_gpuplan_layout(t, NULL, ntasks, cpt, dist, cpus, &err) < 0)
+		goto fail;
+	p = dlrt_gpuplan_compute(t, &al, bind, (hwloc_const_cpuset_t const *)cpus, ntasks, &err);
+	if (!p)
+		goto fail;
+	print_plan(p, t, &al, show_env);
+	rv = 0;
+fail:
+	if (rv)
+		fprintf(stderr, "dlrt-topo: %s\n", err.msg);
+	for (int i = 0; cpus && i < ntasks; i++)
+		hwloc_bitmap_free(cpus[i]);
+	free(cpus);
+	free(bind);
+	dlrt_gpuplan_free(p);
+	dlrt_gpuplan_topology_free(t);
+	return rv;
+}

@@ -1,0 +1,43 @@
+/* evloop.h - a small single-threaded epoll event loop (in the spirit of Redis's ae).
+ *
+ * dlrt's services (the Horovod rendezvous driver, the Caffe2 helper store, the
+ * inference coordinator) each run one loop: file events for sockets, and
+ * timers for idle timeouts, heartbeats and the service's own lifetime. Nothing
+ * in a callback may block; every wait is a timer.
+ */
+#ifndef DLRT_EVLOOP_H
+#define DLRT_EVLOOP_H
+
+#include <stdint.h>
+
+#define DLRT_EV_READ  1u
+#define DLRT_EV_WRITE 2u
+
+struct dlrt_evloop;
+
+/* `events` holds DLRT_EV_READ/DLRT_EV_WRITE; error and hang-up count as readable. */
+typedef void (*dlrt_ev_fd_fn)(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
+/* Returns the delay in ms until it should run again, or -1 to be removed. */
+typedef int64_t (*dlrt_ev_timer_fn)(struct dlrt_evloop *loop, void *arg);
+
+struct dlrt_evloop *dlrt_evloop_create(void);
+void dlrt_evloop_destroy(struct dlrt_evloop *loop);
+
+int dlrt_evloop_add_fd(struct dlrt_evloop *loop, int fd, unsigned events,
+		       dlrt_ev_fd_fn fn, void *arg);
+int dlrt_evloop_set_events(struct dlrt_evloop *loop, int fd, unsigned events);
+void dlrt_evloop_del_fd(struct dlrt_evloop *loop, int fd);
+
+/* Returns a timer id (> 0) or -1. */
+int64_t dlrt_evloop_add_timer(struct dlrt_evloop *loop, int64_t delay_ms,
+			      dlrt_ev_timer_fn fn, void *arg);
+void dlrt_evloop_del_timer(struct dlrt_evloop *loop, int64_t id);
+
+/* Runs until dlrt_evloop_stop(); returns 0, or -1 if epoll itself failed. */
+int dlrt_evloop_run(struct dlrt_evloop *loop);
+void dlrt_evloop_stop(struct dlrt_evloop *loop);
+
+/* Monotonic clock in milliseconds. */
+int64_t dlrt_now_ms(void);
+
+#endif

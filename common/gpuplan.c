@@ -1,0 +1,435 @@
+/* gpuplan.c - assign the step's GPUs (and NICs) to the local tasks.
+ *
+ * The problem is a small balanced assignment: T tasks, G allocated GPUs,
+ * score(task, GPU) = number of the task's CPUs in the GPU's locality. With
+ * T >= G every task gets one GPU and every GPU floor(T/G) or ceil(T/G) tasks;
+ * with G > T every GPU goes to one task and every task gets floor(G/T) or
+ * ceil(G/T) GPUs. Among those balanced plans we take one with the largest
+ * total overlap, and among equal ones the one closest to the "natural" order
+ * (task i of T <-> GPU position i*G/T), so that with no locality information
+ * (task/none: every task sees the whole node) task i simply gets GPU i.
+ *
+ * Both objectives go into one integer cost (overlap * K dominates the tie
+ * term, which sums to less than K), and dlrt_gpuplan_solve() finds the exact
+ * optimum by successive shortest paths (the Hungarian method's augmenting
+ * step) over the m bins, which is cheap because m (the GPUs, or the tasks
+ * when there are fewer of them) is small: about 0.1 ms for 128 x 8.
+ */
+#include "gpuplan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define INF INT64_MAX
+
+int dlrt_gpuplan_solve(int n, int m, const int64_t *cost, int *out)
+{
+	int q, r, rv = -1;
+	int64_t cmax = 0, big;
+	int64_t *e = NULL, *dist = NULL;
+	int *arg = NULL, *pb = NULL, *pi = NULL, *load = NULL;
+
+	if (n < 1 || m < 1 || n < m || n > 1 << 20 || m > 1 << 12)
+		return -1;
+	q = n / m;
+	r = n % m;
+	for (long i = 0; i < (long)n * m; i++) {
+		int64_t c = cost[i] < 0 ? -cost[i] : cost[i];
+
+		if (cost[i] == INT64_MIN)
+			return -1;
+		if (c > cmax)
+			cmax = c;
+	}
+	/* `big` rewards the first floor(n/m) items of every bin; it must beat any
+	 * difference of path costs (at most m moves of 2*cmax each, plus entry). */
+	if (cmax > INT64_MAX / 16 / ((int64_t)n + 2))
+		return -1;
+	big = 4 * ((int64_t)n + 2) * (cmax + 1);
+	e = malloc(sizeof(*e) * (size_t)m * (size_t)m);
+	arg = malloc(sizeof(*arg) * (size_t)m * (size_t)m);
+	dist = malloc(sizeof(*dist) * (size_t)m);
+	pb = malloc(sizeof(*pb) * (size_t)m);
+	pi = malloc(sizeof(*pi) * (size_t)m);
+	load = calloc((size_t)m, sizeof(*load));
+	if (!e || !arg || !dist || !pb || !pi || !load)
+		goto fail;
+
+	for (int k = 0; k < n; k++) {
+		const int64_t *ck = cost + (size_t)k * (size_t)m;
+		int best = -1, b;
+		int64_t bestv = INF;
+
+		for (b = 0; b < m; b++) {
+			dist[b] = ck[b];
+			pb[b] = -1;
+			pi[b] = -1;
+		}
+		/* Cheapest way to move one placed item from bin a to bin b. */
+		for (int i = 0; i < m * m; i++)
+			e[i] = INF;
+		for (int i = 0; i < k; i++) {
+			const int64_t *ci = cost + (size_t)i * (size_t)m;
+			int a = out[i];
+
+			for (b = 0; b < m; b++) {
+				int64_t d = ci[b] - ci[a];
+
+				if (b != a && d < e[a * m + b]) {
+					e[a * m + b] = d;
+					arg[a * m + b] = i;
+				}
+			}
+		}
+		/* Bellman-Ford over the bins; the current placement is optimal, so
+		 * there is no negative cycle and m rounds suffice. */
+		for (int round = 0; round < m; round++) {
+			int changed = 0;
+
+			for (int a = 0; a < m; a++) {
+				for (b = 0; b < m; b++) {
+					int64_t w = e[a * m + b];
+
+					if (w == INF || dist[a] + w >= dist[b])
+						continue;
+					dist[b] = dist[a] + w;
+					pb[b] = a;
+					pi[b] = arg[a * m + b];
+					changed = 1;
+				}
+			}
+			if (!changed)
+				break;
+		}
+		for (b = 0; b < m; b++) {
+			int64_t ex, v;
+
+			if (load[b] < q)
+				ex = -big;
+			else if (load[b] < q + (r > 0))
+				ex = 0;
+			else
+				continue;
+			v = dist[b] + ex;
+			if (best < 0 || v < bestv) {
+				best = b;
+				bestv = v;
+			}
+		}
+		if (best < 0)
+			goto fail; /* cannot happen: total capacity >= n */
+		load[best]++;
+		b = best;
+		for (int hops = 0; pi[b] >= 0 && hops <= m; hops++) {
+			int i = pi[b], a = pb[b];
+
+			out[i] = b;
+			b = a;
+		}
+		out[k] = b;
+	}
+	rv = 0;
+fail:
+	free(e);
+	free(arg);
+	free(dist);
+	free(pb);
+	free(pi);
+	free(load);
+	return rv;
+}
+
+static int overlap(hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
+{
+	hwloc_bitmap_t x = hwloc_bitmap_alloc();
+	int w;
+
+	if (!x)
+		return 0;
+	hwloc_bitmap_and(x, a, b);
+	w = hwloc_bitmap_weight(x);
+	hwloc_bitmap_free(x);
+	return w < 0 ? 0 : w;
+}
+
+/* Edges between two objects of the tree: 2 for two devices on one PCIe
+ * switch port pair, more through a host bridge, more across packages. */
+static int tree_hops(hwloc_obj_t a, hwloc_obj_t b)
+{
+	int ha = 0;
+
+	for (hwloc_obj_t x = a; x; x = x->parent, ha++) {
+		int hb = 0;
+
+		for (hwloc_obj_t y = b; y; y = y->parent, hb++)
+			if (x == y)
+				return ha + hb;
+	}
+	return 1 << 20;
+}
+
+/* Best NIC of one kind for a GPU (gpu >= 0) or for the task's CPUs: fewest
+ * tree hops to the GPU, then most CPUs shared with the task, then least used
+ * by earlier tasks, then the first in PCI order. */
+static int pick_nic(const struct dlrt_gpuplan_topo *t, int want_verbs, int gpu,
+		    hwloc_const_bitmap_t task_cpus, const int *uses)
+{
+	int best = -1;
+	long bkey[3] = { 0, 0, 0 };
+
+	for (int i = 0; i < t->nnics; i++) {
+		const struct dlrt_gpuplan_nic *n = &t->nics[i];
+		long key[3];
+
+		if (n->openfabrics != want_verbs)
+			continue;
+		key[0] = gpu >= 0 ? tree_hops(t->gpus[gpu].pcidev, n->obj) : 0;
+		key[1] = -overlap(n->cpuset, task_cpus);
+		key[2] = uses[i];
+		if (best < 0 || key[0] < bkey[0] || (key[0] == bkey[0] && (key[1] < bkey[1] ||
+		    (key[1] == bkey[1] && key[2] < bkey[2])))) {
+			best = i;
+			memcpy(bkey, key, sizeof(key));
+		}
+	}
+	return best;
+}
+
+static void pick_nics(const struct dlrt_gpuplan_topo *t, struct dlrt_gpuplan *p)
+{
+	int uses[DLRT_GPUPLAN_NIC_MAX] = { 0 };
+
+	for (int ti = 0; ti < p->ntasks; ti++) {
+		struct dlrt_gpuplan_task *tk = &p->tasks[ti];
+		int first = tk->ngpus ? tk->gpus[0] : -1;
+		int nd = pick_nic(t, 0, first, tk->cpuset, uses);
+
+		tk->netdev = nd;
+		if (nd >= 0)
+			uses[nd]++;
+		for (int k = 0; k < (tk->ngpus ? tk->ngpus : 1); k++) {
+			int nic = pick_nic(t, 1, tk->ngpus ? tk->gpus[k] : -1, tk->cpuset, uses);
+			int dup = 0;
+
+			if (nic < 0)
+				break;
+			for (int j = 0; j < tk->nnics; j++)
+				dup |= tk->nics[j] == nic;
+			if (dup || tk->nnics == DLRT_GPUPLAN_TASK_NICS)
+				continue;
+			tk->nics[tk->nnics++] = nic;
+			uses[nic]++;
+		}
+	}
+}
+
+/* Positions (into alloc->global) given to each task, as bit sets. */
+static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpuplan_alloc *al,
+			hwloc_const_cpuset_t const *cpus, int nt, uint64_t *pos,
+			struct dlrt_err *err)
+{
+	int ng = al->ngpus, n = nt >= ng ? nt : ng, m = nt >= ng ? ng : nt;
+	int64_t *cost = malloc(sizeof(*cost) * (size_t)n * (size_t)m);
+	int *out = malloc(sizeof(*out) * (size_t)n);
+	int64_t k = (int64_t)n * m + 1;
+	int rv = -1;
+
+	if (!cost || !out) {
+		dlrt_err_set(err, "out of memory planning GPUs");
+		goto fail;
+	}
+	for (int ti = 0; ti < nt; ti++) {
+		for (int j = 0; j < ng; j++) {
+			int64_t ov = overlap(cpus[ti], t->gpus[al->global[j]].cpuset);
+			/* natural partner: task ti <-> GPU position ti*ng/nt (or back) */
+			int64_t tie = nt >= ng ? labs(j - (long)ti * ng / nt)
+					       : labs(ti - (long)j * nt / ng);
+
+			if (nt >= ng)
+				cost[(size_t)ti * (size_t)m + (size_t)j] = -ov * k + tie;
+			else
+				cost[(size_t)j * (size_t)m + (size_t)ti] = -ov * k + tie;
+		}
+	}
+	if (dlrt_gpuplan_solve(n, m, cost, out) < 0) {
+		dlrt_err_set(err, "GPU assignment failed for %d tasks and %d GPUs", nt, ng);
+		goto fail;
+	}
+	for (int i = 0; i < n; i++) {
+		if (nt >= ng)
+			pos[i] |= UINT64_C(1) << out[i];
+		else
+			pos[out[i]] |= UINT64_C(1) << i;
+	}
+	rv = 0;
+fail:
+	free(cost);
+	free(out);
+	return rv;
+}
+
+static int position_of(const struct dlrt_gpuplan_alloc *al, int global)
+{
+	for (int j = 0; j < al->ngpus; j++)
+		if (al->global[j] == global)
+			return j;
+	return -1;
+}
+
+static int plan_map(const struct dlrt_gpuplan_alloc *al, const struct dlrt_gpuplan_bind *b,
+		    int nt, uint64_t *pos, struct dlrt_err *err)
+{
+	char have[256];
+
+	dlrt_gpuplan_format_gpus(al->global, al->ngpus, have, sizeof(have));
+	if (b->nmap < 1)
+		return dlrt_err_set(err, "--dl-gpu-bind=map: needs a GPU per task, e.g. map:0,1");
+	for (int ti = 0; ti < nt; ti++) {
+		uint64_t set = b->map[ti % b->nmap];
+
+		for (int g = 0; g < DLRT_GPUPLAN_GPU_MAX; g++) {
+			int j;
+
+			if (!(set & (UINT64_C(1) << g)))
+				continue;
+			j = position_of(al, g);
+			if (j < 0)
+				return dlrt_err_set(err, "--dl-gpu-bind=map gives task %d GPU %d, which "
+						    "the step does not have (%s=%s): map only "
+						    "allocated GPUs", ti, g, al->source,
+						    al->ngpus ? have : "none");
+			pos[ti] |= UINT64_C(1) << j;
+		}
+	}
+	return 0;
+}
+
+struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
+					  const struct dlrt_gpuplan_alloc *al,
+					  const struct dlrt_gpuplan_bind *b,
+					  hwloc_const_cpuset_t const *cpus, int nt,
+					  struct dlrt_err *err)
+{
+	struct dlrt_gpuplan *p = NULL;
+	uint64_t *pos = NULL;
+
+	if (nt < 1 || nt > DLRT_GPUPLAN_TASK_MAX) {
+		dlrt_err_set(err, "%d local tasks: dlrt plans 1 to %d tasks per node", nt,
+			     DLRT_GPUPLAN_TASK_MAX);
+		return NULL;
+	}
+	for (int j = 0; j < al->ngpus; j++) {
+		if (al->global[j] < 0 || al->global[j] >= t->ngpus) {
+			dlrt_err_set(err, "%s names GPU %d but the topology has %d GPUs: give the "
+				     "node's topology (--dl-topology) or use --dl-gpu-bind=none",
+				     al->source ? al->source : "the allocation", al->global[j],
+				     t->ngpus);
+			return NULL;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	pos = calloc((size_t)nt, sizeof(*pos));
+	if (!p || !pos || !(p->tasks = calloc((size_t)nt, sizeof(*p->tasks)))) {
+		dlrt_err_set(err, "out of memory planning GPUs");
+		goto fail;
+	}
+	p->mode = b->mode;
+	p->ntasks = nt;
+	p->renumbered = al->renumbered;
+	for (int ti = 0; ti < nt; ti++) {
+		p->tasks[ti].cpuset = hwloc_bitmap_dup(cpus[ti]);
+		p->tasks[ti].gpu_cpuset = hwloc_bitmap_alloc();
+		p->tasks[ti].netdev = -1;
+		if (!p->tasks[ti].cpuset || !p->tasks[ti].gpu_cpuset) {
+			dlrt_err_set(err, "out of memory planning GPUs");
+			goto fail;
+		}
+	}
+	if (b->mode == DLRT_GPUPLAN_MAP) {
+		if (plan_map(al, b, nt, pos, err) < 0)
+			goto fail;
+	} else if (b->mode == DLRT_GPUPLAN_NONE) {
+		for (int ti = 0; ti < nt; ti++)
+			pos[ti] = al->ngpus == 64 ? UINT64_MAX : (UINT64_C(1) << al->ngpus) - 1;
+	} else if (al->ngpus > 0) {
+		if (plan_closest(t, al, cpus, nt, pos, err) < 0)
+			goto fail;
+	}
+	for (int ti = 0; ti < nt; ti++) {
+		struct dlrt_gpuplan_task *tk = &p->tasks[ti];
+
+		for (int j = 0; j < al->ngpus; j++) {
+			const struct dlrt_gpuplan_gpu *g = &t->gpus[al->global[j]];
+
+			if (!(pos[ti] & (UINT64_C(1) << j)))
+				continue;
+			tk->gpus[tk->ngpus] = g->index;
+			tk->visible[tk->ngpus] = al->renumbered ? j : g->index;
+			tk->ngpus++;
+			tk->overlap += overlap(tk->cpuset, g->cpuset);
+			hwloc_bitmap_or(tk->gpu_cpuset, tk->gpu_cpuset, g->cpuset);
+		}
+	}
+	pick_nics(t, p);
+	free(pos);
+	return p;
+fail:
+	free(pos);
+	dlrt_gpuplan_free(p);
+	return NULL;
+}
+
+void dlrt_gpuplan_free(struct dlrt_gpuplan *p)
+{
+	if (!p)
+		return;
+	for (int i = 0; p->tasks && i < p->ntasks; i++) {
+		hwloc_bitmap_free(p->tasks[i].cpuset);
+		hwloc_bitmap_free(p->tasks[i].gpu_cpuset);
+	}
+	free(p->tasks);
+	free(p);
+}
+
+int dlrt_gpuplan_env(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_topo *t, int task,
+		     dlrt_gpuplan_setenv_fn setenv_fn, void *ctx, struct dlrt_err *err)
+{
+	const struct dlrt_gpuplan_task *tk;
+	char hca[512], ucx[512], v[512];
+	size_t oh = 0, ou = 0;
+
+	if (task < 0 || task >= p->ntasks)
+		return dlrt_err_set(err, "local task %d is not in the GPU plan (0-%d)", task,
+				    p->ntasks - 1);
+	if (p->mode == DLRT_GPUPLAN_NONE)
+		return 0;
+	tk = &p->tasks[task];
+	if (tk->ngpus > 0) {
+		dlrt_gpuplan_format_gpus(tk->visible, tk->ngpus, v, sizeof(v));
+		if (setenv_fn(ctx, "CUDA_VISIBLE_DEVICES", v) != 0 ||
+		    setenv_fn(ctx, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") != 0)
+			goto setfail;
+	}
+	/* "=" asks NCCL for exact names: a bare mlx5_1 would also match mlx5_10. */
+	for (int k = 0; k < tk->nnics; k++) {
+		const struct dlrt_gpuplan_nic *n = &t->nics[tk->nics[k]];
+
+		oh += (size_t)snprintf(hca + oh, sizeof(hca) - oh, "%s%s:%d", k ? "," : "=",
+				       n->name, n->port);
+		ou += (size_t)snprintf(ucx + ou, sizeof(ucx) - ou, "%s%s:%d", k ? "," : "",
+				       n->name, n->port);
+		if (oh >= sizeof(hca) || ou >= sizeof(ucx))
+			return dlrt_err_set(err, "NIC list too long for task %d", task);
+	}
+	if (tk->nnics > 0 && (setenv_fn(ctx, "NCCL_IB_HCA", hca) != 0 ||
+			      setenv_fn(ctx, "UCX_NET_DEVICES", ucx) != 0))
+		goto setfail;
+	if (tk->netdev >= 0) {
+		snprintf(v, sizeof(v), "=%s", t->nics[tk->netdev].name);
+		if (setenv_fn(ctx, "NCCL_SOCKET_IFNAME", v) != 0)
+			goto setfail;
+	}
+	return 0;
+setfail:
+	return dlrt_err_set(err, "could not set the GPU environment of task %d", task);
+}

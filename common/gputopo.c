@@ -1,0 +1,353 @@
+/* gputopo.c - load a node's topology with hwloc and find its GPUs and NICs.
+ *
+ * Debian's hwloc has no CUDA/NVML component, so an NVIDIA GPU is normally a
+ * plain PCI device (vendor 0x10de, class 0x0300 VGA or 0x0302 3D). Topologies
+ * exported on a machine with those components also carry cudaN/nvmlN (or
+ * opencl, rsmi) OS devices below the PCI device; both ways lead to the same
+ * PCI device, which is what gets numbered. Locality is the cpuset of the
+ * device's first non-I/O ancestor (a Package, Die, Group or NUMA parent), so
+ * it works the same on an XML file as on the live node (the sysfs-based
+ * hwloc_cuda_get_device_cpuset() would not).
+ */
+#include "gpuplan.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_gpu_pcidev(hwloc_obj_t o)
+{
+	unsigned cls = o->attr->pcidev.class_id;
+
+	return o->attr->pcidev.vendor_id == 0x10de && (cls == 0x0300 || cls == 0x0302);
+}
+
+static int is_gpu_osdev_name(const char *n)
+{
+	static const char *const pfx[] = { "cuda", "nvml", "opencl", "rsmi" };
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++)
+		if (strncmp(n, pfx[i], strlen(pfx[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static hwloc_obj_t pci_parent(hwloc_obj_t o)
+{
+	while (o && o->type != HWLOC_OBJ_PCI_DEVICE)
+		o = o->parent;
+	return o;
+}
+
+static void format_busid(hwloc_obj_t pci, char *buf, size_t len)
+{
+	if (!pci) {
+		buf[0] = '\0';
+		return;
+	}
+	snprintf(buf, len, "%04x:%02x:%02x.%01x", pci->attr->pcidev.domain & 0xffffu,
+		 pci->attr->pcidev.bus, pci->attr->pcidev.dev, pci->attr->pcidev.func);
+}
+
+static long busid_key(hwloc_obj_t pci)
+{
+	if (!pci)
+		return -1;
+	return ((long)(pci->attr->pcidev.domain & 0xffffu) << 24) |
+	       ((long)pci->attr->pcidev.bus << 16) | ((long)pci->attr->pcidev.dev << 8) |
+	       pci->attr->pcidev.func;
+}
+
+static int locality(hwloc_topology_t topo, hwloc_obj_t io, hwloc_bitmap_t *out)
+{
+	hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, io);
+
+	*out = hwloc_bitmap_dup(anc && anc->cpuset ? anc->cpuset
+						   : hwloc_topology_get_topology_cpuset(topo));
+	return *out ? 0 : -1;
+}
+
+static struct dlrt_gpuplan_gpu *add_gpu(struct dlrt_gpuplan_topo *t, hwloc_obj_t pci)
+{
+	struct dlrt_gpuplan_gpu *g;
+
+	for (int i = 0; i < t->ngpus; i++)
+		if (t->gpus[i].pcidev == pci)
+			return &t->gpus[i];
+	if (t->ngpus == DLRT_GPUPLAN_GPU_MAX)
+		return NULL;
+	g = &t->gpus[t->ngpus];
+	memset(g, 0, sizeof(*g));
+	g->pcidev = pci;
+	g->vendor = pci->attr->pcidev.vendor_id;
+	g->device = pci->attr->pcidev.device_id;
+	g->pci_class = pci->attr->pcidev.class_id;
+	format_busid(pci, g->busid, sizeof(g->busid));
+	if (locality(t->topo, pci, &g->cpuset) < 0)
+		return NULL;
+	t->ngpus++;
+	return g;
+}
+
+static int cmp_gpu(const void *a, const void *b)
+{
+	long ka = busid_key(((const struct dlrt_gpuplan_gpu *)a)->pcidev);
+	long kb = busid_key(((const struct dlrt_gpuplan_gpu *)b)->pcidev);
+
+	return (ka > kb) - (ka < kb);
+}
+
+static int cmp_nic(const void *a, const void *b)
+{
+	const struct dlrt_gpuplan_nic *x = a, *y = b;
+	long ka = busid_key(pci_parent(x->obj)), kb = busid_key(pci_parent(y->obj));
+
+	if (ka != kb)
+		return (ka > kb) - (ka < kb);
+	return strcmp(x->name, y->name);
+}
+
+/* hwloc's verbs component records "Port<N>State"; 4 is IBV_PORT_ACTIVE. */
+static int active_port(hwloc_obj_t o)
+{
+	for (unsigned i = 0; i < o->infos_count; i++) {
+		unsigned port;
+		char tail[8];
+
+		if (sscanf(o->infos[i].name, "Port%uStat%7s", &port, tail) == 2 &&
+		    strcmp(tail, "e") == 0 && strcmp(o->infos[i].value, "4") == 0 && port > 0 &&
+		    port < 1000)
+			return (int)port;
+	}
+	return 1;
+}
+
+static int find_devices(struct dlrt_gpuplan_topo *t, struct dlrt_err *err)
+{
+	hwloc_obj_t o = NULL;
+
+	while ((o = hwloc_get_next_pcidev(t->topo, o)))
+		if (is_gpu_pcidev(o) && !add_gpu(t, o))
+			goto full;
+	o = NULL;
+	while ((o = hwloc_get_next_osdev(t->topo, o))) {
+		hwloc_obj_osdev_type_t ty = o->attr->osdev.type;
+		hwloc_obj_t pci = pci_parent(o);
+
+		if (is_gpu_osdev_name(o->name) && pci) {
+			struct dlrt_gpuplan_gpu *g = add_gpu(t, pci);
+			size_t len;
+
+			if (!g)
+				goto full;
+			len = strlen(g->osdev);
+			snprintf(g->osdev + len, sizeof(g->osdev) - len, "%s%s", len ? "," : "",
+				 o->name);
+		} else if ((ty == HWLOC_OBJ_OSDEV_NETWORK || ty == HWLOC_OBJ_OSDEV_OPENFABRICS) &&
+			   o->name && t->nnics < DLRT_GPUPLAN_NIC_MAX) {
+			struct dlrt_gpuplan_nic *n = &t->nics[t->nnics];
+
+			memset(n, 0, sizeof(*n));
+			snprintf(n->name, sizeof(n->name), "%s", o->name);
+			n->openfabrics = ty == HWLOC_OBJ_OSDEV_OPENFABRICS;
+			n->port = n->openfabrics ? active_port(o) : 0;
+			n->obj = o;
+			format_busid(pci, n->busid, sizeof(n->busid));
+			if (locality(t->topo, o, &n->cpuset) < 0)
+				return dlrt_err_set(err, "out of memory reading the topology");
+			t->nnics++;
+		}
+	}
+	/* Index i = i-th GPU in PCI bus id order: NVML's order, hence Slurm's
+	 * (gres.conf written in that order) and CUDA's with PCI_BUS_ID. */
+	qsort(t->gpus, (size_t)t->ngpus, sizeof(t->gpus[0]), cmp_gpu);
+	for (int i = 0; i < t->ngpus; i++)
+		t->gpus[i].index = i;
+	qsort(t->nics, (size_t)t->nnics, sizeof(t->nics[0]), cmp_nic);
+	return 0;
+full:
+	return dlrt_err_set(err, "the topology has more than %d GPUs (or memory ran out): dlrt "
+			    "handles at most %d per node", DLRT_GPUPLAN_GPU_MAX, DLRT_GPUPLAN_GPU_MAX);
+}
+
+struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsigned flags,
+						     struct dlrt_err *err)
+{
+	struct dlrt_gpuplan_topo *t = calloc(1, sizeof(*t));
+
+	if (!t) {
+		dlrt_err_set(err, "out of memory loading the topology");
+		return NULL;
+	}
+	if (hwloc_topology_init(&t->topo) < 0) {
+		free(t);
+		dlrt_err_errno(err, errno, "hwloc_topology_init failed");
+		return NULL;
+	}
+	/* I/O objects are dropped by default, also from XML input. */
+	hwloc_topology_set_io_types_filter(t->topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	if (xml_path) {
+		t->from_xml = 1;
+		if (hwloc_topology_set_xml(t->topo, xml_path) < 0) {
+			dlrt_err_errno(err, errno, "cannot use topology file %s (check the path and "
+				       "that it is hwloc XML, e.g. from lstopo --of xml)", xml_path);
+			goto fail;
+		}
+	} else if (flags & DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND) {
+		hwloc_topology_set_flags(t->topo, HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING |
+							  HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM);
+	}
+	if (hwloc_topology_load(t->topo) < 0) {
+		dlrt_err_errno(err, errno, "hwloc could not load %s%s", xml_path ? "topology file " :
+			       "the node's topology", xml_path ? xml_path : "");
+		goto fail;
+	}
+	if (find_devices(t, err) < 0)
+		goto fail;
+	return t;
+fail:
+	dlrt_gpuplan_topology_free(t);
+	return NULL;
+}
+
+void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->ngpus; i++)
+		hwloc_bitmap_free(t->gpus[i].cpuset);
+	for (int i = 0; i < t->nnics; i++)
+		hwloc_bitmap_free(t->nics[i].cpuset);
+	hwloc_topology_destroy(t->topo);
+	free(t);
+}
+
+hwloc_const_cpuset_t dlrt_gpuplan_topology_cpus(const struct dlrt_gpuplan_topo *t)
+{
+	return hwloc_topology_get_allowed_cpuset(t->topo);
+}
+
+/* ---- task layouts for dlrt-topo ------------------------------------------- */
+
+static int take_block(hwloc_bitmap_t out, const int *pus, int npu, int *next, int c)
+{
+	hwloc_bitmap_zero(out);
+	for (int k = 0; k < c; k++) {
+		if (*next >= npu)
+			return -1;
+		hwloc_bitmap_set(out, (unsigned)pus[(*next)++]);
+	}
+	return 0;
+}
+
+int dlrt_gpuplan_layout(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t cpus, int ntasks,
+			int cpus_per_task, enum dlrt_gpuplan_dist dist, hwloc_bitmap_t *out,
+			struct dlrt_err *err)
+{
+	int npu_all = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_PU);
+	int npkg = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_PACKAGE);
+	int *pus = NULL, *pkg_of = NULL, npu = 0, rv = -1, c = cpus_per_task;
+
+	if (!cpus)
+		cpus = dlrt_gpuplan_topology_cpus(t);
+	if (ntasks < 1 || ntasks > DLRT_GPUPLAN_TASK_MAX)
+		return dlrt_err_set(err, "%d tasks: give between 1 and %d", ntasks,
+				    DLRT_GPUPLAN_TASK_MAX);
+	if (npkg < 1)
+		npkg = 1;
+	pus = calloc((size_t)npu_all + 1, sizeof(*pus));
+	pkg_of = calloc((size_t)npu_all + 1, sizeof(*pkg_of));
+	if (!pus || !pkg_of) {
+		dlrt_err_set(err, "out of memory laying out tasks");
+		goto fail;
+	}
+	/* hwloc logical order: cores of package 0 first, SMT siblings together. */
+	for (int i = 0; i < npu_all; i++) {
+		hwloc_obj_t pu = hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_PU, (unsigned)i);
+		hwloc_obj_t pkg;
+
+		if (!hwloc_bitmap_isset(cpus, pu->os_index))
+			continue;
+		pkg = hwloc_get_ancestor_obj_by_type(t->topo, HWLOC_OBJ_PACKAGE, pu);
+		pkg_of[npu] = pkg ? (int)pkg->logical_index : 0;
+		pus[npu++] = (int)pu->os_index;
+	}
+	if (c == 0)
+		c = npu / ntasks;
+	if (c < 1 || (long)c * ntasks > npu) {
+		dlrt_err_set(err, "%d tasks x %d CPUs need %ld CPUs but %d are available: lower "
+			     "--tasks or --cpus-per-task", ntasks, c < 1 ? 1 : c,
+			     (long)(c < 1 ? 1 : c) * ntasks, npu);
+		goto fail;
+	}
+	if (dist == DLRT_GPUPLAN_BLOCK) {
+		int next = 0;
+
+		for (int i = 0; i < ntasks; i++)
+			take_block(out[i], pus, npu, &next, c);
+	} else {
+		/* Per package: its PUs in order, then a cursor into them. */
+		int *bypkg = calloc((size_t)npu + 1, sizeof(*bypkg));
+		int *start = calloc((size_t)npkg + 1, sizeof(*start));
+		int *cur = calloc((size_t)npkg, sizeof(*cur));
+		int k = 0;
+
+		if (!bypkg || !start || !cur) {
+			free(bypkg), free(start), free(cur);
+			dlrt_err_set(err, "out of memory laying out tasks");
+			goto fail;
+		}
+		for (int p = 0; p < npkg; p++) {
+			start[p] = k;
+			for (int i = 0; i < npu; i++)
+				if (pkg_of[i] == p)
+					bypkg[k++] = pus[i];
+			cur[p] = start[p];
+		}
+		start[npkg] = k;
+		for (int i = 0; i < ntasks; i++) {
+			/* Package i % npkg, or the next one with room (as Slurm's cyclic). */
+			for (int step = 0; step < npkg; step++) {
+				int p = (i + step) % npkg;
+
+				if (start[p + 1] - cur[p] >= c) {
+					take_block(out[i], bypkg, start[p + 1], &cur[p], c);
+					break;
+				}
+				if (step == npkg - 1)
+					hwloc_bitmap_zero(out[i]);
+			}
+		}
+		free(bypkg), free(start), free(cur);
+	}
+	rv = 0;
+fail:
+	free(pus);
+	free(pkg_of);
+	return rv;
+}
+
+void dlrt_gpuplan_format_cpus(hwloc_const_bitmap_t set, char *buf, size_t len)
+{
+	if (!set || hwloc_bitmap_iszero(set)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	hwloc_bitmap_list_snprintf(buf, len, set);
+}
+
+void dlrt_gpuplan_format_gpus(const int *idx, int n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < n && off < len; i++) {
+		int w = snprintf(buf + off, len - off, "%s%d", i ? "," : "", idx[i]);
+
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+}

@@ -1,0 +1,158 @@
+#include "opts.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "runtime.h"
+
+const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
+	[DLRT_OPT_RUNTIME] = { "dl-runtime", "NAME",
+			       "[dlrt] run the step's tasks as this distributed DL runtime (see man dlrt)" },
+	[DLRT_OPT_SERVERS] = { "dl-servers", "N",
+			       "[dlrt] mxnet: number of parameter servers (default: one per node)" },
+	[DLRT_OPT_VERBOSE] = { "dl-verbose", NULL,
+			       "[dlrt] log roles, exchanges and services with timings" },
+	[DLRT_OPT_DRY_RUN] = { "dl-dry-run", NULL,
+			       "[dlrt] srun: print the role table and environment, run nothing" },
+};
+
+int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+		return -1;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int dlrt_parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "1", "yes", "y", "true", "on" };
+	static const char *const no[] = { "0", "no", "n", "false", "off" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* "mxnet,torch" -> bitmask of runtime table indices. */
+static int parse_runtime_set(const char *list, uint32_t *mask, struct dlrt_err *err)
+{
+	char names[256];
+	const char *s = list;
+
+	*mask = 0;
+	while (*s) {
+		size_t n = strcspn(s, ",");
+		char one[64];
+		int idx;
+
+		if (n == 0 || n >= sizeof(one))
+			return dlrt_err_set(err, "plugstack.conf: runtimes='%s' is not a comma list", list);
+		memcpy(one, s, n);
+		one[n] = '\0';
+		idx = dlrt_runtime_index(one);
+		if (idx < 0) {
+			dlrt_runtime_list(names, sizeof(names), ~0u);
+			return dlrt_err_set(err, "plugstack.conf: runtimes= names unknown runtime '%s' "
+					    "(valid: %s)", one, names);
+		}
+		*mask |= 1u << idx;
+		s += n + (s[n] == ',');
+	}
+	return 0;
+}
+
+int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_err *err)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->max_servers = 1024;
+	cfg->allowed = ~0u;
+	for (int i = 0; i < ac; i++) {
+		const char *kv = av[i], *eq = strchr(kv, '=');
+		const char *v = eq ? eq + 1 : "";
+		size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
+
+#define KEY(k) (klen == sizeof(k) - 1 && !strncmp(kv, k, klen))
+		if (KEY("default_servers")) {
+			if (dlrt_parse_u32(v, 0, 1u << 20, &cfg->default_servers) < 0)
+				return dlrt_err_set(err, "plugstack.conf: default_servers='%s' is not a "
+						    "number (0 = one per node)", v);
+		} else if (KEY("max_servers")) {
+			if (dlrt_parse_u32(v, 1, 1u << 20, &cfg->max_servers) < 0)
+				return dlrt_err_set(err, "plugstack.conf: max_servers='%s' is not a "
+						    "number >= 1", v);
+		} else if (KEY("runtimes")) {
+			if (parse_runtime_set(v, &cfg->allowed, err) < 0)
+				return -1;
+		} else if (KEY("verbose")) {
+			if (dlrt_parse_bool(v, &cfg->verbose) < 0)
+				return dlrt_err_set(err, "plugstack.conf: verbose='%s' is not yes or no", v);
+		} else {
+			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: "
+					    "default_servers, max_servers, runtimes, verbose)",
+					    (int)klen, kv);
+		}
+#undef KEY
+	}
+	return 0;
+}
+
+void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
+{
+	memset(o, 0, sizeof(*o));
+	o->servers = -1;
+	o->verbose = cfg->verbose;
+}
+
+int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_opt_id id,
+		  const char *arg, struct dlrt_err *err)
+{
+	char names[256];
+	uint32_t v;
+	int idx;
+
+	switch (id) {
+	case DLRT_OPT_RUNTIME:
+		idx = arg ? dlrt_runtime_index(arg) : -1;
+		if (idx < 0 || !(cfg->allowed & (1u << idx))) {
+			dlrt_runtime_list(names, sizeof(names), cfg->allowed);
+			return dlrt_err_set(err, "--dl-runtime=%s: %s; valid runtimes: %s",
+					    arg ? arg : "", idx < 0 ? "unknown runtime" :
+					    "not enabled at this site", names);
+		}
+		o->runtime = dlrt_runtimes[idx];
+		return 0;
+	case DLRT_OPT_SERVERS:
+		if (dlrt_parse_u32(arg, 1, cfg->max_servers, &v) < 0)
+			return dlrt_err_set(err, "--dl-servers=%s: must be a number from 1 to %u",
+					    arg ? arg : "", cfg->max_servers);
+		o->servers = (int32_t)v;
+		return 0;
+	case DLRT_OPT_VERBOSE:
+		o->verbose = true;
+		return 0;
+	case DLRT_OPT_DRY_RUN:
+		o->dry_run = true;
+		return 0;
+	case DLRT_OPT_COUNT:
+		break;
+	}
+	return dlrt_err_set(err, "internal error: unknown option id %d", (int)id);
+}

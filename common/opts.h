@@ -1,0 +1,64 @@
+/* opts.h - dlrt's command-line options and its plugstack.conf site settings.
+ *
+ * Pure parsing and validation, shared by the plugin (every SPANK context) and
+ * the unit tests. The option table here is the single source of the option
+ * names and one-line usages that srun/sbatch --help show.
+ */
+#ifndef DLRT_OPTS_H
+#define DLRT_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlrt_err.h"
+
+struct dlrt_runtime;
+
+/* Site settings: plugstack.conf arguments "key=value" after the plugin path. */
+struct dlrt_config {
+	uint32_t default_servers; /* mxnet servers when --dl-servers is absent; 0 = one per node */
+	uint32_t max_servers;     /* upper bound for --dl-servers */
+	uint32_t allowed;         /* bit i set = runtime i of the runtime table is allowed */
+	bool verbose;             /* behave as if every job passed --dl-verbose */
+};
+
+enum dlrt_opt_id {
+	DLRT_OPT_RUNTIME,
+	DLRT_OPT_SERVERS,
+	DLRT_OPT_VERBOSE,
+	DLRT_OPT_DRY_RUN,
+	DLRT_OPT_COUNT
+};
+
+struct dlrt_opt_desc {
+	const char *name;    /* without the leading "--" */
+	const char *arginfo; /* NULL for flags */
+	const char *usage;   /* one line for --help */
+};
+
+extern const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT];
+
+struct dlrt_opts {
+	const struct dlrt_runtime *runtime; /* NULL: dlrt does nothing for this job */
+	int32_t servers;                    /* -1 = not given */
+	bool verbose;
+	bool dry_run;
+};
+
+/* Defaults first, then every av[i] as key=value; unknown keys are errors. */
+int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_err *err);
+
+void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg);
+
+/* Applies one option. Slurm may call twice with the same value (environment,
+ * then command line); a later value replaces an earlier one, so an srun inside
+ * an `sbatch --dl-runtime=X` script can still choose another runtime. */
+int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_opt_id id,
+		  const char *arg, struct dlrt_err *err);
+
+/* Parses a whole decimal number in [lo, hi]. */
+int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
+/* Parses yes/no/true/false/1/0/y/n. */
+int dlrt_parse_bool(const char *s, bool *out);
+
+#endif

@@ -1,0 +1,94 @@
+/* runtime.h - one interface per distributed DL runtime, and the role model.
+ *
+ * A runtime is one folder under launchers/ that fills a `struct dlrt_runtime`.
+ * The table dlrt_runtimes[] (runtime.c) is the only list of runtimes: option
+ * help, validation messages and the dry-run table all come from it, so adding
+ * a runtime touches one folder and one table row.
+ *
+ * The role model is pure: from the step layout (nodes, tasks per node,
+ * distribution) it gives every task a role, a role index and the
+ * local/cross ranks every runtime needs. No SPANK symbol is used here.
+ */
+#ifndef DLRT_RUNTIME_H
+#define DLRT_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlrt_err.h"
+#include "env.h"
+#include "layout.h"
+#include "opts.h"
+
+enum dlrt_role {
+	DLRT_ROLE_WORKER,
+	DLRT_ROLE_SERVER,
+	DLRT_ROLE_SCHEDULER,
+	DLRT_ROLE_MASTER,
+	DLRT_ROLE_COUNT
+};
+
+const char *dlrt_role_name(enum dlrt_role role);
+
+struct dlrt_task_role {
+	enum dlrt_role role;
+	uint32_t role_index; /* position among the tasks of this role, by task id */
+	uint32_t cross_rank; /* Horovod's: index of this node among nodes with this local rank */
+	uint32_t cross_size; /* Horovod's: number of nodes with a task of this local rank */
+};
+
+/* The role table of one step. */
+struct dlrt_plan {
+	const struct dlrt_runtime *runtime;
+	const struct dlrt_layout *layout;
+	const struct dlrt_opts *opts;
+	struct dlrt_task_role *task;          /* [layout->ntasks] */
+	uint32_t role_count[DLRT_ROLE_COUNT];
+	uint32_t servers;                     /* mxnet: resolved server count */
+};
+
+/* Facts about the step that are not part of the layout. */
+struct dlrt_step_info {
+	uint32_t job_id;
+	uint32_t step_id;
+	uint32_t restart_count; /* Slurm's requeue counter: the attempt number */
+};
+
+struct dlrt_runtime {
+	const char *name;
+	const char *summary; /* one line for man pages and --dl-dry-run */
+	/* The program of this runtime's tasks does its own PMIx/MPI wire-up, so dlrt
+	 * must never open a PMIx session in those tasks (see docs/ARCHITECTURE.md). */
+	bool program_uses_pmix;
+	/* Rejects options that cannot work for this many tasks. May be NULL. */
+	int (*validate)(const struct dlrt_opts *o, const struct dlrt_config *cfg, uint32_t ntasks,
+			uint32_t nnodes, struct dlrt_err *err);
+	/* Fills plan->task[].role and plan->servers; role indices are numbered after. */
+	void (*assign)(struct dlrt_plan *plan, const struct dlrt_config *cfg);
+	/* Adds the variables of the runtime's launch contract for task `rank`. */
+	void (*task_env)(const struct dlrt_plan *plan, uint32_t rank,
+			 const struct dlrt_step_info *step, struct dlrt_env *env);
+};
+
+/* NULL-terminated table, in the order runtimes are listed to users. */
+extern const struct dlrt_runtime *const dlrt_runtimes[];
+
+int dlrt_runtime_index(const char *name);
+/* Writes "mxnet, horovod, ..." for the runtimes whose bit is set in `mask`. */
+void dlrt_runtime_list(char *buf, size_t len, uint32_t mask);
+
+int dlrt_plan_build(struct dlrt_plan *plan, const struct dlrt_runtime *rt,
+		    const struct dlrt_layout *layout, const struct dlrt_opts *opts,
+		    const struct dlrt_config *cfg, struct dlrt_err *err);
+void dlrt_plan_free(struct dlrt_plan *plan);
+
+/* The whole environment of task `rank`: DLRT_* plus the runtime's contract. */
+int dlrt_plan_task_env(const struct dlrt_plan *plan, uint32_t rank,
+		       const struct dlrt_step_info *step, struct dlrt_env *env,
+		       struct dlrt_err *err);
+
+/* mxnet's default server count, shared by validation and assignment. */
+uint32_t dlrt_mxnet_servers(const struct dlrt_opts *o, const struct dlrt_config *cfg,
+			    uint32_t ntasks, uint32_t nnodes);
+
+#endif

@@ -1,0 +1,303 @@
+#include "tcpserver.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct dlrt_tcpserver {
+	struct dlrt_evloop *loop;
+	struct dlrt_tcpserver_cfg cfg;
+	uint32_t *allow;
+	struct dlrt_proto proto;
+	void *ctx;
+	int listen_fd;
+	uint16_t port;
+	struct dlrt_conn **conns; /* indexed by fd */
+	int nconns_cap;
+	unsigned nconns;
+	int64_t sweep_timer;
+};
+
+static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
+
+static bool peer_allowed(const struct dlrt_tcpserver *srv, uint32_t ip)
+{
+	if ((ntohl(ip) >> 24) == 127 || srv->cfg.nallow == 0)
+		return true;
+	for (size_t i = 0; i < srv->cfg.nallow; i++)
+		if (srv->allow[i] == ip)
+			return true;
+	return false;
+}
+
+void dlrt_conn_close(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+
+	if (srv->proto.on_close)
+		srv->proto.on_close(conn, srv->ctx);
+	dlrt_evloop_del_fd(srv->loop, conn->fd);
+	close(conn->fd);
+	srv->conns[conn->fd] = NULL;
+	srv->nconns--;
+	dlrt_buf_free(&conn->in);
+	dlrt_buf_free(&conn->out);
+	free(conn);
+}
+
+/* Writes what it can; returns -1 if the connection is gone. */
+static int conn_write(struct dlrt_conn *conn)
+{
+	while (conn->out.len) {
+		ssize_t n = send(conn->fd, dlrt_buf_head(&conn->out), conn->out.len,
+				 MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -1;
+		}
+		dlrt_buf_consume(&conn->out, (size_t)n);
+		conn->last_active_ms = dlrt_now_ms();
+	}
+	if (!conn->out.len && conn->close_after_write)
+		return -1;
+	dlrt_evloop_set_events(conn->server->loop, conn->fd,
+			       DLRT_EV_READ | (conn->out.len ? DLRT_EV_WRITE : 0));
+	return 0;
+}
+
+void dlrt_conn_flush(struct dlrt_conn *conn)
+{
+	if (conn_write(conn) < 0)
+		dlrt_conn_close(conn);
+}
+
+/* Reads everything available, then lets the protocol parse. */
+static int conn_read(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+	bool got = false;
+
+	for (;;) {
+		ssize_t n;
+
+		if (dlrt_buf_reserve(&conn->in, 4096) < 0) {
+			/* A request larger than the limit: the protocol gets one look
+			 * at the full buffer (to answer with an error), then we close. */
+			if (!got)
+				conn->close_after_write = true;
+			break;
+		}
+		n = recv(conn->fd, conn->in.data + conn->in.off + conn->in.len, 4096, 0);
+		if (n == 0)
+			return -1;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -1;
+		}
+		conn->in.len += (size_t)n;
+		got = true;
+		conn->last_active_ms = dlrt_now_ms();
+	}
+	if (conn->in.len && srv->proto.on_data(conn, srv->ctx) == DLRT_PROTO_CLOSE)
+		conn->close_after_write = true;
+	if (conn->close_after_write && !conn->out.len)
+		return -1;
+	return conn_write(conn);
+}
+
+static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
+{
+	struct dlrt_conn *conn = arg;
+
+	(void)loop;
+	(void)fd;
+	if ((events & DLRT_EV_WRITE) && conn_write(conn) < 0) {
+		dlrt_conn_close(conn);
+		return;
+	}
+	if ((events & DLRT_EV_READ) && conn_read(conn) < 0)
+		dlrt_conn_close(conn);
+}
+
+static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, void *arg)
+{
+	struct dlrt_tcpserver *srv = arg;
+
+	(void)events;
+	for (;;) {
+		struct sockaddr_in sa;
+		socklen_t salen = sizeof(sa);
+		struct dlrt_conn *conn;
+		int one = 1;
+		int fd = accept4(lfd, (struct sockaddr *)&sa, &salen,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return; /* EAGAIN, or a transient error: the loop calls again */
+		if (!peer_allowed(srv, sa.sin_addr.s_addr) ||
+		    srv->nconns >= srv->cfg.max_conns) {
+			close(fd);
+			continue;
+		}
+		if (fd >= srv->nconns_cap) {
+			int cap = srv->nconns_cap ? srv->nconns_cap : 64;
+			struct dlrt_conn **p;
+
+			while (cap <= fd)
+				cap *= 2;
+			p = realloc(srv->conns, (size_t)cap * sizeof(*p));
+			if (!p) {
+				close(fd);
+				continue;
+			}
+			memset(p + srv->nconns_cap, 0,
+			       (size_t)(cap - srv->nconns_cap) * sizeof(*p));
+			srv->conns = p;
+			srv->nconns_cap = cap;
+		}
+		conn = calloc(1, sizeof(*conn));
+		if (!conn) {
+			close(fd);
+			continue;
+		}
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		conn->fd = fd;
+		conn->server = srv;
+		conn->peer_ipv4 = sa.sin_addr.s_addr;
+		conn->last_active_ms = dlrt_now_ms();
+		dlrt_buf_init(&conn->in, srv->cfg.max_request);
+		dlrt_buf_init(&conn->out, srv->cfg.max_reply);
+		if (dlrt_evloop_add_fd(loop, fd, DLRT_EV_READ, conn_event, conn) < 0) {
+			close(fd);
+			free(conn);
+			continue;
+		}
+		srv->conns[fd] = conn;
+		srv->nconns++;
+		if (srv->proto.on_open && srv->proto.on_open(conn, srv->ctx) < 0)
+			dlrt_conn_close(conn);
+	}
+}
+
+/* Closes connections that have been silent longer than the idle timeout. */
+static int64_t sweep_idle(struct dlrt_evloop *loop, void *arg)
+{
+	struct dlrt_tcpserver *srv = arg;
+	int64_t now = dlrt_now_ms();
+
+	(void)loop;
+	for (int fd = 0; fd < srv->nconns_cap; fd++) {
+		struct dlrt_conn *c = srv->conns[fd];
+
+		if (c && now - c->last_active_ms > srv->cfg.idle_timeout_ms)
+			dlrt_conn_close(c);
+	}
+	return srv->cfg.idle_timeout_ms / 4 + 1;
+}
+
+int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
+			 const struct dlrt_tcpserver_cfg *cfg,
+			 const struct dlrt_proto *proto, void *ctx,
+			 struct dlrt_err *err)
+{
+	struct dlrt_tcpserver *srv = calloc(1, sizeof(*srv));
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t salen = sizeof(sa);
+	int one = 1;
+
+	if (!srv)
+		return dlrt_err_set(err, "out of memory starting a server");
+	srv->loop = loop;
+	srv->cfg = *cfg;
+	srv->proto = *proto;
+	srv->ctx = ctx;
+	srv->listen_fd = -1;
+	if (!srv->cfg.max_conns)
+		srv->cfg.max_conns = 1024;
+	if (cfg->nallow) {
+		srv->allow = calloc(cfg->nallow, sizeof(*srv->allow));
+		if (!srv->allow)
+			goto fail_mem;
+		memcpy(srv->allow, cfg->allow, cfg->nallow * sizeof(*srv->allow));
+	}
+	srv->cfg.allow = NULL;
+	if (cfg->bind_addr && *cfg->bind_addr &&
+	    inet_pton(AF_INET, cfg->bind_addr, &sa.sin_addr) != 1) {
+		dlrt_err_set(err, "cannot listen on '%s': not a numeric IPv4 address",
+			     cfg->bind_addr);
+		goto fail;
+	}
+	sa.sin_port = htons(cfg->port);
+	srv->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->listen_fd < 0) {
+		dlrt_err_errno(err, errno, "cannot create a socket");
+		goto fail;
+	}
+	setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		dlrt_err_errno(err, errno, "cannot listen on %s:%u",
+			       cfg->bind_addr && *cfg->bind_addr ? cfg->bind_addr : "*",
+			       cfg->port);
+		goto fail;
+	}
+	if (listen(srv->listen_fd, 1024) < 0 ||
+	    getsockname(srv->listen_fd, (struct sockaddr *)&sa, &salen) < 0) {
+		dlrt_err_errno(err, errno, "cannot listen");
+		goto fail;
+	}
+	srv->port = ntohs(sa.sin_port);
+	if (dlrt_evloop_add_fd(loop, srv->listen_fd, DLRT_EV_READ, accept_event, srv) < 0)
+		goto fail_mem;
+	if (cfg->idle_timeout_ms > 0)
+		srv->sweep_timer = dlrt_evloop_add_timer(loop, cfg->idle_timeout_ms / 4 + 1,
+							 sweep_idle, srv);
+	*out = srv;
+	return 0;
+fail_mem:
+	dlrt_err_set(err, "out of memory starting a server");
+fail:
+	if (srv->listen_fd >= 0)
+		close(srv->listen_fd);
+	free(srv->allow);
+	free(srv);
+	return -1;
+}
+
+uint16_t dlrt_tcpserver_port(const struct dlrt_tcpserver *srv)
+{
+	return srv->port;
+}
+
+unsigned dlrt_tcpserver_nconns(const struct dlrt_tcpserver *srv)
+{
+	return srv->nconns;
+}
+
+void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv)
+{
+	if (!srv)
+		return;
+	for (int fd = 0; fd < srv->nconns_cap; fd++)
+		if (srv->conns[fd])
+			dlrt_conn_close(srv->conns[fd]);
+	if (srv->sweep_timer > 0)
+		dlrt_evloop_del_timer(srv->loop, srv->sweep_timer);
+	dlrt_evloop_del_fd(srv->loop, srv->listen_fd);
+	close(srv->listen_fd);
+	free(srv->conns);
+	free(srv->allow);
+	free(srv);
+}

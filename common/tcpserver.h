@@ -1,0 +1,73 @@
+/* tcpserver.h - the connection handling shared by dlrt's request/reply services.
+ *
+ * A service supplies a protocol (`struct dlrt_proto`): a function that parses
+ * complete requests from the front of `conn->in` and appends replies to
+ * `conn->out`. This module does everything else the same way for every
+ * service: non-blocking accept, the peer allowlist (only the step's nodes may
+ * connect), per-connection buffer limits, an idle timeout so a slow or silent
+ * client cannot hold a slot, and a connection cap.
+ */
+#ifndef DLRT_TCPSERVER_H
+#define DLRT_TCPSERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "dlrt_err.h"
+#include "evloop.h"
+
+struct dlrt_tcpserver;
+
+struct dlrt_conn {
+	int fd;
+	struct dlrt_buf in;
+	struct dlrt_buf out;
+	uint32_t peer_ipv4;      /* network byte order */
+	int64_t last_active_ms;
+	bool close_after_write;  /* set by the protocol: reply, then hang up */
+	void *state;             /* the protocol's per-connection state */
+	struct dlrt_tcpserver *server;
+};
+
+enum dlrt_proto_result {
+	DLRT_PROTO_OK = 0,      /* keep the connection */
+	DLRT_PROTO_CLOSE = -1,  /* flush conn->out, then close */
+};
+
+struct dlrt_proto {
+	/* New bytes are in conn->in: consume complete requests, append replies. */
+	enum dlrt_proto_result (*on_data)(struct dlrt_conn *conn, void *ctx);
+	/* Optional: set up / tear down conn->state. */
+	int (*on_open)(struct dlrt_conn *conn, void *ctx);
+	void (*on_close)(struct dlrt_conn *conn, void *ctx);
+};
+
+struct dlrt_tcpserver_cfg {
+	const char *bind_addr;     /* numeric IPv4; NULL or "" = all addresses */
+	uint16_t port;             /* 0 = any free port (read it back with _port) */
+	size_t max_request;        /* limit of conn->in */
+	size_t max_reply;          /* limit of conn->out */
+	int64_t idle_timeout_ms;   /* close a connection silent this long (0 = never) */
+	unsigned max_conns;
+	/* Peers allowed to connect, IPv4 in network order. Loopback is always allowed
+	 * (a local task of the same step). nallow == 0 allows everyone: tests only. */
+	const uint32_t *allow;
+	size_t nallow;
+};
+
+int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
+			 const struct dlrt_tcpserver_cfg *cfg,
+			 const struct dlrt_proto *proto, void *ctx,
+			 struct dlrt_err *err);
+uint16_t dlrt_tcpserver_port(const struct dlrt_tcpserver *srv);
+unsigned dlrt_tcpserver_nconns(const struct dlrt_tcpserver *srv);
+/* Closes the listener and every connection. */
+void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv);
+
+/* Call after appending to conn->out outside on_data (e.g. a pushed message). */
+void dlrt_conn_flush(struct dlrt_conn *conn);
+void dlrt_conn_close(struct dlrt_conn *conn);
+
+#endif

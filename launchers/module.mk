@@ -1,0 +1,3 @@
+# launchers/: each runtime's entry in the runtime table (common/runtime.c) lives in
+# launchers/<runtime>/<runtime>_runtime.c; its services have their own module.mk.
+LIB_SRCS += $(wildcard launchers/*/*_runtime.c)

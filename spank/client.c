@@ -1,0 +1,47 @@
+/* client.c - srun (local context) and sbatch/salloc (allocator context).
+ *
+ * Catch what can be caught before anything runs: option values after the
+ * command line is parsed, and in srun the values against the step's size once
+ * the allocation exists but before any task is launched.
+ *
+ * On an error we print one line and exit(1) ourselves instead of returning -1:
+ * dlrt is installed as an `optional` plugin (a broken dlrt must never block
+ * non-dlrt jobs), and Slurm ignores the return codes of optional plugins. srun
+ * releases an allocation it created from its exit handler, so nothing lingers.
+ */
+#include <slurm/spank.h>
+#include <stdlib.h>
+
+#include "plugin.h"
+
+int dlrt_client_post_opt(spank_t sp)
+{
+	(void)sp;
+	if (dlrt_plugin.opt_failed) {
+		slurm_error("dlrt: %s", dlrt_plugin.opt_err.msg);
+		exit(1);
+	}
+	if (dlrt_plugin.opts.runtime && !dlrt_plugin.config_ok) {
+		slurm_error("dlrt: plugstack.conf has an error (see above); ask your admin to fix it");
+		exit(1);
+	}
+	return 0;
+}
+
+int dlrt_client_local_user_init(spank_t sp)
+{
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	uint32_t ntasks = 0, nnodes = 0;
+	struct dlrt_err err;
+
+	if (!rt || !rt->validate)
+		return 0;
+	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS)
+		return 0; /* the step side checks again with the full layout */
+	if (rt->validate(&dlrt_plugin.opts, &dlrt_plugin.cfg, ntasks, nnodes, &err) < 0) {
+		slurm_error("dlrt: %s", err.msg);
+		exit(1);
+	}
+	return 0;
+}

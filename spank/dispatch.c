@@ -1,0 +1,85 @@
+/* dispatch.c - the SPANK entry points, and nothing else.
+ *
+ * Like NVIDIA/pyxis, each entry point only routes to the file of the context
+ * it runs in: client.c (srun, sbatch, salloc), stepd.c (slurmstepd). The
+ * linker script dlrt.lds exports exactly these symbols.
+ */
+#include <slurm/spank.h>
+#include <string.h>
+
+#include "plugin.h"
+
+SPANK_PLUGIN(dlrt, 1);
+
+struct dlrt_plugin dlrt_plugin;
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	struct dlrt_err err;
+
+	memset(&dlrt_plugin, 0, sizeof(dlrt_plugin));
+	if (dlrt_config_parse(&dlrt_plugin.cfg, ac, av, &err) < 0) {
+		/* Still register the options, so srun can report the error instead
+		 * of "unrecognized option"; every later callback refuses to run. */
+		slurm_error("dlrt: %s", err.msg);
+		dlrt_config_parse(&dlrt_plugin.cfg, 0, NULL, &err);
+	} else {
+		dlrt_plugin.config_ok = true;
+	}
+	dlrt_opts_init(&dlrt_plugin.opts, &dlrt_plugin.cfg);
+
+	switch (spank_context()) {
+	case S_CTX_LOCAL:
+	case S_CTX_ALLOCATOR:
+	case S_CTX_REMOTE:
+		return dlrt_options_register(sp);
+	default:
+		return 0;
+	}
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	switch (spank_context()) {
+	case S_CTX_LOCAL:
+	case S_CTX_ALLOCATOR:
+		return dlrt_client_post_opt(sp);
+	case S_CTX_REMOTE:
+		return dlrt_stepd_post_opt(sp);
+	default:
+		return 0;
+	}
+}
+
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return dlrt_client_local_user_init(sp);
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return dlrt_stepd_user_init(sp);
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	return dlrt_stepd_task_init(sp);
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	(void)sp;
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE)
+		dlrt_stepd_exit();
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* plugin.h - state of the dlrt SPANK plugin, shared by its per-context files.
+ *
+ * Each SPANK context (srun, sbatch/salloc, slurmstepd) is its own process, so
+ * there is exactly one `struct dlrt_plugin` per process: the site config,
+ * the options, and in slurmstepd the step's layout and role table, computed
+ * once per node in user_init and inherited by every task through fork.
+ */
+#ifndef DLRT_PLUGIN_H
+#define DLRT_PLUGIN_H
+
+#include <slurm/spank.h>
+#include <stdbool.h>
+
+#include "layout.h"
+#include "opts.h"
+#include "runtime.h"
+
+struct dlrt_plugin {
+	struct dlrt_config cfg;
+	struct dlrt_opts opts;
+	bool config_ok;
+	bool opt_failed;           /* an option value was invalid: reported in init_post_opt */
+	struct dlrt_err opt_err;
+	/* slurmstepd only */
+	bool active;               /* an srun step with --dl-runtime */
+	struct dlrt_step_info step;
+	uint32_t node_id;
+	struct dlrt_layout layout;
+	struct dlrt_plan plan;
+	/* Errors found in user_init are raised in task_init: on Slurm 22.05 a
+	 * user_init failure does not fail srun (NVIDIA/pyxis does the same). */
+	int deferred_rc;
+	struct dlrt_err deferred_err;
+};
+
+extern struct dlrt_plugin dlrt_plugin;
+
+/* options.c */
+int dlrt_options_register(spank_t sp);
+
+/* client.c: srun (local) and sbatch/salloc (allocator) */
+int dlrt_client_post_opt(spank_t sp);
+int dlrt_client_local_user_init(spank_t sp);
+
+/* stepd.c: slurmstepd (remote) */
+int dlrt_stepd_post_opt(spank_t sp);
+int dlrt_stepd_user_init(spank_t sp);
+int dlrt_stepd_task_init(spank_t sp);
+void dlrt_stepd_exit(void);
+
+#endif

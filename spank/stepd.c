@@ -1,0 +1,160 @@
+/* stepd.c - slurmstepd (remote context): the role of every task.
+ *
+ * user_init runs once per node as the user, before the tasks fork: it rebuilds
+ * the step's layout and role table. task_init runs in each task just before
+ * exec: it checks that Slurm put this task where the layout says, then sets
+ * the task's environment (or, with --dl-dry-run, prints the table and exits).
+ */
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan_print.h"
+#include "plugin.h"
+
+#define ENV_MAX 4096
+
+/* Fails this task: the first task of each node prints the one line, every task
+ * exits 1 so srun exits non-zero. We exit instead of returning -1 because Slurm
+ * ignores the return codes of `optional` plugins (see client.c). */
+static void __attribute__((noreturn)) task_fail(int local, const char *msg)
+{
+	if (local == 0)
+		slurm_error("dlrt: %s", msg);
+	_exit(1);
+}
+
+static int defer(const struct dlrt_err *err)
+{
+	dlrt_plugin.deferred_rc = -1;
+	dlrt_plugin.deferred_err = *err;
+	return 0;
+}
+
+static int getenv_step(spank_t sp, const char *name, char *buf, int len)
+{
+	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+int dlrt_stepd_post_opt(spank_t sp)
+{
+	uint32_t stepid = 0;
+	struct dlrt_err err;
+
+	if (dlrt_plugin.opt_failed) {
+		/* srun already refused such a value; this only guards direct launches. */
+		return defer(&dlrt_plugin.opt_err);
+	}
+	if (!dlrt_plugin.opts.runtime)
+		return 0;
+	if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS)
+		return 0;
+	/* Only steps launched by srun get roles: never the batch script, the extern
+	 * step or salloc's interactive step (their ids are above the normal range). */
+	if (stepid > SLURM_MAX_NORMAL_STEP_ID)
+		return 0;
+	dlrt_plugin.active = true;
+	dlrt_plugin.step.step_id = stepid;
+	spank_get_item(sp, S_JOB_ID, &dlrt_plugin.step.job_id);
+	spank_get_item(sp, S_SLURM_RESTART_COUNT, &dlrt_plugin.step.restart_count);
+	if (!dlrt_plugin.config_ok) {
+		dlrt_err_set(&err, "plugstack.conf has an error (see the slurmd log); ask your "
+			     "admin to fix it");
+		return defer(&err);
+	}
+	return 0;
+}
+
+int dlrt_stepd_user_init(spank_t sp)
+{
+	char nodelist[ENV_MAX], tpn[ENV_MAX], dist_s[128] = "", plane_s[32] = "";
+	enum dlrt_dist dist;
+	uint32_t plane = 0;
+	struct dlrt_err err;
+
+	if (!dlrt_plugin.active || dlrt_plugin.deferred_rc)
+		return 0;
+	if (getenv_step(sp, "SLURM_STEP_NODELIST", nodelist, sizeof(nodelist)) < 0 ||
+	    getenv_step(sp, "SLURM_STEP_TASKS_PER_NODE", tpn, sizeof(tpn)) < 0) {
+		dlrt_err_set(&err, "the step environment lacks SLURM_STEP_NODELIST or "
+			     "SLURM_STEP_TASKS_PER_NODE; was the step started by srun?");
+		return defer(&err);
+	}
+	getenv_step(sp, "SLURM_DISTRIBUTION", dist_s, sizeof(dist_s));
+	if (dlrt_layout_parse_dist(dist_s, &dist, &plane, &err) < 0)
+		return defer(&err);
+	if (dist == DLRT_DIST_PLANE && plane == 0 &&
+	    getenv_step(sp, "SLURM_DIST_PLANESIZE", plane_s, sizeof(plane_s)) == 0)
+		dlrt_parse_u32(plane_s, 1, 1u << 20, &plane);
+	spank_get_item(sp, S_JOB_NODEID, &dlrt_plugin.node_id);
+	if (dlrt_layout_init(&dlrt_plugin.layout, nodelist, tpn, dist, plane, &err) < 0 ||
+	    dlrt_plan_build(&dlrt_plugin.plan, dlrt_plugin.opts.runtime, &dlrt_plugin.layout,
+			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
+		return defer(&err);
+	return 0;
+}
+
+/* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
+ * exec'ing the program. task_init runs in the forked task process, so _exit
+ * ends only that task, never slurmstepd. */
+static void dry_run(uint32_t rank)
+{
+	struct dlrt_err err;
+
+	if (rank == 0) {
+		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, &err) < 0)
+			fprintf(stderr, "dlrt: %s\n", err.msg);
+		fflush(stdout);
+	}
+	_exit(0);
+}
+
+int dlrt_stepd_task_init(spank_t sp)
+{
+	uint32_t rank = 0;
+	int local = 0;
+	struct dlrt_env env;
+	struct dlrt_err err;
+
+	if (!dlrt_plugin.active && !dlrt_plugin.deferred_rc)
+		return 0;
+	spank_get_item(sp, S_TASK_ID, &local);
+	if (dlrt_plugin.deferred_rc)
+		task_fail(local, dlrt_plugin.deferred_err.msg);
+	if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS)
+		task_fail(local, "cannot read this task's id from Slurm");
+	if (dlrt_layout_check_local(&dlrt_plugin.layout, dlrt_plugin.node_id, (uint32_t)local,
+				    rank, &err) < 0)
+		task_fail(local, err.msg);
+	if (dlrt_plugin.opts.dry_run)
+		dry_run(rank);
+
+	dlrt_env_init(&env);
+	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, &env, &err) < 0)
+		task_fail(local, err.msg);
+	for (size_t i = 0; i < env.n; i++) {
+		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value,
+				 !env.vars[i].keep_user) != ESPANK_SUCCESS &&
+		    !env.vars[i].keep_user) {
+			dlrt_err_set(&err, "cannot set %s in the task environment", env.vars[i].name);
+			task_fail(local, err.msg);
+		}
+	}
+	if (dlrt_plugin.opts.verbose)
+		fprintf(stderr, "dlrt: task %u on %s: %s %s %u\n", rank,
+			dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id],
+			dlrt_plugin.opts.runtime->name,
+			dlrt_role_name(dlrt_plugin.plan.task[rank].role),
+			dlrt_plugin.plan.task[rank].role_index);
+	dlrt_env_free(&env);
+	return 0;
+}
+
+void dlrt_stepd_exit(void)
+{
+	dlrt_plan_free(&dlrt_plugin.plan);
+	dlrt_layout_free(&dlrt_plugin.layout);
+}

@@ -1,0 +1,50 @@
+#!/bin/bash
+# install-deps.sh - install every Debian package dlrt needs to build, test and demo.
+#
+# Idempotent: packages already present are skipped, so `make check` can call it every time.
+# Needs root on Debian 12 (bookworm). This is the only place that installs anything.
+set -euo pipefail
+
+PACKAGES=(
+	# build
+	build-essential pkg-config clang llvm libclang-rt-14-dev
+	libslurm-dev libpmix-dev libhwloc-dev libmunge-dev zlib1g-dev libhiredis-dev
+	# the local cluster
+	slurm-wlm slurmctld slurmd slurm-client munge
+	openmpi-bin libopenmpi-dev hwloc iproute2 util-linux procps psmisc
+	# tests and their real clients
+	perl python3 python3-torch python3-numpy libgloo-dev g++ redis-tools redis-server
+	lmod man-db dataset-fashion-mnist gnuplot-nox hyperfine parallel
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps.sh: must run as root (it calls apt-get); re-run with sudo" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#PACKAGES[@]} packages present"
+	exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine has no package lists yet; retry once because mirrors can hiccup.
+apt-get update -q || { sleep 5; apt-get update -q; }
+apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+	{ sleep 5; apt-get install -y -q --no-install-recommends "${missing[@]}"; }
+# The Debian packages start daemons through init scripts on some machines; the
+# local cluster runs its own, so stop any that were started for us.
+for svc in slurmctld slurmd munge redis-server; do
+	if command -v service >/dev/null && service "$svc" status >/dev/null 2>&1; then
+		service "$svc" stop >/dev/null 2>&1 || true
+	fi
+done
+echo "install-deps: done"
