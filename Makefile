@@ -53,6 +53,8 @@ FUZZERS     :=           # fuzz target names (tests/fuzz/fuzz_<name>.c)
 MANPAGES    :=           # docs/man/*.[1-8]
 
 .PHONY: all
+# Keep objects make considers intermediate, so `make unit` does not rebuild them every time.
+.SECONDARY:
 all:
 
 # $(call dlrt_program,OUTPUT,SOURCES[,EXTRA_LIBS]): link a C program against libdlrt.a.
@@ -100,16 +102,17 @@ $(SAN_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
 
+# TEST_LDFLAGS_<name> adds link flags for one test (e.g. -rdynamic for the fake SPANK host).
 $(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
+	$(CC) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) $(TEST_LDFLAGS_$*) -lm
 
 $(SAN_BUILD)/libdlrt.a: $(LIB_SRCS:%.c=$(SAN_BUILD)/obj/%.o)
 	rm -f $@ && $(AR) rcs $@ $^
 
 $(SAN_BUILD)/tests/test_%: $(SAN_BUILD)/obj/tests/unit/test_%.o $(SAN_BUILD)/libdlrt.a
 	@mkdir -p $(@D)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) $(TEST_LDFLAGS_$*) -lm
 
 .PHONY: unit
 # UNIT=pattern runs only the unit tests whose name contains it (make unit UNIT=gpuplan).
@@ -128,8 +131,12 @@ CLUSTER := tests/cluster/cluster.sh
 deps:
 	tests/cluster/install-deps.sh
 
+# The cluster loads dlrt from its own prefix; the programs the cluster tests run
+# inside jobs go next to it (never into a real install).
 cluster-up: all
 	$(MAKE) install DESTDIR= PREFIX=$$($(CLUSTER) prefix)
+	install -d $$($(CLUSTER) prefix)/libexec/dlrt-tests
+	$(if $(TEST_PROGS),install -m 0755 $(TEST_PROGS) $$($(CLUSTER) prefix)/libexec/dlrt-tests/)
 	$(CLUSTER) up
 
 cluster-down:

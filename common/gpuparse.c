@@ -28,14 +28,19 @@ static long read_num(const char **p)
 	return v;
 }
 
-/* Shows at most 40 characters of a bad value in an error line. */
+/* Copies at most len-4 characters of a bad value for an error line, with
+ * control characters replaced so the error stays one printable line. */
 static const char *clip(const char *s, char *buf, size_t len)
 {
-	size_t n = strlen(s);
+	size_t i;
 
-	if (n < len)
-		return s;
-	snprintf(buf, len, "%.*s...", (int)(len - 4), s);
+	for (i = 0; s[i] && i + 4 < len; i++)
+		buf[i] = isprint((unsigned char)s[i]) ? s[i] : '?';
+	if (s[i]) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
 	return buf;
 }
 
@@ -214,6 +219,7 @@ int dlrt_gpuplan_alloc_parse(struct dlrt_gpuplan_alloc *a, const struct dlrt_gpu
 {
 	uint64_t list = 0, vis = 0;
 	const char *src, *srcval = NULL;
+	char cb[44], cb2[44];
 	int n;
 
 	memset(a, 0, sizeof(*a));
@@ -266,9 +272,10 @@ int dlrt_gpuplan_alloc_parse(struct dlrt_gpuplan_alloc *a, const struct dlrt_gpu
 		else if ((vis & ~first_n) == 0)
 			a->renumbered = 1;
 		else
-			return dlrt_err_set(err, "CUDA_VISIBLE_DEVICES=%.64s does not match %s=%.64s: "
+			return dlrt_err_set(err, "CUDA_VISIBLE_DEVICES=%s does not match %s=%s: "
 					    "do not set CUDA_VISIBLE_DEVICES by hand in the job",
-					    cvd, src, srcval);
+					    clip(cvd, cb, sizeof(cb)), src,
+					    clip(srcval, cb2, sizeof(cb2)));
 	}
 	return 0;
 }

@@ -223,6 +223,19 @@ static void pick_nics(const struct dlrt_gpuplan_topo *t, struct dlrt_gpuplan *p)
 	}
 }
 
+/* Tie cost of item/bin pair: squared distance from the natural partner
+ * (task ti of nt <-> GPU position j of ng when j/ng == ti/nt). Squared, so
+ * that crossing two pairs always costs more than keeping their order: equal
+ * tasks get GPUs in task order. Linear when squares could overflow. */
+static int64_t tie_cost(int ti, int nt, int j, int ng, int squared)
+{
+	int64_t d = (int64_t)j * nt - (int64_t)ti * ng;
+
+	if (d < 0)
+		d = -d;
+	return squared ? d * d : d;
+}
+
 /* Positions (into alloc->global) given to each task, as bit sets. */
 static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpuplan_alloc *al,
 			hwloc_const_cpuset_t const *cpus, int nt, uint64_t *pos,
@@ -230,25 +243,54 @@ static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpu
 {
 	int ng = al->ngpus, n = nt >= ng ? nt : ng, m = nt >= ng ? ng : nt;
 	int64_t *cost = malloc(sizeof(*cost) * (size_t)n * (size_t)m);
+	int *ov = malloc(sizeof(*ov) * 2 * (size_t)n * (size_t)m);
 	int *out = malloc(sizeof(*out) * (size_t)n);
-	int64_t k = (int64_t)n * m + 1;
-	int rv = -1;
+	int64_t k, w, maxov = 0, maxup = 0, maxtie;
+	int rv = -1, squared = 1;
 
-	if (!cost || !out) {
+	if (!cost || !ov || !out) {
 		dlrt_err_set(err, "out of memory planning GPUs");
 		goto fail;
 	}
+	/* Score = overlap with the GPU's locality, then (weight 1/w) overlap
+	 * with the next larger CPU object: a task on a die without GPU prefers
+	 * a GPU of its own package over one across the socket link. */
 	for (int ti = 0; ti < nt; ti++) {
 		for (int j = 0; j < ng; j++) {
-			int64_t ov = overlap(cpus[ti], t->gpus[al->global[j]].cpuset);
-			/* natural partner: task ti <-> GPU position ti*ng/nt (or back) */
-			int64_t tie = nt >= ng ? labs(j - (long)ti * ng / nt)
-					       : labs(ti - (long)j * nt / ng);
+			const struct dlrt_gpuplan_gpu *g = &t->gpus[al->global[j]];
+			int o = overlap(cpus[ti], g->cpuset), u = overlap(cpus[ti], g->cpuset_up);
+
+			ov[ti * ng + j] = o;
+			if (o > maxov)
+				maxov = o;
+			if (u > maxup)
+				maxup = u;
+			ov[(size_t)nt * ng + (size_t)ti * ng + j] = u;
+		}
+	}
+	w = maxup + 1;
+	maxov = maxov * w + maxup;
+	/* score * k must dominate the sum of all tie costs (< k), and the
+	 * solver needs |cost| * 16 * (n + 2) to fit in 64 bits. */
+	maxtie = tie_cost(0, nt, ng - 1, ng, 1);
+	if (tie_cost(nt - 1, nt, 0, ng, 1) > maxtie)
+		maxtie = tie_cost(nt - 1, nt, 0, ng, 1);
+	k = (int64_t)n * maxtie + 1;
+	if ((maxov + 1) > INT64_MAX / 32 / (n + 2) / k) {
+		squared = 0;
+		maxtie = (int64_t)nt * ng;
+		k = (int64_t)n * maxtie + 1;
+	}
+	for (int ti = 0; ti < nt; ti++) {
+		for (int j = 0; j < ng; j++) {
+			int64_t sc = (int64_t)ov[ti * ng + j] * w +
+				     ov[(size_t)nt * ng + (size_t)ti * ng + j];
+			int64_t c = -sc * k + tie_cost(ti, nt, j, ng, squared);
 
 			if (nt >= ng)
-				cost[(size_t)ti * (size_t)m + (size_t)j] = -ov * k + tie;
+				cost[(size_t)ti * (size_t)m + (size_t)j] = c;
 			else
-				cost[(size_t)j * (size_t)m + (size_t)ti] = -ov * k + tie;
+				cost[(size_t)j * (size_t)m + (size_t)ti] = c;
 		}
 	}
 	if (dlrt_gpuplan_solve(n, m, cost, out) < 0) {
@@ -264,6 +306,7 @@ static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpu
 	rv = 0;
 fail:
 	free(cost);
+	free(ov);
 	free(out);
 	return rv;
 }

@@ -47,6 +47,8 @@ struct dlrt_gpuplan_gpu {
 	unsigned vendor, device, pci_class;
 	hwloc_obj_t pcidev;
 	hwloc_bitmap_t cpuset;     /* locality: cpuset of the first non-I/O ancestor */
+	hwloc_bitmap_t cpuset_up;  /* next larger ancestor's cpuset (the package, say):
+				    * breaks ties between GPUs no task is local to */
 };
 
 struct dlrt_gpuplan_nic {

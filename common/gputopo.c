@@ -72,6 +72,7 @@ static int locality(hwloc_topology_t topo, hwloc_obj_t io, hwloc_bitmap_t *out)
 static struct dlrt_gpuplan_gpu *add_gpu(struct dlrt_gpuplan_topo *t, hwloc_obj_t pci)
 {
 	struct dlrt_gpuplan_gpu *g;
+	hwloc_obj_t up;
 
 	for (int i = 0; i < t->ngpus; i++)
 		if (t->gpus[i].pcidev == pci)
@@ -87,6 +88,14 @@ static struct dlrt_gpuplan_gpu *add_gpu(struct dlrt_gpuplan_topo *t, hwloc_obj_t
 	format_busid(pci, g->busid, sizeof(g->busid));
 	if (locality(t->topo, pci, &g->cpuset) < 0)
 		return NULL;
+	up = hwloc_get_non_io_ancestor_obj(t->topo, pci);
+	while (up && up->parent && hwloc_bitmap_isequal(up->cpuset, g->cpuset))
+		up = up->parent;
+	g->cpuset_up = hwloc_bitmap_dup(up && up->cpuset ? up->cpuset : g->cpuset);
+	if (!g->cpuset_up) {
+		hwloc_bitmap_free(g->cpuset);
+		return NULL;
+	}
 	t->ngpus++;
 	return g;
 }
@@ -216,8 +225,10 @@ void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < t->ngpus; i++)
+	for (int i = 0; i < t->ngpus; i++) {
 		hwloc_bitmap_free(t->gpus[i].cpuset);
+		hwloc_bitmap_free(t->gpus[i].cpuset_up);
+	}
 	for (int i = 0; i < t->nnics; i++)
 		hwloc_bitmap_free(t->nics[i].cpuset);
 	hwloc_topology_destroy(t->topo);

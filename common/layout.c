@@ -34,12 +34,18 @@ int dlrt_layout_parse_dist(const char *s, enum dlrt_dist *dist, uint32_t *plane_
 		*dist = DLRT_DIST_CYCLIC;
 		return 0;
 	}
-	if (!strncmp(s, "plane", 5)) {
+	if (!strncmp(s, "plane", 5) && (n == 5 || s[5] == '=')) {
+		/* Slurm exports "plane" and the size separately in SLURM_DIST_PLANESIZE;
+		 * the size stays 0 here until the caller supplies it. */
 		char *end;
-		unsigned long v = s[5] == '=' ? strtoul(s + 6, &end, 10) : 0;
+		unsigned long v = 0;
 
-		if (s[5] != '=' || v == 0 || v > 1u << 20 || (end != s + n && *end != ':'))
-			return dlrt_err_set(err, "task distribution '%s' needs a plane size, e.g. -m plane=4", s);
+		if (s[5] == '=') {
+			v = strtoul(s + 6, &end, 10);
+			if (v == 0 || v > 1u << 20 || (end != s + n && *end != ':'))
+				return dlrt_err_set(err, "task distribution '%s' has a bad plane size, "
+						    "e.g. -m plane=4", s);
+		}
 		*dist = DLRT_DIST_PLANE;
 		*plane_size = (uint32_t)v;
 		return 0;
@@ -55,6 +61,8 @@ int dlrt_layout_init(struct dlrt_layout *l, const char *nodelist, const char *ta
 
 	memset(l, 0, sizeof(*l));
 	l->dist = dist;
+	if (dist == DLRT_DIST_PLANE && plane_size == 0)
+		return dlrt_err_set(err, "plane distribution without a plane size (SLURM_DIST_PLANESIZE)");
 	if (dlrt_hostlist_expand(&l->nodes, nodelist, err) < 0)
 		return -1;
 	l->nnodes = l->nodes.n;

@@ -140,13 +140,22 @@ ensure_munge() {
 	die "munged did not start: see /var/log/munge/munged.log"
 }
 
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A pid file names one of our daemons only if that process is still a Slurm daemon:
+# after a reboot the number may belong to anything, and we must never signal that.
+pid_alive() {
+	local pid
+	[ -f "$1" ] || return 1
+	pid=$(cat "$1")
+	case "$(cat "/proc/$pid/comm" 2>/dev/null)" in
+	slurmctld | slurmd) return 0 ;;
+	*) return 1 ;;
+	esac
+}
 
 stop_daemons() {
 	local f
 	for f in "$DIR"/run/slurmd-*.pid "$DIR/run/slurmctld.pid"; do
-		[ -f "$f" ] || continue
-		kill "$(cat "$f")" 2>/dev/null || true
+		pid_alive "$f" && kill "$(cat "$f")" 2>/dev/null
 	done
 	# Bounded wait for them to go, then make sure.
 	for _ in $(seq 50); do
@@ -158,8 +167,7 @@ stop_daemons() {
 		sleep 0.1
 	done
 	for f in "$DIR"/run/slurmd-*.pid "$DIR/run/slurmctld.pid"; do
-		[ -f "$f" ] || continue
-		kill -9 "$(cat "$f")" 2>/dev/null || true
+		pid_alive "$f" && kill -9 "$(cat "$f")" 2>/dev/null
 		rm -f "$f"
 	done
 	# Leftover step daemons of killed jobs would hold ports and namespaces.
@@ -167,7 +175,9 @@ stop_daemons() {
 }
 
 start_daemons() {
-	local conf="$DIR/etc/slurm.conf"
+	local conf="$DIR/etc/slurm.conf" f
+	# Fresh logs per start, so tests read only this run's (the last run's stay as .old).
+	for f in "$DIR"/log/*.log; do [ -f "$f" ] && mv -f "$f" "$f.old"; done
 	# -c: start from a clean state, so a restart never revives jobs of an earlier run.
 	slurmctld -c -f "$conf"
 	for n in $(nodes); do

@@ -1,0 +1,85 @@
+# lib.sh - helpers for dlrt's cluster tests (TAP output, run by `prove`).
+#
+# Every test talks to the real local cluster (tests/cluster/cluster.sh): real
+# slurmctld/slurmd, real srun/sbatch, jobs submitted as the unprivileged test
+# user. Every command that waits has a timeout, so a hang fails a test instead
+# of stalling `make check`.
+
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+eval "$("$HERE/cluster.sh" env)"
+TESTS_BIN=$DLRT_CLUSTER_DIR/prefix/libexec/dlrt-tests
+JOB_TIMEOUT=${DLRT_JOB_TIMEOUT:-120}
+
+# A fresh working folder on the "shared filesystem", owned by the test user.
+WORK=$(mktemp -d "$DLRT_CLUSTER_DIR/work/$(basename "$0" .t).XXXX")
+chown "$DLRT_TEST_USER": "$WORK"
+chmod 0755 "$WORK"
+cd "$WORK" || exit 1
+
+_n=0
+_failed=0
+
+ok() { # ok STATUS DESCRIPTION (STATUS 0 = pass, as a shell status)
+	_n=$((_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $_n - $2"
+	else
+		_failed=$((_failed + 1))
+		echo "not ok $_n - $2"
+	fi
+}
+
+is() { # is GOT WANT DESCRIPTION
+	if [ "$1" == "$2" ]; then ok 0 "$3"; else
+		ok 1 "$3"
+		echo "#   got:  '$1'"
+		echo "#   want: '$2'"
+	fi
+}
+
+like() { # like TEXT REGEX DESCRIPTION
+	if echo "$1" | grep -Eq -- "$2"; then ok 0 "$3"; else
+		ok 1 "$3"
+		echo "#   '$1'" | head -20
+		echo "#   does not match /$2/"
+	fi
+}
+
+unlike() {
+	if echo "$1" | grep -Eq -- "$2"; then
+		ok 1 "$3"
+		echo "#   '$1' matches /$2/" | head -20
+	else ok 0 "$3"; fi
+}
+
+diag() { echo "# $*"; }
+
+done_testing() {
+	echo "1..$_n"
+	[ $_failed -eq 0 ] && rm -rf "$WORK"
+	exit $((_failed > 0))
+}
+
+# Run a command as the test user with the cluster's environment, bounded in time.
+as_user() {
+	timeout -k 5 "$JOB_TIMEOUT" runuser -u "$DLRT_TEST_USER" -- \
+		env SLURM_CONF="$SLURM_CONF" PATH="$PATH" HOME="$WORK" "$@"
+}
+
+# srun as the test user; stdout to $OUT, stderr to $ERR, status in $RC.
+OUT=$WORK/out ERR=$WORK/err RC=0
+run_srun() {
+	as_user srun "$@" >"$OUT" 2>"$ERR"
+	RC=$?
+}
+
+# Submit a batch script (from stdin) and wait for it; output in $WORK/job.out.
+# Extra arguments go to sbatch. Sets RC to sbatch --wait's status.
+run_batch() {
+	cat >"$WORK/job.sh"
+	chmod 0755 "$WORK/job.sh"
+	as_user sbatch --wait -o "$WORK/job.out" -e "$WORK/job.err" "$@" "$WORK/job.sh" \
+		>"$WORK/sbatch.out" 2>"$WORK/sbatch.err"
+	RC=$?
+}

@@ -1,0 +1,20 @@
+#!/bin/bash
+# The plugin as Slurm loads it: exported symbols, options in every client's --help.
+. "$(dirname "$0")/../lib.sh"
+
+so=$DLRT_CLUSTER_DIR/prefix/lib/dlrt/dlrt.so
+syms=$(nm -D --defined-only "$so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort | tr '\n' ' ')
+like "$syms" '^plugin_name plugin_type plugin_version (slurm_spank_[a-z_]+ )+$' \
+	"dlrt.so exports only plugin_* and slurm_spank_* ($syms)"
+like "$(cat "$DLRT_CLUSTER_DIR/etc/plugstack.conf.d/dlrt.conf")" "^optional $so" \
+	"loaded through a plugstack.conf.d file, as optional"
+
+for client in srun sbatch salloc; do
+	help=$(as_user "$client" --help 2>&1)
+	for opt in dl-runtime=NAME dl-servers=N dl-verbose dl-dry-run; do
+		like "$help" "--$opt +\[dlrt\]" "$client --help shows --$opt"
+	done
+done
+like "$(as_user srun --help 2>&1)" "mxnet, horovod, caffe2, torch" "the runtime usage lists the runtimes"
+unlike "$(grep -h 'dlrt' "$DLRT_CLUSTER_DIR"/log/slurmd-*.log)" "error" "no dlrt error in the slurmd logs"
+done_testing

@@ -1,0 +1,188 @@
+/* Unit tests: task layout (block/cyclic/plane) and the role model of every runtime.
+ * Expected tables are written out literally, not computed by the code under test. */
+#include "layout.h"
+#include "runtime.h"
+#include "tap.h"
+
+static struct dlrt_config cfg;
+
+static const char *roles_string(const struct dlrt_plan *p, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	for (uint32_t t = 0; t < p->layout->ntasks && off + 2 < len; t++)
+		buf[off++] = dlrt_role_name(p->task[t].role)[0]; /* w s s(cheduler)->c below */
+	buf[off] = '\0';
+	for (size_t i = 0; i < off; i++)
+		if (p->task[i].role == DLRT_ROLE_SCHEDULER)
+			buf[i] = 'S';
+	return buf;
+}
+
+static void check_layout(const char *nodes, const char *tpn, enum dlrt_dist d, uint32_t plane,
+			 const char *want_nodes, const char *want_local)
+{
+	struct dlrt_layout l;
+	struct dlrt_err err;
+	char gotn[64] = "", gotl[64] = "";
+
+	if (dlrt_layout_init(&l, nodes, tpn, d, plane, &err) < 0) {
+		TAP_OK(0, "layout %s %s: %s", nodes, tpn, err.msg);
+		return;
+	}
+	for (uint32_t t = 0; t < l.ntasks && t < 63; t++) {
+		gotn[t] = (char)('0' + l.task_node[t]);
+		gotl[t] = (char)('0' + l.task_local[t]);
+	}
+	TAP_IS_STR(gotn, want_nodes, "%s layout of %s: node of each task", dlrt_dist_name(d), tpn);
+	TAP_IS_STR(gotl, want_local, "%s layout of %s: local rank of each task", dlrt_dist_name(d), tpn);
+	dlrt_layout_free(&l);
+}
+
+static void check_mxnet(const char *tpn, uint32_t nnodes, int servers, enum dlrt_dist d,
+			const char *want)
+{
+	struct dlrt_layout l;
+	struct dlrt_opts o;
+	struct dlrt_plan p;
+	struct dlrt_err err;
+	char nodes[32], buf[64];
+
+	snprintf(nodes, sizeof(nodes), "n[1-%u]", nnodes);
+	dlrt_opts_init(&o, &cfg);
+	o.servers = servers;
+	if (dlrt_layout_init(&l, nodes, tpn, d, 0, &err) < 0 ||
+	    dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err) < 0) {
+		TAP_OK(0, "mxnet %s servers=%d: %s", tpn, servers, err.msg);
+		return;
+	}
+	TAP_IS_STR(roles_string(&p, buf, sizeof(buf)), want, "mxnet roles, tasks per node %s, "
+		   "servers %d, %s", tpn, servers, dlrt_dist_name(d));
+	dlrt_plan_free(&p);
+	dlrt_layout_free(&l);
+}
+
+int main(void)
+{
+	struct dlrt_err err;
+	struct dlrt_layout l;
+	struct dlrt_opts o;
+	struct dlrt_plan p;
+	struct dlrt_step_info step = { 42, 3, 1 };
+	struct dlrt_env env;
+	enum dlrt_dist d;
+	uint32_t plane;
+
+	dlrt_config_parse(&cfg, 0, NULL, &err);
+
+	/* Distribution strings as Slurm exports them. */
+	TAP_OK(dlrt_layout_parse_dist("cyclic:block", &d, &plane, &err) == 0 && d == DLRT_DIST_CYCLIC,
+	       "cyclic:block is cyclic across nodes");
+	TAP_OK(dlrt_layout_parse_dist("block", &d, &plane, &err) == 0 && d == DLRT_DIST_BLOCK, "block");
+	TAP_OK(dlrt_layout_parse_dist(NULL, &d, &plane, &err) == 0 && d == DLRT_DIST_BLOCK, "unset = block");
+	TAP_OK(dlrt_layout_parse_dist("plane=2", &d, &plane, &err) == 0 && d == DLRT_DIST_PLANE &&
+	       plane == 2, "plane=2");
+	TAP_OK(dlrt_layout_parse_dist("plane", &d, &plane, &err) == 0 && d == DLRT_DIST_PLANE &&
+	       plane == 0, "plane without a size: the size comes from SLURM_DIST_PLANESIZE");
+	TAP_OK(dlrt_layout_init(&l, "n1", "1", DLRT_DIST_PLANE, 0, &err) < 0, "plane size 0 rejected");
+	TAP_OK(dlrt_layout_parse_dist("planet", &d, &plane, &err) < 0, "planet rejected");
+	TAP_OK(dlrt_layout_parse_dist("arbitrary", &d, &plane, &err) < 0 && strstr(err.msg, "-m block"),
+	       "arbitrary rejected with the fix: %s", err.msg);
+
+	/* Placement: uneven 3,1,2. */
+	check_layout("n[1-3]", "3,1,2", DLRT_DIST_BLOCK, 0, "000122", "012001");
+	check_layout("n[1-3]", "3,1,2", DLRT_DIST_CYCLIC, 0, "012020", "000112");
+	check_layout("n[1-3]", "3,1,2", DLRT_DIST_PLANE, 2, "001220", "010012");
+	check_layout("n1", "1", DLRT_DIST_BLOCK, 0, "0", "0");
+	check_layout("n[1-2]", "4(x2)", DLRT_DIST_CYCLIC, 0, "01010101", "00112233");
+
+	/* Cross-checks Slurm's own view of a task. */
+	dlrt_layout_init(&l, "n[1-3]", "3,1,2", DLRT_DIST_CYCLIC, 0, &err);
+	TAP_IS_INT(dlrt_layout_check_local(&l, 2, 1, 4, &err), 0, "task 4 is local 1 on node 2 (cyclic)");
+	TAP_IS_INT(dlrt_layout_check_local(&l, 0, 1, 1, &err), -1, "a wrong placement is detected");
+	dlrt_layout_free(&l);
+
+	/* mxnet: S=scheduler, s=server, w=worker. Servers spread over nodes first,
+	 * from each node's highest local rank. */
+	check_mxnet("3,1,2", 3, -1, DLRT_DIST_BLOCK, "Swssws");
+	check_mxnet("3,1,2", 3, 1, DLRT_DIST_BLOCK, "Swswww");
+	check_mxnet("3,1,2", 3, 4, DLRT_DIST_BLOCK, "Ssssws");
+	check_mxnet("3,1,2", 3, 2, DLRT_DIST_CYCLIC, "Sswwws");
+	check_mxnet("6", 1, 2, DLRT_DIST_BLOCK, "Swwwss");
+	check_mxnet("1,1,1", 3, -1, DLRT_DIST_BLOCK, "Ssw");
+	check_mxnet("2(x2)", 2, 2, DLRT_DIST_BLOCK, "Ssws");
+
+	/* mxnet validation: too few tasks, and more servers than nodes. */
+	dlrt_opts_init(&o, &cfg);
+	o.servers = 3;
+	dlrt_layout_init(&l, "n[1-2]", "2,2", DLRT_DIST_BLOCK, 0, &err);
+	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
+		   -1, "mxnet with 4 tasks and 3 servers is rejected");
+	TAP_OK(strstr(err.msg, "needs at least 5 tasks (1 scheduler + 3 servers + 1 worker)") != NULL,
+	       "message names the count and the fix: %s", err.msg);
+	dlrt_layout_free(&l);
+	dlrt_layout_init(&l, "n1", "1", DLRT_DIST_BLOCK, 0, &err);
+	dlrt_opts_init(&o, &cfg);
+	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
+		   -1, "mxnet with one task is rejected");
+	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("torch")], &l, &o, &cfg, &err),
+		   0, "torch with one task is fine");
+	dlrt_plan_free(&p);
+	dlrt_layout_free(&l);
+
+	/* Horovod cross ranks for unequal tasks per node (get_host_assignments). */
+	dlrt_layout_init(&l, "a,b,c", "3,1,2", DLRT_DIST_BLOCK, 0, &err);
+	dlrt_opts_init(&o, &cfg);
+	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("horovod")], &l, &o, &cfg, &err);
+	{
+		/* task:        0 1 2 3 4 5   (a:0,1,2  b:3  c:4,5) */
+		const uint32_t cr[] = { 0, 0, 0, 1, 2, 1 };
+		const uint32_t cs[] = { 3, 2, 1, 3, 3, 2 };
+		int ok = 1;
+
+		for (int t = 0; t < 6; t++)
+			ok &= p.task[t].cross_rank == cr[t] && p.task[t].cross_size == cs[t];
+		TAP_OK(ok, "horovod cross rank/size for 3,1,2");
+	}
+	dlrt_env_init(&env);
+	TAP_IS_INT(dlrt_plan_task_env(&p, 4, &step, &env, &err), 0, "horovod env of task 4");
+	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_RANK"), "4", "HOROVOD_RANK");
+	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_LOCAL_RANK"), "0", "HOROVOD_LOCAL_RANK");
+	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_LOCAL_SIZE"), "2", "HOROVOD_LOCAL_SIZE");
+	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CROSS_RANK"), "2", "HOROVOD_CROSS_RANK");
+	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CROSS_SIZE"), "3", "HOROVOD_CROSS_SIZE");
+	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_HOSTNAME"), "c", "HOROVOD_HOSTNAME is the node name");
+	TAP_IS_STR(dlrt_env_get(&env, "DLRT_ATTEMPT"), "1", "DLRT_ATTEMPT from the restart count");
+	dlrt_env_free(&env);
+	dlrt_plan_free(&p);
+
+	/* Caffe2: master + workers, Kubeflow variables. */
+	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o, &cfg, &err);
+	dlrt_env_init(&env);
+	dlrt_plan_task_env(&p, 3, &step, &env, &err);
+	TAP_IS_STR(dlrt_env_get(&env, "SHARD_ID"), "3", "SHARD_ID");
+	TAP_IS_STR(dlrt_env_get(&env, "NUM_SHARDS"), "6", "NUM_SHARDS");
+	TAP_IS_STR(dlrt_env_get(&env, "RUN_ID"), "dlrt-42-3-1", "RUN_ID unique per job, step, attempt");
+	TAP_IS_STR(dlrt_env_get(&env, "CAFFE2_CONFIG"),
+		   "{\"cluster\":{\"master\":[\"a\"],\"worker\":[\"a\",\"a\",\"b\",\"c\",\"c\"]},"
+		   "\"task\":{\"type\":\"worker\",\"index\":2}}", "CAFFE2_CONFIG JSON");
+	TAP_IS_STR(dlrt_env_get(&env, "DLRT_ROLE"), "worker", "DLRT_ROLE");
+	dlrt_env_free(&env);
+	dlrt_plan_free(&p);
+
+	/* torch: torchrun's variables. */
+	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("torch")], &l, &o, &cfg, &err);
+	dlrt_env_init(&env);
+	dlrt_plan_task_env(&p, 5, &step, &env, &err);
+	TAP_IS_STR(dlrt_env_get(&env, "RANK"), "5", "RANK");
+	TAP_IS_STR(dlrt_env_get(&env, "WORLD_SIZE"), "6", "WORLD_SIZE");
+	TAP_IS_STR(dlrt_env_get(&env, "LOCAL_RANK"), "1", "LOCAL_RANK");
+	TAP_IS_STR(dlrt_env_get(&env, "LOCAL_WORLD_SIZE"), "2", "LOCAL_WORLD_SIZE");
+	TAP_IS_STR(dlrt_env_get(&env, "GROUP_RANK"), "2", "GROUP_RANK is the node rank");
+	TAP_IS_STR(dlrt_env_get(&env, "GROUP_WORLD_SIZE"), "3", "GROUP_WORLD_SIZE");
+	TAP_IS_STR(dlrt_env_get(&env, "ROLE_NAME"), "default", "ROLE_NAME");
+	dlrt_env_free(&env);
+	dlrt_plan_free(&p);
+	dlrt_layout_free(&l);
+	return tap_done();
+}
