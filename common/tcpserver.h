@@ -27,6 +27,7 @@ struct dlrt_conn {
 	uint32_t peer_ipv4;      /* network byte order */
 	int64_t last_active_ms;
 	bool close_after_write;  /* set by the protocol: reply, then hang up */
+	int64_t linger_until_ms; /* hanging up: write side shut, input discarded until then */
 	void *state;             /* the protocol's per-connection state */
 	struct dlrt_tcpserver *server;
 };

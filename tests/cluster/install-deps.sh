@@ -37,9 +37,9 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # A fresh machine has no package lists yet; retry once because mirrors can hiccup.
-apt-get update -q || { sleep 5; apt-get update -q; }
-apt-get install -y -q --no-install-recommends "${missing[@]}" ||
-	{ sleep 5; apt-get install -y -q --no-install-recommends "${missing[@]}"; }
+apt-get -o DPkg::Lock::Timeout=300 update -q || { sleep 5; apt-get -o DPkg::Lock::Timeout=300 update -q; }
+apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}" ||
+	{ sleep 5; apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"; }
 # The Debian packages start daemons through init scripts on some machines; the
 # local cluster runs its own, so stop any that were started for us.
 for svc in slurmctld slurmd munge redis-server; do
