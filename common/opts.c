@@ -1,6 +1,7 @@
 #include "opts.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -16,6 +17,8 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 			       "[dlrt] log roles, exchanges and services with timings" },
 	[DLRT_OPT_DRY_RUN] = { "dl-dry-run", NULL,
 			       "[dlrt] srun: print the role table and environment, run nothing" },
+	[DLRT_OPT_IFACE] = { "dl-iface", "IF",
+			     "[dlrt] network interface whose address the frameworks use (e.g. ib0)" },
 };
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -83,6 +86,7 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 {
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->max_servers = 1024;
+	cfg->exchange_timeout = 30;
 	cfg->allowed = ~0u;
 	for (int i = 0; i < ac; i++) {
 		const char *kv = av[i], *eq = strchr(kv, '=');
@@ -101,12 +105,16 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 		} else if (KEY("runtimes")) {
 			if (parse_runtime_set(v, &cfg->allowed, err) < 0)
 				return -1;
+		} else if (KEY("exchange_timeout")) {
+			if (dlrt_parse_u32(v, 1, 3600, &cfg->exchange_timeout) < 0)
+				return dlrt_err_set(err, "plugstack.conf: exchange_timeout='%s' is not "
+						    "seconds from 1 to 3600", v);
 		} else if (KEY("verbose")) {
 			if (dlrt_parse_bool(v, &cfg->verbose) < 0)
 				return dlrt_err_set(err, "plugstack.conf: verbose='%s' is not yes or no", v);
 		} else {
 			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: "
-					    "default_servers, max_servers, runtimes, verbose)",
+					    "default_servers, max_servers, runtimes, verbose, exchange_timeout)",
 					    (int)klen, kv);
 		}
 #undef KEY
@@ -150,6 +158,13 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 		return 0;
 	case DLRT_OPT_DRY_RUN:
 		o->dry_run = true;
+		return 0;
+	case DLRT_OPT_IFACE:
+		/* Interface names: at most 15 bytes, no '/', no spaces (net/core/dev.c). */
+		if (!arg || !*arg || strlen(arg) > 15 || strpbrk(arg, "/ \t:"))
+			return dlrt_err_set(err, "--dl-iface=%s: not an interface name (see ip link)",
+					    arg ? arg : "");
+		snprintf(o->iface, sizeof(o->iface), "%s", arg);
 		return 0;
 	case DLRT_OPT_COUNT:
 		break;

@@ -20,6 +20,7 @@ struct dlrt_config {
 	uint32_t max_servers;     /* upper bound for --dl-servers */
 	uint32_t allowed;         /* bit i set = runtime i of the runtime table is allowed */
 	bool verbose;             /* behave as if every job passed --dl-verbose */
+	uint32_t exchange_timeout; /* seconds any PMIx wait of the exchange may take */
 };
 
 enum dlrt_opt_id {
@@ -27,6 +28,7 @@ enum dlrt_opt_id {
 	DLRT_OPT_SERVERS,
 	DLRT_OPT_VERBOSE,
 	DLRT_OPT_DRY_RUN,
+	DLRT_OPT_IFACE,
 	DLRT_OPT_COUNT
 };
 
@@ -43,6 +45,7 @@ struct dlrt_opts {
 	int32_t servers;                    /* -1 = not given */
 	bool verbose;
 	bool dry_run;
+	char iface[32];                     /* --dl-iface: "" = the route to the srun host */
 };
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */

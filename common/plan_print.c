@@ -3,7 +3,7 @@
 #include <string.h>
 
 int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_step_info *step,
-		    struct dlrt_err *err)
+		    const struct dlrt_addrs *addrs, struct dlrt_err *err)
 {
 	const struct dlrt_layout *l = plan->layout;
 	int first = 1;
@@ -33,7 +33,7 @@ int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_ste
 			l->task_local[t], dlrt_role_name(plan->task[t].role),
 			plan->task[t].role_index);
 		dlrt_env_init(&env);
-		if (dlrt_plan_task_env(plan, t, step, &env, err) < 0) {
+		if (dlrt_plan_task_env(plan, t, step, addrs ? &addrs[t] : NULL, &env, err) < 0) {
 			dlrt_env_free(&env);
 			return -1;
 		}

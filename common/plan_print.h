@@ -7,8 +7,9 @@
 #include "runtime.h"
 
 /* Writes the step summary, then one row per task (task, node, local rank, role,
- * role index) followed by the environment that task would get. */
+ * role index) followed by the environment that task would get. `addrs` holds
+ * one entry per task (from the exchange) or is NULL when there was none. */
 int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_step_info *step,
-		    struct dlrt_err *err);
+		    const struct dlrt_addrs *addrs, struct dlrt_err *err);
 
 #endif

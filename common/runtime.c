@@ -113,8 +113,8 @@ void dlrt_plan_free(struct dlrt_plan *plan)
 }
 
 int dlrt_plan_task_env(const struct dlrt_plan *plan, uint32_t rank,
-		       const struct dlrt_step_info *step, struct dlrt_env *env,
-		       struct dlrt_err *err)
+		       const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
+		       struct dlrt_env *env, struct dlrt_err *err)
 {
 	const struct dlrt_layout *l = plan->layout;
 	const struct dlrt_task_role *tr = &plan->task[rank];
@@ -136,6 +136,8 @@ int dlrt_plan_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set(env, "DLRT_ATTEMPT", "%u", step->restart_count);
 	if (plan->opts->verbose)
 		dlrt_env_set(env, "DLRT_VERBOSE", "1");
-	plan->runtime->task_env(plan, rank, step, env);
+	if (addrs && addrs->valid)
+		dlrt_env_set(env, "DLRT_NODE_ADDR", "%s", addrs->node_ip);
+	plan->runtime->task_env(plan, rank, step, addrs, env);
 	return dlrt_env_check(env, err);
 }

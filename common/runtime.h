@@ -47,6 +47,15 @@ struct dlrt_plan {
 	uint32_t servers;                     /* mxnet: resolved server count */
 };
 
+/* Addresses learned through the PMIx exchange (pmix-bridge), per task. */
+struct dlrt_addrs {
+	bool valid;
+	char root_ip[16];   /* numeric IPv4 of the root task's node (scheduler, rank 0) */
+	uint16_t root_port; /* checked free on that node just before the exchange */
+	char node_ip[16];   /* this task's node, as the other nodes reach it */
+	char iface[32];     /* --dl-iface, if given */
+};
+
 /* Facts about the step that are not part of the layout. */
 struct dlrt_step_info {
 	uint32_t job_id;
@@ -60,6 +69,9 @@ struct dlrt_runtime {
 	/* The program of this runtime's tasks does its own PMIx/MPI wire-up, so dlrt
 	 * must never open a PMIx session in those tasks (see docs/ARCHITECTURE.md). */
 	bool program_uses_pmix;
+	/* Its tasks need the root task's address and a free port on its node
+	 * (DMLC_PS_ROOT_URI/PORT, MASTER_ADDR/PORT): dlrt exchanges them. */
+	bool needs_root_addr;
 	/* Rejects options that cannot work for this many tasks. May be NULL. */
 	int (*validate)(const struct dlrt_opts *o, const struct dlrt_config *cfg, uint32_t ntasks,
 			uint32_t nnodes, struct dlrt_err *err);
@@ -67,7 +79,8 @@ struct dlrt_runtime {
 	void (*assign)(struct dlrt_plan *plan, const struct dlrt_config *cfg);
 	/* Adds the variables of the runtime's launch contract for task `rank`. */
 	void (*task_env)(const struct dlrt_plan *plan, uint32_t rank,
-			 const struct dlrt_step_info *step, struct dlrt_env *env);
+			 const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
+			 struct dlrt_env *env);
 };
 
 /* NULL-terminated table, in the order runtimes are listed to users. */
@@ -84,8 +97,8 @@ void dlrt_plan_free(struct dlrt_plan *plan);
 
 /* The whole environment of task `rank`: DLRT_* plus the runtime's contract. */
 int dlrt_plan_task_env(const struct dlrt_plan *plan, uint32_t rank,
-		       const struct dlrt_step_info *step, struct dlrt_env *env,
-		       struct dlrt_err *err);
+		       const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
+		       struct dlrt_env *env, struct dlrt_err *err);
 
 /* mxnet's default server count, shared by validation and assignment. */
 uint32_t dlrt_mxnet_servers(const struct dlrt_opts *o, const struct dlrt_config *cfg,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "exchange.h"
 #include "plan_print.h"
 #include "plugin.h"
 
@@ -99,13 +100,23 @@ int dlrt_stepd_user_init(spank_t sp)
 
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
  * exec'ing the program. task_init runs in the forked task process, so _exit
- * ends only that task, never slurmstepd. */
-static void dry_run(uint32_t rank)
+ * ends only that task, never slurmstepd. When the step has PMIx, the exchange
+ * runs as for real, so the table shows the real addresses. */
+static void dry_run(spank_t sp, uint32_t rank, const struct dlrt_exchange_req *req)
 {
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	struct dlrt_addrs mine, *all = NULL;
 	struct dlrt_err err;
 
+	if (rt->needs_root_addr && dlrt_exchange_possible(sp)) {
+		all = rank == 0 ? calloc(dlrt_plugin.layout.ntasks, sizeof(*all)) : NULL;
+		if (dlrt_exchange_root(sp, req, &mine, all, &err) < 0) {
+			fprintf(stderr, "dlrt: %s\n", err.msg);
+			_exit(1);
+		}
+	}
 	if (rank == 0) {
-		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, &err) < 0)
+		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all, &err) < 0)
 			fprintf(stderr, "dlrt: %s\n", err.msg);
 		fflush(stdout);
 	}
@@ -116,6 +127,8 @@ int dlrt_stepd_task_init(spank_t sp)
 {
 	uint32_t rank = 0;
 	int local = 0;
+	struct dlrt_exchange_req req;
+	struct dlrt_addrs addrs = { .valid = false };
 	struct dlrt_env env;
 	struct dlrt_err err;
 
@@ -129,11 +142,20 @@ int dlrt_stepd_task_init(spank_t sp)
 	if (dlrt_layout_check_local(&dlrt_plugin.layout, dlrt_plugin.node_id, (uint32_t)local,
 				    rank, &err) < 0)
 		task_fail(local, err.msg);
+	req = (struct dlrt_exchange_req){
+		.rank = rank,
+		.root = 0, /* mxnet's scheduler and torch's store host are task 0 */
+		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
+		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
+	};
 	if (dlrt_plugin.opts.dry_run)
-		dry_run(rank);
+		dry_run(sp, rank, &req);
+	if (dlrt_plugin.opts.runtime->needs_root_addr &&
+	    dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0)
+		task_fail(local, err.msg);
 
 	dlrt_env_init(&env);
-	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, &env, &err) < 0)
+	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, &addrs, &env, &err) < 0)
 		task_fail(local, err.msg);
 	for (size_t i = 0; i < env.n; i++) {
 		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value,

@@ -50,8 +50,10 @@ static void caffe2_config_json(const struct dlrt_plan *plan, uint32_t rank, stru
 }
 
 static void caffe2_task_env(const struct dlrt_plan *plan, uint32_t rank,
-			    const struct dlrt_step_info *step, struct dlrt_env *env)
+			    const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
+			    struct dlrt_env *env)
 {
+	(void)addrs;
 	dlrt_env_set(env, "NUM_SHARDS", "%u", plan->layout->ntasks);
 	dlrt_env_set(env, "SHARD_ID", "%u", rank);
 	dlrt_env_set(env, "RUN_ID", "dlrt-%u-%u-%u", step->job_id, step->step_id,

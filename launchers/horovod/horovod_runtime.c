@@ -16,12 +16,14 @@ static void horovod_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg
 }
 
 static void horovod_task_env(const struct dlrt_plan *plan, uint32_t rank,
-			     const struct dlrt_step_info *step, struct dlrt_env *env)
+			     const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
+			     struct dlrt_env *env)
 {
 	const struct dlrt_layout *l = plan->layout;
 	uint32_t node = l->task_node[rank];
 
 	(void)step;
+	(void)addrs;
 	dlrt_env_set(env, "HOROVOD_RANK", "%u", rank);
 	dlrt_env_set(env, "HOROVOD_SIZE", "%u", l->ntasks);
 	dlrt_env_set(env, "HOROVOD_LOCAL_RANK", "%u", l->task_local[rank]);

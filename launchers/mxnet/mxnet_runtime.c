@@ -95,13 +95,22 @@ out:
 }
 
 static void mxnet_task_env(const struct dlrt_plan *plan, uint32_t rank,
-			   const struct dlrt_step_info *step, struct dlrt_env *env)
+			   const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
+			   struct dlrt_env *env)
 {
 	dlrt_env_set(env, "DMLC_ROLE", "%s", dlrt_role_name(plan->task[rank].role));
 	dlrt_env_set(env, "DMLC_NUM_SERVER", "%u", plan->role_count[DLRT_ROLE_SERVER]);
 	dlrt_env_set(env, "DMLC_NUM_WORKER", "%u", plan->role_count[DLRT_ROLE_WORKER]);
 	dlrt_env_set(env, "DMLC_NUM_ATTEMPT", "%u", step->restart_count);
 	dlrt_env_set(env, "DMLC_JOB_CLUSTER", "slurm");
+	if (addrs && addrs->valid) {
+		/* Numeric on purpose: ZMQ binds and ps-lite advertises these as given. */
+		dlrt_env_set(env, "DMLC_PS_ROOT_URI", "%s", addrs->root_ip);
+		dlrt_env_set(env, "DMLC_PS_ROOT_PORT", "%u", addrs->root_port);
+		dlrt_env_set(env, "DMLC_NODE_HOST", "%s", addrs->node_ip);
+		if (addrs->iface[0])
+			dlrt_env_set(env, "DMLC_INTERFACE", "%s", addrs->iface);
+	}
 	if (plan->opts->verbose)
 		dlrt_env_set(env, "PS_VERBOSE", "1");
 }
@@ -110,6 +119,7 @@ const struct dlrt_runtime dlrt_runtime_mxnet = {
 	.name = "mxnet",
 	.summary = "MXNet/ps-lite parameter server: 1 scheduler, --dl-servers servers, the rest workers",
 	.program_uses_pmix = false,
+	.needs_root_addr = false, /* on once the PMIx exchange passes on the cluster (issue 3) */
 	.validate = mxnet_validate,
 	.assign = mxnet_assign,
 	.task_env = mxnet_task_env,

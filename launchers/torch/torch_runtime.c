@@ -15,7 +15,8 @@ static void torch_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 }
 
 static void torch_task_env(const struct dlrt_plan *plan, uint32_t rank,
-			   const struct dlrt_step_info *step, struct dlrt_env *env)
+			   const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
+			   struct dlrt_env *env)
 {
 	const struct dlrt_layout *l = plan->layout;
 	uint32_t node = l->task_node[rank];
@@ -30,12 +31,22 @@ static void torch_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set(env, "ROLE_RANK", "%u", rank);
 	dlrt_env_set(env, "ROLE_WORLD_SIZE", "%u", l->ntasks);
 	dlrt_env_set(env, "ROLE_NAME", "default");
+	if (addrs && addrs->valid) {
+		/* A value the user exported wins (env:// reads these two only). */
+		dlrt_env_set_default(env, "MASTER_ADDR", "%s", addrs->root_ip);
+		dlrt_env_set_default(env, "MASTER_PORT", "%u", addrs->root_port);
+		if (addrs->iface[0]) {
+			dlrt_env_set_default(env, "GLOO_SOCKET_IFNAME", "%s", addrs->iface);
+			dlrt_env_set_default(env, "NCCL_SOCKET_IFNAME", "%s", addrs->iface);
+		}
+	}
 }
 
 const struct dlrt_runtime dlrt_runtime_torch = {
 	.name = "torch",
 	.summary = "PyTorch torch.distributed (env://): torchrun's worker variables",
 	.program_uses_pmix = false,
+	.needs_root_addr = false, /* on once the PMIx exchange passes on the cluster (issue 3) */
 	.assign = torch_assign,
 	.task_env = torch_task_env,
 };

@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					struct dlrt_env env;
 
 					dlrt_env_init(&env);
-					dlrt_plan_task_env(&p, l.ntasks - 1, &step, &env, &err);
+					dlrt_plan_task_env(&p, l.ntasks - 1, &step, NULL, &env, &err);
 					dlrt_env_free(&env);
 					dlrt_plan_free(&p);
 				}

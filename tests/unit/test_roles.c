@@ -70,6 +70,7 @@ int main(void)
 	struct dlrt_plan p;
 	struct dlrt_step_info step = { 42, 3, 1 };
 	struct dlrt_env env;
+	struct dlrt_addrs addr = { true, "10.0.0.1", 29400, "10.0.0.3", "" };
 	enum dlrt_dist d;
 	uint32_t plane;
 
@@ -145,7 +146,7 @@ int main(void)
 		TAP_OK(ok, "horovod cross rank/size for 3,1,2");
 	}
 	dlrt_env_init(&env);
-	TAP_IS_INT(dlrt_plan_task_env(&p, 4, &step, &env, &err), 0, "horovod env of task 4");
+	TAP_IS_INT(dlrt_plan_task_env(&p, 4, &step, NULL, &env, &err), 0, "horovod env of task 4");
 	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_RANK"), "4", "HOROVOD_RANK");
 	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_LOCAL_RANK"), "0", "HOROVOD_LOCAL_RANK");
 	TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_LOCAL_SIZE"), "2", "HOROVOD_LOCAL_SIZE");
@@ -159,7 +160,7 @@ int main(void)
 	/* Caffe2: master + workers, Kubeflow variables. */
 	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o, &cfg, &err);
 	dlrt_env_init(&env);
-	dlrt_plan_task_env(&p, 3, &step, &env, &err);
+	dlrt_plan_task_env(&p, 3, &step, NULL, &env, &err);
 	TAP_IS_STR(dlrt_env_get(&env, "SHARD_ID"), "3", "SHARD_ID");
 	TAP_IS_STR(dlrt_env_get(&env, "NUM_SHARDS"), "6", "NUM_SHARDS");
 	TAP_IS_STR(dlrt_env_get(&env, "RUN_ID"), "dlrt-42-3-1", "RUN_ID unique per job, step, attempt");
@@ -173,7 +174,7 @@ int main(void)
 	/* torch: torchrun's variables. */
 	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("torch")], &l, &o, &cfg, &err);
 	dlrt_env_init(&env);
-	dlrt_plan_task_env(&p, 5, &step, &env, &err);
+	dlrt_plan_task_env(&p, 5, &step, &addr, &env, &err);
 	TAP_IS_STR(dlrt_env_get(&env, "RANK"), "5", "RANK");
 	TAP_IS_STR(dlrt_env_get(&env, "WORLD_SIZE"), "6", "WORLD_SIZE");
 	TAP_IS_STR(dlrt_env_get(&env, "LOCAL_RANK"), "1", "LOCAL_RANK");
@@ -181,6 +182,10 @@ int main(void)
 	TAP_IS_STR(dlrt_env_get(&env, "GROUP_RANK"), "2", "GROUP_RANK is the node rank");
 	TAP_IS_STR(dlrt_env_get(&env, "GROUP_WORLD_SIZE"), "3", "GROUP_WORLD_SIZE");
 	TAP_IS_STR(dlrt_env_get(&env, "ROLE_NAME"), "default", "ROLE_NAME");
+	TAP_IS_STR(dlrt_env_get(&env, "MASTER_ADDR"), "10.0.0.1", "MASTER_ADDR from the exchange");
+	TAP_IS_STR(dlrt_env_get(&env, "MASTER_PORT"), "29400", "MASTER_PORT from the exchange");
+	TAP_OK(env.n && env.vars[env.n - 1].keep_user, "a user's own MASTER_PORT wins");
+	TAP_IS_STR(dlrt_env_get(&env, "DLRT_NODE_ADDR"), "10.0.0.3", "DLRT_NODE_ADDR");
 	dlrt_env_free(&env);
 	dlrt_plan_free(&p);
 	dlrt_layout_free(&l);

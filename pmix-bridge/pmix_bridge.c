@@ -1,0 +1,347 @@
+#include "pmix_bridge.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pmix.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A PMIx non-blocking call completes on PMIx's progress thread; the caller waits
+ * for it on a condition variable with a deadline. A completion that arrives
+ * after we gave up must not touch freed memory, so the waiter is heap-allocated
+ * and whoever finishes second frees it. */
+struct waiter {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	bool abandoned;
+	pmix_status_t status;
+	char *value; /* for gets */
+};
+
+static struct waiter *waiter_new(void)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	return w;
+}
+
+static void waiter_free(struct waiter *w)
+{
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	free(w->value);
+	free(w);
+}
+
+/* Called with the value already copied (or NULL). */
+static void waiter_complete(struct waiter *w, pmix_status_t status, char *value)
+{
+	bool abandoned;
+
+	pthread_mutex_lock(&w->mu);
+	w->status = status;
+	w->value = value;
+	w->done = true;
+	abandoned = w->abandoned;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (abandoned)
+		waiter_free(w);
+}
+
+/* Returns 0 when completed (status in w->status), -1 on timeout (w is then
+ * owned by the completion callback). */
+static int waiter_wait(struct waiter *w, int timeout_s)
+{
+	struct timespec deadline;
+	int rc = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_s;
+	pthread_mutex_lock(&w->mu);
+	while (!w->done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&w->cv, &w->mu, &deadline);
+	if (!w->done) {
+		w->abandoned = true;
+		pthread_mutex_unlock(&w->mu);
+		return -1;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static void op_cb(pmix_status_t status, void *cbdata)
+{
+	waiter_complete(cbdata, status, NULL);
+}
+
+static void value_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+	char *copy = NULL;
+
+	if (status == PMIX_SUCCESS && kv && kv->type == PMIX_STRING && kv->data.string)
+		copy = strdup(kv->data.string);
+	else if (status == PMIX_SUCCESS)
+		status = PMIX_ERR_TYPE_MISMATCH;
+	waiter_complete(cbdata, status, copy);
+}
+
+bool dlrt_pmix_available(void)
+{
+	return getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK");
+}
+
+int dlrt_pmix_open(struct dlrt_pmix *p, int timeout_s, struct dlrt_err *err)
+{
+	pmix_proc_t me, wild;
+	pmix_value_t *val = NULL;
+	pmix_status_t rc;
+
+	memset(p, 0, sizeof(*p));
+	p->timeout_s = timeout_s > 0 ? timeout_s : DLRT_PMIX_DEFAULT_TIMEOUT_S;
+	if (!dlrt_pmix_available())
+		return dlrt_err_set(err, "this step has no PMIx, which dlrt needs to exchange "
+				    "addresses: add --mpi=pmix to srun, or ask your admin for "
+				    "MpiDefault=pmix");
+	rc = PMIx_Init(&me, NULL, 0);
+	if (rc != PMIX_SUCCESS)
+		return dlrt_err_set(err, "cannot connect to Slurm's PMIx server: %s (is the "
+				    "step started with --mpi=pmix?)", PMIx_Error_string(rc));
+	p->open = true;
+	p->rank = me.rank;
+	snprintf(p->nspace, sizeof(p->nspace), "%s", me.nspace);
+	PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
+	rc = PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &val);
+	if (rc != PMIX_SUCCESS || !val || val->type != PMIX_UINT32) {
+		if (val)
+			PMIX_VALUE_RELEASE(val);
+		dlrt_pmix_close(p);
+		return dlrt_err_set(err, "PMIx did not report the job size: %s",
+				    PMIx_Error_string(rc));
+	}
+	p->size = val->data.uint32;
+	PMIX_VALUE_RELEASE(val);
+	return 0;
+}
+
+int dlrt_pmix_put(struct dlrt_pmix *p, const char *key, const char *value,
+		  struct dlrt_err *err)
+{
+	char k[PMIX_MAX_KEYLEN + 1];
+	pmix_value_t v;
+	pmix_status_t rc;
+
+	if (!p->open)
+		return dlrt_err_set(err, "PMIx put before dlrt_pmix_open");
+	if (snprintf(k, sizeof(k), "dlrt.%s", key) >= (int)sizeof(k))
+		return dlrt_err_set(err, "PMIx key 'dlrt.%s' is too long", key);
+	PMIX_VALUE_CONSTRUCT(&v);
+	v.type = PMIX_STRING;
+	v.data.string = (char *)value;
+	rc = PMIx_Put(PMIX_GLOBAL, k, &v);
+	if (rc == PMIX_SUCCESS)
+		rc = PMIx_Commit();
+	if (rc != PMIX_SUCCESS)
+		return dlrt_err_set(err, "PMIx put of %s failed: %s", k, PMIx_Error_string(rc));
+	return 0;
+}
+
+/* After a timed-out fence: which ranks never published their arrival mark?
+ * Asks each rank with a short bounded get, at most a handful, so the report
+ * itself stays bounded. */
+static void name_missing(struct dlrt_pmix *p, char *out, size_t len)
+{
+	size_t off = 0;
+	int listed = 0;
+	time_t give_up = time(NULL) + 5;
+
+	out[0] = '\0';
+	for (uint32_t r = 0; r < p->size && listed < 8 && time(NULL) < give_up; r++) {
+		pmix_proc_t proc;
+		pmix_info_t info[1];
+		int one = 1;
+		struct waiter *w = waiter_new();
+		bool missing = true;
+
+		if (!w)
+			break;
+		PMIX_LOAD_PROCID(&proc, p->nspace, r);
+		PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &one, PMIX_INT);
+		if (PMIx_Get_nb(&proc, "dlrt.arrived", info, 1, value_cb, w) == PMIX_SUCCESS) {
+			if (waiter_wait(w, 2) == 0) {
+				missing = w->status != PMIX_SUCCESS;
+				waiter_free(w);
+			}
+		} else {
+			waiter_free(w);
+		}
+		if (missing) {
+			int n = snprintf(out + off, len - off, "%s%u", listed ? ", " : "", r);
+
+			if (n > 0 && (size_t)n < len - off)
+				off += (size_t)n;
+			listed++;
+		}
+	}
+	if (!listed)
+		snprintf(out, len, "unknown");
+}
+
+static int fence_procs(struct dlrt_pmix *p, const pmix_proc_t *procs, size_t nprocs,
+		       const char *what, struct dlrt_err *err)
+{
+	pmix_info_t info[1];
+	bool collect = true;
+	struct waiter *w = waiter_new();
+	pmix_status_t rc;
+
+	if (!w)
+		return dlrt_err_set(err, "out of memory");
+	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+	rc = PMIx_Fence_nb(procs, nprocs, info, 1, op_cb, w);
+	if (rc != PMIX_SUCCESS) {
+		waiter_free(w);
+		return dlrt_err_set(err, "PMIx %s failed to start: %s", what, PMIx_Error_string(rc));
+	}
+	if (waiter_wait(w, p->timeout_s) < 0) {
+		char missing[128];
+
+		p->wedged = true;
+		name_missing(p, missing, sizeof(missing));
+		return dlrt_err_set(err, "PMIx %s timed out after %d s; ranks that did not arrive: "
+				    "%s (did those tasks fail to start? see their node's slurmd log)",
+				    what, p->timeout_s, missing);
+	}
+	rc = w->status;
+	waiter_free(w);
+	if (rc != PMIX_SUCCESS)
+		return dlrt_err_set(err, "PMIx %s failed: %s", what, PMIx_Error_string(rc));
+	return 0;
+}
+
+int dlrt_pmix_fence(struct dlrt_pmix *p, struct dlrt_err *err)
+{
+	pmix_proc_t all;
+
+	/* The arrival mark lets a timed-out fence name who is missing. */
+	if (dlrt_pmix_put(p, "arrived", "1", err) < 0)
+		return -1;
+	PMIX_LOAD_PROCID(&all, p->nspace, PMIX_RANK_WILDCARD);
+	return fence_procs(p, &all, 1, "fence", err);
+}
+
+/* Node-local barrier. Slurm's PMIx server refuses fences over a subset of the
+ * ranks ("pmixp_coll_init: Bad ranges information"), so the tasks of a node meet
+ * through marker files in the step's node-private PMIx folder instead: each
+ * task creates <dir>/dlrt-barrier.<n>.<rank>, then waits (10 ms polls, bounded)
+ * until PMIX_LOCAL_SIZE markers of generation <n> exist. Slurm removes the
+ * folder when the step ends. */
+int dlrt_pmix_local_barrier(struct dlrt_pmix *p, struct dlrt_err *err)
+{
+	const char *dir = getenv("PMIX_SERVER_TMPDIR");
+	pmix_proc_t wild;
+	pmix_value_t *val = NULL;
+	uint32_t local_size;
+	char path[PATH_MAX];
+	struct timespec start, now;
+	int fd;
+
+	if (!dir || !*dir)
+		return dlrt_err_set(err, "PMIX_SERVER_TMPDIR is not set: not a Slurm PMIx step?");
+	PMIX_LOAD_PROCID(&wild, p->nspace, PMIX_RANK_WILDCARD);
+	if (PMIx_Get(&wild, PMIX_LOCAL_SIZE, NULL, 0, &val) != PMIX_SUCCESS || !val ||
+	    val->type != PMIX_UINT32) {
+		if (val)
+			PMIX_VALUE_RELEASE(val);
+		return dlrt_err_set(err, "PMIx did not report the number of tasks on this node");
+	}
+	local_size = val->data.uint32;
+	PMIX_VALUE_RELEASE(val);
+	p->barrier_gen++;
+	snprintf(path, sizeof(path), "%s/dlrt-barrier.%u.%u", dir, p->barrier_gen, p->rank);
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return dlrt_err_errno(err, errno, "cannot create %s", path);
+	close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		char prefix[64];
+		uint32_t seen = 0;
+		struct dirent *de;
+		DIR *d = opendir(dir);
+
+		if (!d)
+			return dlrt_err_errno(err, errno, "cannot read %s", dir);
+		snprintf(prefix, sizeof(prefix), "dlrt-barrier.%u.", p->barrier_gen);
+		while ((de = readdir(d)))
+			seen += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+		closedir(d);
+		if (seen >= local_size)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec >= p->timeout_s)
+			return dlrt_err_set(err, "node barrier timed out after %d s: %u of %u tasks "
+					    "of this node arrived", p->timeout_s, seen, local_size);
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+}
+
+int dlrt_pmix_get(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
+		  struct dlrt_err *err)
+{
+	char k[PMIX_MAX_KEYLEN + 1];
+	pmix_proc_t proc;
+	pmix_info_t info[1];
+	struct waiter *w;
+	pmix_status_t rc;
+
+	if (rank >= p->size)
+		return dlrt_err_set(err, "rank %u does not exist (the step has %u)", rank, p->size);
+	if (snprintf(k, sizeof(k), "dlrt.%s", key) >= (int)sizeof(k))
+		return dlrt_err_set(err, "PMIx key 'dlrt.%s' is too long", key);
+	w = waiter_new();
+	if (!w)
+		return dlrt_err_set(err, "out of memory");
+	PMIX_LOAD_PROCID(&proc, p->nspace, rank);
+	PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &p->timeout_s, PMIX_INT);
+	rc = PMIx_Get_nb(&proc, k, info, 1, value_cb, w);
+	if (rc != PMIX_SUCCESS) {
+		waiter_free(w);
+		return dlrt_err_set(err, "PMIx get of %s from rank %u failed: %s", k, rank,
+				    PMIx_Error_string(rc));
+	}
+	if (waiter_wait(w, p->timeout_s) < 0) {
+		p->wedged = true;
+		return dlrt_err_set(err, "PMIx get of %s from rank %u timed out after %d s (did "
+				    "that task start?)", k, rank, p->timeout_s);
+	}
+	rc = w->status;
+	if (rc == PMIX_SUCCESS && strlen(w->value) >= len)
+		rc = PMIX_ERR_BAD_PARAM;
+	if (rc == PMIX_SUCCESS)
+		memcpy(out, w->value, strlen(w->value) + 1);
+	waiter_free(w);
+	if (rc != PMIX_SUCCESS)
+		return dlrt_err_set(err, "rank %u has no %s: %s", rank, k, PMIx_Error_string(rc));
+	return 0;
+}
+
+void dlrt_pmix_close(struct dlrt_pmix *p)
+{
+	/* After a timeout the server may not answer; Finalize could then block, and
+	 * the caller is about to fail the task anyway. */
+	if (p->open && !p->wedged)
+		PMIx_Finalize(NULL, 0);
+	p->open = false;
+}
