@@ -1,0 +1,354 @@
+#include "rendezvous.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvmap.h"
+
+/* Counted per key on top of key and value bytes, so a flood of empty PUTs
+ * also reaches max_bytes. */
+#define ENTRY_OVERHEAD 64
+
+#define RANK_AND_SIZE "rank_and_size"
+
+struct scope {
+	long size;         /* registered size, or -1 for an ad-hoc scope */
+	size_t finished;   /* length of Horovod's finished_list[scope] */
+	struct dlrt_kvmap keys; /* key -> struct blob */
+};
+
+struct blob {
+	size_t len;
+	uint8_t data[];
+};
+
+struct dlrt_hvd_store {
+	struct dlrt_kvmap scopes; /* name -> struct scope */
+	struct dlrt_hvd_plan plan;
+	bool has_plan;
+	size_t bytes;
+	size_t max_bytes;
+};
+
+static void free_scope(void *p)
+{
+	struct scope *s = p;
+
+	dlrt_kvmap_clear(&s->keys, free);
+	free(s);
+}
+
+static struct scope *scope_get(struct dlrt_hvd_store *st, const char *name, size_t n,
+			       bool create)
+{
+	struct dlrt_kvmap_entry *e = dlrt_kvmap_find(&st->scopes, name, n);
+	struct scope *s;
+
+	if (e)
+		return e->val;
+	if (!create)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->size = -1;
+	dlrt_kvmap_init(&s->keys);
+	if (!dlrt_kvmap_add(&st->scopes, name, n, s)) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static int register_scope(struct dlrt_hvd_store *st, const char *name, long size)
+{
+	struct scope *s = scope_get(st, name, strlen(name), true);
+
+	if (!s)
+		return -1;
+	s->size = size;
+	return 0;
+}
+
+static int register_plan(struct dlrt_hvd_store *st)
+{
+	const struct dlrt_hvd_plan *p = &st->plan;
+	char name[512];
+	int max_slots = 0;
+
+	/* As RendezvousHTTPServer._extract_scope_size. */
+	if (register_scope(st, "global", (long)p->nslots) < 0)
+		return -1;
+	for (size_t h = 0; h < p->nhosts; h++) {
+		snprintf(name, sizeof(name), "local_%s", p->hosts[h]);
+		if (register_scope(st, name, p->slots[h]) < 0)
+			return -1;
+		if (p->slots[h] > max_slots)
+			max_slots = p->slots[h];
+	}
+	for (int lr = 0; lr < max_slots; lr++) {
+		int cross_size = 0;
+
+		for (size_t h = 0; h < p->nhosts; h++)
+			cross_size += p->slots[h] > lr;
+		snprintf(name, sizeof(name), "cross_%d", lr);
+		if (register_scope(st, name, cross_size) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int dlrt_hvd_store_create(struct dlrt_hvd_store **out, const struct dlrt_hvd_plan *plan,
+			  size_t max_bytes, struct dlrt_err *err)
+{
+	struct dlrt_hvd_store *st = calloc(1, sizeof(*st));
+
+	*out = NULL;
+	if (!st)
+		return dlrt_err_set(err, "out of memory creating the rendezvous store");
+	dlrt_kvmap_init(&st->scopes);
+	st->max_bytes = max_bytes;
+	if (plan) {
+		for (size_t h = 0; h < plan->nhosts; h++)
+			if (strlen(plan->hosts[h]) > 256) {
+				dlrt_hvd_store_destroy(st);
+				return dlrt_err_set(err, "host name '%.40s...' is longer than 256 bytes: use the short host name",
+						    plan->hosts[h]);
+			}
+		if (dlrt_hvd_plan_build(&st->plan, (const char *const *)plan->hosts,
+					plan->slots, plan->nhosts, err) < 0) {
+			free(st);
+			return -1;
+		}
+		st->has_plan = true;
+		if (register_plan(st) < 0) {
+			dlrt_hvd_store_destroy(st);
+			return dlrt_err_set(err, "out of memory registering the rendezvous scopes");
+		}
+	}
+	*out = st;
+	return 0;
+}
+
+void dlrt_hvd_store_destroy(struct dlrt_hvd_store *st)
+{
+	if (!st)
+		return;
+	dlrt_kvmap_clear(&st->scopes, free_scope);
+	if (st->has_plan)
+		dlrt_hvd_plan_free(&st->plan);
+	free(st);
+}
+
+static size_t entry_cost(size_t klen, size_t vlen)
+{
+	return klen + vlen + ENTRY_OVERHEAD;
+}
+
+static void drop_key(struct dlrt_hvd_store *st, struct scope *s, struct dlrt_kvmap_entry *e)
+{
+	struct blob *b = e->val;
+
+	st->bytes -= entry_cost(e->klen, b->len);
+	free(b);
+	dlrt_kvmap_remove(&s->keys, e);
+}
+
+static void sub_key_bytes(struct dlrt_kvmap_entry *e, void *arg)
+{
+	struct dlrt_hvd_store *st = arg;
+	struct blob *b = e->val;
+
+	st->bytes -= entry_cost(e->klen, b->len);
+}
+
+static void reset_finished(struct dlrt_kvmap_entry *e, void *arg)
+{
+	struct scope *s = e->val;
+
+	(void)arg;
+	s->finished = 0;
+}
+
+static void do_put(struct dlrt_hvd_store *st, const char *scope, size_t slen,
+		   const char *key, size_t klen, const uint8_t *body, size_t blen,
+		   struct dlrt_hvd_reply *r)
+{
+	struct scope *s;
+	struct dlrt_kvmap_entry *e;
+	struct blob *b;
+	size_t old = 0;
+
+	s = scope_get(st, scope, slen, false);
+	e = s ? dlrt_kvmap_find(&s->keys, key, klen) : NULL;
+	if (e)
+		old = entry_cost(klen, ((struct blob *)e->val)->len);
+	if (st->max_bytes && st->bytes - old + entry_cost(klen, blen) > st->max_bytes) {
+		r->status = 507;
+		return;
+	}
+	r->status = 500;
+	b = malloc(sizeof(*b) + blen);
+	if (!b)
+		return;
+	b->len = blen;
+	if (blen)
+		memcpy(b->data, body, blen);
+	if (!s)
+		s = scope_get(st, scope, slen, true);
+	if (!s) {
+		free(b);
+		return;
+	}
+	if (e) {
+		free(e->val);
+		e->val = b;
+	} else if (!dlrt_kvmap_add(&s->keys, key, klen, b)) {
+		free(b);
+		return;
+	}
+	st->bytes = st->bytes - old + entry_cost(klen, blen);
+	r->status = 200;
+}
+
+static void do_get(struct dlrt_hvd_store *st, const char *scope, size_t slen,
+		   const char *key, size_t klen, struct dlrt_hvd_reply *r)
+{
+	struct scope *s = scope_get(st, scope, slen, false);
+	struct dlrt_kvmap_entry *e = s ? dlrt_kvmap_find(&s->keys, key, klen) : NULL;
+	struct blob *b;
+
+	if (!e) {
+		r->status = 404;
+		return;
+	}
+	b = e->val;
+	r->status = 200;
+	r->body = b->data;
+	r->len = b->len;
+}
+
+static void do_delete(struct dlrt_hvd_store *st, const char *scope, size_t slen,
+		      const char *key, size_t klen, struct dlrt_hvd_reply *r)
+{
+	struct scope *s = scope_get(st, scope, slen, false);
+	struct dlrt_kvmap_entry *e;
+
+	r->status = 200;
+	if (!s)
+		return;
+	if (s->size >= 0) {
+		/* A scope of the host plan: the key is the rank that is done. */
+		s->finished++;
+		if ((size_t)s->size == s->finished) {
+			dlrt_kvmap_foreach(&s->keys, sub_key_bytes, st);
+			dlrt_kvmap_clear(&s->keys, free);
+			/* Horovod clears every finished list here, not only this one. */
+			dlrt_kvmap_foreach(&st->scopes, reset_finished, NULL);
+			r->cleared = 1;
+		}
+		return;
+	}
+	e = dlrt_kvmap_find(&s->keys, key, klen);
+	if (e)
+		drop_key(st, s, e);
+	if (!s->keys.count) {
+		e = dlrt_kvmap_find(&st->scopes, scope, slen);
+		free_scope(s);
+		dlrt_kvmap_remove(&st->scopes, e);
+	}
+}
+
+/* GET /rank_and_size/<host>:<local_rank> (elastic Horovod). */
+static void do_rank_and_size(struct dlrt_hvd_store *st, const char *key, size_t klen,
+			     struct dlrt_hvd_reply *r)
+{
+	const char *colon = memchr(key, ':', klen);
+	const char *num, *end = key + klen;
+	long lr = 0;
+	int n;
+
+	/* Horovod does key.split(':') into two and int(local_rank); anything
+	 * else raises and drops the connection: we answer 400 instead. */
+	if (!colon || memchr(colon + 1, ':', (size_t)(end - colon - 1)) || colon + 1 == end)
+		goto bad;
+	for (num = colon + 1; num < end; num++) {
+		if (*num < '0' || *num > '9' || lr > 100000000)
+			goto bad;
+		lr = lr * 10 + (*num - '0');
+	}
+	n = dlrt_hvd_slot_format(dlrt_hvd_plan_find(&st->plan, key, (size_t)(colon - key), lr),
+				 r->text, sizeof(r->text));
+	r->status = 200;
+	r->body = (const uint8_t *)r->text;
+	r->len = (size_t)n;
+	return;
+bad:
+	r->status = 400;
+}
+
+void dlrt_hvd_store_handle(struct dlrt_hvd_store *st, enum dlrt_http_method method,
+			   const char *target, size_t target_len,
+			   const uint8_t *body, size_t body_len,
+			   struct dlrt_hvd_reply *r)
+{
+	const char *scope, *slash, *key;
+	size_t slen, klen;
+
+	memset(r, 0, sizeof(*r));
+	r->status = 400;
+	if (target_len < 4 || target[0] != '/')
+		return;
+	scope = target + 1;
+	slash = memchr(scope, '/', target_len - 1);
+	if (!slash)
+		return;
+	slen = (size_t)(slash - scope);
+	key = slash + 1;
+	klen = target_len - 2 - slen;
+	if (!slen || !klen || memchr(key, '/', klen))
+		return;
+	switch (method) {
+	case DLRT_HTTP_PUT:
+		do_put(st, scope, slen, key, klen, body, body_len, r);
+		break;
+	case DLRT_HTTP_GET:
+		if (st->has_plan && slen == strlen(RANK_AND_SIZE) &&
+		    memcmp(scope, RANK_AND_SIZE, slen) == 0)
+			do_rank_and_size(st, key, klen, r);
+		else
+			do_get(st, scope, slen, key, klen, r);
+		break;
+	case DLRT_HTTP_DELETE:
+		do_delete(st, scope, slen, key, klen, r);
+		break;
+	}
+}
+
+size_t dlrt_hvd_store_nkeys(const struct dlrt_hvd_store *st, const char *scope)
+{
+	struct dlrt_kvmap_entry *e = dlrt_kvmap_find(&st->scopes, scope, strlen(scope));
+
+	return e ? ((struct scope *)e->val)->keys.count : 0;
+}
+
+size_t dlrt_hvd_store_finished(const struct dlrt_hvd_store *st, const char *scope)
+{
+	struct dlrt_kvmap_entry *e = dlrt_kvmap_find(&st->scopes, scope, strlen(scope));
+
+	return e ? ((struct scope *)e->val)->finished : 0;
+}
+
+long dlrt_hvd_store_scope_size(const struct dlrt_hvd_store *st, const char *scope)
+{
+	struct dlrt_kvmap_entry *e = dlrt_kvmap_find(&st->scopes, scope, strlen(scope));
+
+	return e ? ((struct scope *)e->val)->size : -1;
+}
+
+size_t dlrt_hvd_store_bytes(const struct dlrt_hvd_store *st)
+{
+	return st->bytes;
+}
