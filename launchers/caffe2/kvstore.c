@@ -1,0 +1,331 @@
+/* kvstore.c - the keyspace: a chained hash table of binary-safe strings. */
+#include "kvstore.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "kvstore_int.h"
+
+struct entry {
+	struct entry *next;
+	uint64_t hash;
+	uint8_t *val;
+	size_t vlen, vcap;
+	size_t klen;
+	uint8_t key[];
+};
+
+/* ---- SipHash-1-3 (the variant Redis uses for its dict) ----------------- */
+
+static inline uint64_t rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+#define SIPROUND                                                               \
+	do {                                                                   \
+		v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);      \
+		v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;                         \
+		v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;                         \
+		v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);      \
+	} while (0)
+
+static uint64_t siphash13(const uint8_t *in, size_t len, const uint64_t k[2])
+{
+	uint64_t v0 = 0x736f6d6570736575ULL ^ k[0];
+	uint64_t v1 = 0x646f72616e646f6dULL ^ k[1];
+	uint64_t v2 = 0x6c7967656e657261ULL ^ k[0];
+	uint64_t v3 = 0x7465646279746573ULL ^ k[1];
+	uint64_t b = (uint64_t)len << 56, m;
+	const uint8_t *end = in + (len & ~(size_t)7);
+
+	for (; in != end; in += 8) {
+		memcpy(&m, in, 8); /* little-endian hosts only: x86_64, aarch64 */
+		v3 ^= m;
+		SIPROUND;
+		v0 ^= m;
+	}
+	switch (len & 7) {
+	case 7: b |= (uint64_t)in[6] << 48; /* fall through */
+	case 6: b |= (uint64_t)in[5] << 40; /* fall through */
+	case 5: b |= (uint64_t)in[4] << 32; /* fall through */
+	case 4: b |= (uint64_t)in[3] << 24; /* fall through */
+	case 3: b |= (uint64_t)in[2] << 16; /* fall through */
+	case 2: b |= (uint64_t)in[1] << 8;  /* fall through */
+	case 1: b |= (uint64_t)in[0];       /* fall through */
+	default: break;
+	}
+	v3 ^= b;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* ---- table ------------------------------------------------------------- */
+
+struct dlrt_kv *dlrt_kv_create(size_t max_value)
+{
+	struct dlrt_kv *kv = calloc(1, sizeof(*kv));
+
+	if (!kv)
+		return NULL;
+	kv->nbuckets = 16;
+	kv->buckets = calloc(kv->nbuckets, sizeof(*kv->buckets));
+	if (!kv->buckets) {
+		free(kv);
+		return NULL;
+	}
+	if (getrandom(kv->seed, sizeof(kv->seed), GRND_NONBLOCK) != sizeof(kv->seed)) {
+		/* No entropy yet (early boot): still distinct per process. */
+		kv->seed[0] = (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)kv;
+		kv->seed[1] = (uint64_t)clock() * 0x9e3779b97f4a7c15ULL;
+	}
+	kv->max_value = max_value;
+	kv->next_client_id = 1;
+	return kv;
+}
+
+void dlrt_kv_flush(struct dlrt_kv *kv)
+{
+	for (size_t i = 0; i < kv->nbuckets; i++) {
+		struct entry *e = kv->buckets[i];
+
+		while (e) {
+			struct entry *next = e->next;
+
+			free(e->val);
+			free(e);
+			e = next;
+		}
+		kv->buckets[i] = NULL;
+	}
+	kv->count = 0;
+}
+
+void dlrt_kv_destroy(struct dlrt_kv *kv)
+{
+	if (!kv)
+		return;
+	dlrt_kv_flush(kv);
+	free(kv->buckets);
+	free(kv);
+}
+
+size_t dlrt_kv_count(const struct dlrt_kv *kv)
+{
+	return kv->count;
+}
+
+static struct entry **find(const struct dlrt_kv *kv, const void *key, size_t klen,
+			   uint64_t h)
+{
+	struct entry **pe = &kv->buckets[h & (kv->nbuckets - 1)];
+
+	for (; *pe; pe = &(*pe)->next)
+		if ((*pe)->hash == h && (*pe)->klen == klen &&
+		    memcmp((*pe)->key, key, klen) == 0)
+			return pe;
+	return pe;
+}
+
+bool dlrt_kv_lookup(const struct dlrt_kv *kv, const void *key, size_t klen,
+		    const uint8_t **val, size_t *vlen)
+{
+	struct entry *e = *find(kv, key, klen, siphash13(key, klen, kv->seed));
+
+	if (!e)
+		return false;
+	*val = e->val ? e->val : (const uint8_t *)"";
+	*vlen = e->vlen;
+	return true;
+}
+
+/* Doubles the bucket array once the load passes 1 (few keys in a
+ * rendezvous; a benchmark's 100k keys rehash a handful of times). */
+static void grow(struct dlrt_kv *kv)
+{
+	size_t n = kv->nbuckets * 2;
+	struct entry **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return; /* keep working with longer chains */
+	for (size_t i = 0; i < kv->nbuckets; i++) {
+		struct entry *e = kv->buckets[i];
+
+		while (e) {
+			struct entry *next = e->next;
+
+			e->next = b[e->hash & (n - 1)];
+			b[e->hash & (n - 1)] = e;
+			e = next;
+		}
+	}
+	free(kv->buckets);
+	kv->buckets = b;
+	kv->nbuckets = n;
+}
+
+static int set_value(struct entry *e, const void *val, size_t vlen)
+{
+	if (vlen > e->vcap || (e->vcap > 4096 && vlen < e->vcap / 4)) {
+		uint8_t *v = malloc(vlen ? vlen : 1);
+
+		if (!v)
+			return -1;
+		free(e->val);
+		e->val = v;
+		e->vcap = vlen ? vlen : 1;
+	}
+	if (vlen)
+		memcpy(e->val, val, vlen);
+	e->vlen = vlen;
+	return 0;
+}
+
+int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
+		const void *val, size_t vlen)
+{
+	uint64_t h = siphash13(key, klen, kv->seed);
+	struct entry **pe = find(kv, key, klen, h), *e = *pe;
+
+	if (e)
+		return set_value(e, val, vlen);
+	e = calloc(1, sizeof(*e) + klen);
+	if (!e)
+		return -1;
+	e->hash = h;
+	e->klen = klen;
+	if (klen)
+		memcpy(e->key, key, klen);
+	if (set_value(e, val, vlen) < 0) {
+		free(e);
+		return -1;
+	}
+	*pe = e;
+	if (++kv->count > kv->nbuckets)
+		grow(kv);
+	return 0;
+}
+
+int dlrt_kv_remove(struct dlrt_kv *kv, const void *key, size_t klen)
+{
+	struct entry **pe = find(kv, key, klen, siphash13(key, klen, kv->seed));
+	struct entry *e = *pe;
+
+	if (!e)
+		return 0;
+	*pe = e->next;
+	free(e->val);
+	free(e);
+	kv->count--;
+	return 1;
+}
+
+int dlrt_kv_foreach(const struct dlrt_kv *kv, dlrt_kv_visit_fn fn, void *arg)
+{
+	for (size_t i = 0; i < kv->nbuckets; i++)
+		for (struct entry *e = kv->buckets[i]; e; e = e->next)
+			if (fn(e->key, e->klen, arg) < 0)
+				return -1;
+	return 0;
+}
+
+void dlrt_kv_client_init(struct dlrt_kv *kv, struct dlrt_kv_client *cl)
+{
+	cl->id = kv->next_client_id++;
+	cl->name = NULL;
+}
+
+void dlrt_kv_client_free(struct dlrt_kv_client *cl)
+{
+	free(cl->name);
+	cl->name = NULL;
+}
+
+/* ---- glob (Redis's stringmatchlen semantics, without recursion) -------- */
+
+/* Matches one class "[...]" at *pp against c; advances *pp past it. */
+static bool match_class(const uint8_t **pp, const uint8_t *pend, uint8_t c)
+{
+	const uint8_t *p = *pp + 1;
+	bool neg = false, hit = false;
+
+	if (p < pend && *p == '^') {
+		neg = true;
+		p++;
+	}
+	while (p < pend && *p != ']') {
+		if (*p == '\\' && p + 1 < pend) {
+			p++;
+			hit |= *p == c;
+		} else if (p + 2 < pend && p[1] == '-' && p[2] != ']') {
+			uint8_t lo = p[0], hi = p[2];
+
+			if (lo > hi) {
+				uint8_t t = lo;
+
+				lo = hi;
+				hi = t;
+			}
+			hit |= c >= lo && c <= hi;
+			p += 2;
+		} else {
+			hit |= *p == c;
+		}
+		p++;
+	}
+	*pp = p < pend ? p + 1 : p; /* past ']' (an unclosed class ends the pattern) */
+	return neg ? !hit : hit;
+}
+
+bool dlrt_kv_glob(const uint8_t *pat, size_t plen, const uint8_t *s, size_t slen)
+{
+	const uint8_t *p = pat, *pend = pat + plen, *send = s + slen;
+	const uint8_t *star_p = NULL, *star_s = NULL;
+
+	for (;;) {
+		if (p < pend && *p == '*') {
+			while (p < pend && *p == '*')
+				p++;
+			if (p == pend)
+				return true;
+			star_p = p;
+			star_s = s;
+			continue;
+		}
+		if (s < send && p < pend) {
+			const uint8_t *np = p + 1;
+			bool ok;
+
+			if (*p == '?') {
+				ok = true;
+			} else if (*p == '[') {
+				np = p;
+				ok = match_class(&np, pend, *s);
+			} else if (*p == '\\' && p + 1 < pend) {
+				ok = p[1] == *s;
+				np = p + 2;
+			} else {
+				ok = *p == *s;
+			}
+			if (ok) {
+				p = np;
+				s++;
+				continue;
+			}
+		} else if (s == send && p == pend) {
+			return true;
+		}
+		/* Mismatch: let the last '*' swallow one more byte. */
+		if (!star_p || star_s >= send)
+			return false;
+		p = star_p;
+		s = ++star_s;
+	}
+}

@@ -1,0 +1,46 @@
+# launchers/caffe2/: the Caffe2 runtime's helper store (dlrt-store, a RESP
+# key/value server) and its tests. The runtime-table entry and the plugin
+# glue that starts the store live with the lead's code.
+LIB_SRCS   += launchers/caffe2/resp.c launchers/caffe2/kvstore.c \
+              launchers/caffe2/kvcmd.c launchers/caffe2/store_session.c
+LIBEXEC    += $(BUILD)/libexec/dlrt-store
+UNIT_TESTS += $(BUILD)/tests/test_resp $(BUILD)/tests/test_resp_kv
+FUZZERS    += resp
+MANPAGES   += docs/man/dlrt-store.8
+
+$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-store,launchers/caffe2/dlrt_store_main.c))
+
+# A gloo allreduce that rendezvouses through gloo::rendezvous::RedisStore
+# (Debian's libgloo is built with GLOO_USE_REDIS) on the helper store.
+TEST_PROGS += $(BUILD)/testprogs/gloo_redis_allreduce
+$(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_redis_allreduce,launchers/caffe2/testprog/gloo_redis_allreduce.cc,-DHIREDIS_NESTED_INCLUDE -lgloo -lhiredis -pthread))
+
+# The real-client test (redis-cli, redis-server, gloo) runs with `make unit`
+# through a generated wrapper: against the plain store, and against a store
+# built with ASan+UBSan for the sanitized pass.
+UNIT_TESTS += $(BUILD)/tests/test_resp_redis_cli
+
+$(BUILD)/tests/test_resp_redis_cli: tests/unit/resp_redis_cli.sh $(BUILD)/libexec/dlrt-store \
+		$(BUILD)/testprogs/gloo_redis_allreduce
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec %s %s %s\n' $(abspath tests/unit/resp_redis_cli.sh) \
+	  $(abspath $(BUILD)/libexec/dlrt-store) $(abspath $(BUILD)/testprogs/gloo_redis_allreduce) > $@
+	chmod +x $@
+
+$(SAN_BUILD)/libexec/dlrt-store: $(SAN_BUILD)/obj/launchers/caffe2/dlrt_store_main.o $(SAN_BUILD)/libdlrt.a
+	@mkdir -p $(@D)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
+
+$(SAN_BUILD)/tests/test_resp_redis_cli: tests/unit/resp_redis_cli.sh $(SAN_BUILD)/libexec/dlrt-store \
+		$(BUILD)/testprogs/gloo_redis_allreduce
+	@mkdir -p $(@D)
+	printf '#!/bin/sh\nexec %s %s %s\n' $(abspath tests/unit/resp_redis_cli.sh) \
+	  $(abspath $(SAN_BUILD)/libexec/dlrt-store) $(abspath $(BUILD)/testprogs/gloo_redis_allreduce) > $@
+	chmod +x $@
+
+# dlrt-store(8) is the first section-8 page; the top-level install creates
+# only man1 and man7, so make sure man8 exists before it copies MANPAGES.
+.PHONY: caffe2-install-man8
+install: caffe2-install-man8
+caffe2-install-man8:
+	install -d $(DESTDIR)$(PREFIX)/share/man/man8

@@ -1,0 +1,123 @@
+/* fuzz_resp.c - libFuzzer target for the Caffe2 helper store's request path:
+ * the RESP parser and the command table (launchers/caffe2/).
+ *
+ * Two checks per input:
+ *  1. The parser gives the same requests whether the bytes arrive at once or
+ *     in chunks (the chunk size comes from the first byte), in a buffer that
+ *     moves between calls as a growing dlrt_buf may. This is the property
+ *     that incremental parsing must keep; a mismatch aborts.
+ *  2. The whole input runs through a store session (parse + execute + reply),
+ *     with small limits so the error paths are reachable.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../launchers/caffe2/kvstore.h"
+#include "../../launchers/caffe2/resp.h"
+#include "../../launchers/caffe2/store_session.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_BULK 4096
+#define MAX_ARGS 64
+
+/* A digest of one parse result, to compare the two ways of feeding. */
+static uint64_t digest(const struct dlrt_resp_parser *p, int rc)
+{
+	uint64_t h = 1469598103934665603ULL ^ (uint64_t)(rc + 7);
+
+	if (rc == DLRT_RESP_COMPLETE) {
+		for (size_t i = 0; i < p->argc; i++) {
+			h = (h ^ p->argvlen[i]) * 1099511628211ULL;
+			for (size_t j = 0; j < p->argvlen[i]; j++)
+				h = (h ^ p->argv[i][j]) * 1099511628211ULL;
+		}
+	}
+	if (rc == DLRT_RESP_ERROR)
+		for (const char *e = p->error; *e; e++)
+			h = (h ^ (uint8_t)*e) * 1099511628211ULL;
+	return h;
+}
+
+/* Parses all of data, `chunk` new bytes at a time (0 = all at once); writes
+ * up to 256 digests and returns how many. */
+static size_t parse_all(const uint8_t *data, size_t size, size_t chunk, uint64_t *out)
+{
+	struct dlrt_resp_parser p;
+	size_t off = 0, have = 0, n = 0;
+	uint8_t *win = NULL;
+
+	dlrt_resp_init(&p, MAX_BULK, MAX_ARGS);
+	while (n < 256) {
+		int rc;
+		uint8_t *w;
+
+		have = chunk ? (have + chunk > size - off ? size - off : have + chunk) : size - off;
+		/* A fresh copy every call: the parser must keep offsets, not pointers. */
+		w = malloc(have ? have : 1);
+		if (!w)
+			abort();
+		memcpy(w, data + off, have);
+		free(win);
+		win = w;
+		rc = dlrt_resp_parse(&p, win, have);
+		if (rc == DLRT_RESP_NEED_MORE) {
+			if (off + have >= size)
+				break;
+			continue;
+		}
+		out[n++] = digest(&p, rc);
+		if (rc == DLRT_RESP_ERROR)
+			break;
+		if (p.used == 0 || p.used > have)
+			abort(); /* progress and bounds */
+		off += p.used;
+		have -= p.used;
+		if (have == 0 && off >= size)
+			break;
+	}
+	free(win);
+	dlrt_resp_free(&p);
+	return n;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct dlrt_kv *kv;
+	static uint64_t a[256], b[256];
+	struct dlrt_store_session s;
+	struct dlrt_buf in, out;
+	size_t na, nb, chunk;
+
+	if (size == 0)
+		return 0;
+	chunk = data[0] % 17 + 1;
+	na = parse_all(data + 1, size - 1, 0, a);
+	nb = parse_all(data + 1, size - 1, chunk, b);
+	if (na != nb || memcmp(a, b, na * sizeof(a[0])) != 0)
+		abort();
+
+	if (!kv)
+		kv = dlrt_kv_create(MAX_BULK);
+	if (!kv)
+		return 0;
+	dlrt_kv_flush(kv);
+	dlrt_store_session_init(&s, kv, MAX_BULK, MAX_ARGS);
+	dlrt_buf_init(&in, 1 << 20);
+	dlrt_buf_init(&out, 1 << 20);
+	/* Arrive in chunks, as from the network. */
+	for (size_t off = 1; off < size; off += chunk) {
+		size_t n = size - off < chunk ? size - off : chunk;
+
+		if (dlrt_buf_append(&in, data + off, n) < 0)
+			break;
+		if (dlrt_store_session_feed(&s, kv, &in, &out, NULL, NULL) < 0)
+			break;
+		dlrt_buf_consume(&out, out.len); /* "sent" */
+	}
+	dlrt_buf_free(&in);
+	dlrt_buf_free(&out);
+	dlrt_store_session_free(&s);
+	return 0;
+}
