@@ -25,7 +25,8 @@ static void usage(FILE *f)
 		"                      $SLURM_JOB_GPUS, $CUDA_VISIBLE_DEVICES, else every GPU)\n"
 		"  --visible LIST      CUDA_VISIBLE_DEVICES as Slurm set it (0..n-1 = renumbered)\n"
 		"  --bind MODE         closest (default), none, map:LIST (node-wide GPU per task)\n"
-		"  --distribution D    block (default): consecutive PUs; cyclic: round-robin packages\n"
+		"  --distribution D    cyclic (default, as srun): each task's PUs from the next package\n"
+		"                      in turn; block: consecutive PUs\n"
 		"  --env               also print each task's environment variables\n"
 		"  --restrict          live topology only: restrict to this process's CPU binding\n"
 		"  --help, --version\n");
@@ -64,7 +65,7 @@ static void print_devices(const struct dlrt_gpuplan_topo *t, const char *what)
 		const struct dlrt_gpuplan_nic *n = &t->nics[i];
 
 		dlrt_gpuplan_format_cpus(n->cpuset, cpus, sizeof(cpus));
-		printf("%-10s %-6s %-13s %s\n", n->name, n->openfabrics ? "verbs" : "netdev",
+		printf("%-10s %-6s %-13s %s\n", n->name, n->openfabrics ? "verbs" : n->ipoib ? "ipoib" : "netdev",
 		       n->busid[0] ? n->busid : "-", cpus);
 	}
 }
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
 	const char *xml = NULL, *gpus = NULL, *visible = NULL, *bindspec = "closest";
 	int ntasks = 0, cpt = 0, show_env = 0, rv = 1, opt;
 	unsigned flags = 0;
-	enum dlrt_gpuplan_dist dist = DLRT_GPUPLAN_BLOCK;
+	enum dlrt_gpuplan_dist dist = DLRT_GPUPLAN_CYCLIC;
 	struct dlrt_gpuplan_topo *t = NULL;
 	struct dlrt_gpuplan *p = NULL;
 	struct dlrt_gpuplan_alloc al;

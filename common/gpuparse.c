@@ -279,3 +279,13 @@ int dlrt_gpuplan_alloc_parse(struct dlrt_gpuplan_alloc *a, const struct dlrt_gpu
 	}
 	return 0;
 }
+
+enum dlrt_gpuplan_dist dlrt_gpuplan_dist_from_slurm(const char *d)
+{
+	const char *colon = d ? strchr(d, ':') : NULL;
+
+	if (colon && strncmp(colon + 1, "block", 5) == 0 &&
+	    (colon[6] == '\0' || colon[6] == ':' || colon[6] == ','))
+		return DLRT_GPUPLAN_BLOCK;
+	return DLRT_GPUPLAN_CYCLIC;
+}

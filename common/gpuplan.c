@@ -139,16 +139,14 @@ fail:
 	return rv;
 }
 
-static int overlap(hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
+/* |a & b|, with a caller-provided scratch bitmap: allocating one per pair
+ * was most of the plan time for 128 tasks. */
+static int overlap(hwloc_bitmap_t scratch, hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
 {
-	hwloc_bitmap_t x = hwloc_bitmap_alloc();
 	int w;
 
-	if (!x)
-		return 0;
-	hwloc_bitmap_and(x, a, b);
-	w = hwloc_bitmap_weight(x);
-	hwloc_bitmap_free(x);
+	hwloc_bitmap_and(scratch, a, b);
+	w = hwloc_bitmap_weight(scratch);
 	return w < 0 ? 0 : w;
 }
 
@@ -168,26 +166,32 @@ static int tree_hops(hwloc_obj_t a, hwloc_obj_t b)
 	return 1 << 20;
 }
 
-/* Best NIC of one kind for a GPU (gpu >= 0) or for the task's CPUs: fewest
- * tree hops to the GPU, then most CPUs shared with the task, then least used
- * by earlier tasks, then the first in PCI order. */
+/* Best NIC of one kind for a GPU (gpu >= 0) or for the task's CPUs. For
+ * NCCL_SOCKET_IFNAME an Ethernet netdev beats IPoIB: the socket bootstrap
+ * needs an IP address, which IPoIB interfaces often lack, so forcing one
+ * could hang NCCL. Then: fewest tree hops to the GPU, most CPUs shared
+ * with the task, least used by earlier tasks, first in PCI order. */
 static int pick_nic(const struct dlrt_gpuplan_topo *t, int want_verbs, int gpu,
-		    hwloc_const_bitmap_t task_cpus, const int *uses)
+		    hwloc_const_bitmap_t task_cpus, const int *uses, const int *hops,
+		    hwloc_bitmap_t scratch)
 {
 	int best = -1;
-	long bkey[3] = { 0, 0, 0 };
+	long bkey[4] = { 0, 0, 0, 0 };
 
 	for (int i = 0; i < t->nnics; i++) {
 		const struct dlrt_gpuplan_nic *n = &t->nics[i];
-		long key[3];
+		long key[4];
+		int k;
 
 		if (n->openfabrics != want_verbs)
 			continue;
-		key[0] = gpu >= 0 ? tree_hops(t->gpus[gpu].pcidev, n->obj) : 0;
-		key[1] = -overlap(n->cpuset, task_cpus);
-		key[2] = uses[i];
-		if (best < 0 || key[0] < bkey[0] || (key[0] == bkey[0] && (key[1] < bkey[1] ||
-		    (key[1] == bkey[1] && key[2] < bkey[2])))) {
+		key[0] = n->ipoib;
+		key[1] = gpu >= 0 ? hops[gpu * t->nnics + i] : 0;
+		key[2] = -overlap(scratch, n->cpuset, task_cpus);
+		key[3] = uses[i];
+		for (k = 0; k < 4 && key[k] == bkey[k]; k++)
+			;
+		if (best < 0 || (k < 4 && key[k] < bkey[k])) {
 			best = i;
 			memcpy(bkey, key, sizeof(key));
 		}
@@ -195,20 +199,28 @@ static int pick_nic(const struct dlrt_gpuplan_topo *t, int want_verbs, int gpu,
 	return best;
 }
 
-static void pick_nics(const struct dlrt_gpuplan_topo *t, struct dlrt_gpuplan *p)
+static int pick_nics(const struct dlrt_gpuplan_topo *t, struct dlrt_gpuplan *p,
+		     hwloc_bitmap_t scratch)
 {
 	int uses[DLRT_GPUPLAN_NIC_MAX] = { 0 };
+	int *hops = malloc(sizeof(*hops) * (size_t)(t->ngpus * t->nnics + 1));
 
+	if (!hops)
+		return -1;
+	for (int g = 0; g < t->ngpus; g++)
+		for (int i = 0; i < t->nnics; i++)
+			hops[g * t->nnics + i] = tree_hops(t->gpus[g].pcidev, t->nics[i].obj);
 	for (int ti = 0; ti < p->ntasks; ti++) {
 		struct dlrt_gpuplan_task *tk = &p->tasks[ti];
 		int first = tk->ngpus ? tk->gpus[0] : -1;
-		int nd = pick_nic(t, 0, first, tk->cpuset, uses);
+		int nd = pick_nic(t, 0, first, tk->cpuset, uses, hops, scratch);
 
 		tk->netdev = nd;
 		if (nd >= 0)
 			uses[nd]++;
 		for (int k = 0; k < (tk->ngpus ? tk->ngpus : 1); k++) {
-			int nic = pick_nic(t, 1, tk->ngpus ? tk->gpus[k] : -1, tk->cpuset, uses);
+			int nic = pick_nic(t, 1, tk->ngpus ? tk->gpus[k] : -1, tk->cpuset, uses,
+					   hops, scratch);
 			int dup = 0;
 
 			if (nic < 0)
@@ -221,6 +233,8 @@ static void pick_nics(const struct dlrt_gpuplan_topo *t, struct dlrt_gpuplan *p)
 			uses[nic]++;
 		}
 	}
+	free(hops);
+	return 0;
 }
 
 /* Tie cost of item/bin pair: squared distance from the natural partner
@@ -239,7 +253,7 @@ static int64_t tie_cost(int ti, int nt, int j, int ng, int squared)
 /* Positions (into alloc->global) given to each task, as bit sets. */
 static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpuplan_alloc *al,
 			hwloc_const_cpuset_t const *cpus, int nt, uint64_t *pos,
-			struct dlrt_err *err)
+			hwloc_bitmap_t scratch, struct dlrt_err *err)
 {
 	int ng = al->ngpus, n = nt >= ng ? nt : ng, m = nt >= ng ? ng : nt;
 	int64_t *cost = malloc(sizeof(*cost) * (size_t)n * (size_t)m);
@@ -258,7 +272,8 @@ static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpu
 	for (int ti = 0; ti < nt; ti++) {
 		for (int j = 0; j < ng; j++) {
 			const struct dlrt_gpuplan_gpu *g = &t->gpus[al->global[j]];
-			int o = overlap(cpus[ti], g->cpuset), u = overlap(cpus[ti], g->cpuset_up);
+			int o = overlap(scratch, cpus[ti], g->cpuset);
+			int u = overlap(scratch, cpus[ti], g->cpuset_up);
 
 			ov[ti * ng + j] = o;
 			if (o > maxov)
@@ -355,6 +370,7 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 {
 	struct dlrt_gpuplan *p = NULL;
 	uint64_t *pos = NULL;
+	hwloc_bitmap_t scratch = NULL;
 
 	if (nt < 1 || nt > DLRT_GPUPLAN_TASK_MAX) {
 		dlrt_err_set(err, "%d local tasks: dlrt plans 1 to %d tasks per node", nt,
@@ -372,7 +388,8 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 	}
 	p = calloc(1, sizeof(*p));
 	pos = calloc((size_t)nt, sizeof(*pos));
-	if (!p || !pos || !(p->tasks = calloc((size_t)nt, sizeof(*p->tasks)))) {
+	scratch = hwloc_bitmap_alloc();
+	if (!p || !pos || !scratch || !(p->tasks = calloc((size_t)nt, sizeof(*p->tasks)))) {
 		dlrt_err_set(err, "out of memory planning GPUs");
 		goto fail;
 	}
@@ -395,7 +412,7 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 		for (int ti = 0; ti < nt; ti++)
 			pos[ti] = al->ngpus == 64 ? UINT64_MAX : (UINT64_C(1) << al->ngpus) - 1;
 	} else if (al->ngpus > 0) {
-		if (plan_closest(t, al, cpus, nt, pos, err) < 0)
+		if (plan_closest(t, al, cpus, nt, pos, scratch, err) < 0)
 			goto fail;
 	}
 	for (int ti = 0; ti < nt; ti++) {
@@ -409,15 +426,20 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 			tk->gpus[tk->ngpus] = g->index;
 			tk->visible[tk->ngpus] = al->renumbered ? j : g->index;
 			tk->ngpus++;
-			tk->overlap += overlap(tk->cpuset, g->cpuset);
+			tk->overlap += overlap(scratch, tk->cpuset, g->cpuset);
 			hwloc_bitmap_or(tk->gpu_cpuset, tk->gpu_cpuset, g->cpuset);
 		}
 	}
-	pick_nics(t, p);
+	if (pick_nics(t, p, scratch) < 0) {
+		dlrt_err_set(err, "out of memory choosing NICs");
+		goto fail;
+	}
 	free(pos);
+	hwloc_bitmap_free(scratch);
 	return p;
 fail:
 	free(pos);
+	hwloc_bitmap_free(scratch);
 	dlrt_gpuplan_free(p);
 	return NULL;
 }

@@ -15,7 +15,8 @@
  *     topo = dlrt_gpuplan_topology_load(xml_or_NULL, flags, &err);
  *     dlrt_gpuplan_alloc_parse(&alloc, topo, cvd, step_gpus, job_gpus, &err);
  *     dlrt_gpuplan_bind_parse(&bind, "closest", &err);
- *     dlrt_gpuplan_layout(topo, NULL, ntasks, cpus_per_task, DLRT_GPUPLAN_BLOCK, cpus, &err);
+ *     dlrt_gpuplan_layout(topo, NULL, ntasks, cpus_per_task,
+ *                         dlrt_gpuplan_dist_from_slurm(SLURM_DISTRIBUTION), cpus, &err);
  *     plan = dlrt_gpuplan_compute(topo, &alloc, &bind, cpus, ntasks, &err);
  *   slurm_spank_task_init (per task, after fork):
  *     dlrt_gpuplan_env(plan, topo, local_task_id, spank_setenv_cb, sp, &err);
@@ -54,6 +55,7 @@ struct dlrt_gpuplan_gpu {
 struct dlrt_gpuplan_nic {
 	char name[32];             /* "mlx5_0", "ib0", "eno1" */
 	int openfabrics;           /* 1: verbs device (NCCL_IB_HCA, UCX_NET_DEVICES), 0: netdev */
+	int ipoib;                 /* netdev on the PCI device of a verbs device (IPoIB) */
 	int port;                  /* first active verbs port (1 if none is known) */
 	char busid[16];            /* PCI device holding it, or "" */
 	hwloc_obj_t obj;
@@ -67,11 +69,14 @@ struct dlrt_gpuplan_topo {
 	int nnics;
 	struct dlrt_gpuplan_nic nics[DLRT_GPUPLAN_NIC_MAX];
 	int from_xml;
+	hwloc_bitmap_t cpus;       /* CPUs tasks may use (see dlrt_gpuplan_topology_cpus) */
 };
 
-/* Live topology only: restrict it to the CPUs the calling process is bound
- * to (HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING); hwloc's default keeps
- * every CPU of the cgroup. I/O devices stay, their locality is intersected. */
+/* Live topology only: take the CPUs the calling process is bound to (task/
+ * affinity, cpusets) as the step's CPUs instead of every CPU hwloc allows
+ * (the cgroup). The topology itself is not restricted: hwloc would drop the
+ * GPUs hanging below removed CPU objects, and every GPU of the node must be
+ * counted for the numbering to match Slurm's. */
 #define DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND 0x1u
 
 /* Loads the topology with I/O devices (KEEP_IMPORTANT filter) from `xml_path`,
@@ -81,8 +86,16 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsig
 						     struct dlrt_err *err);
 void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t);
 
-/* Every CPU of the topology (the allowed set). Owned by the topology. */
+/* The CPUs tasks may use: hwloc's allowed set (all CPUs of an XML file,
+ * the cgroup's on a live node), or the process binding with
+ * DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND. Owned by the topology. */
 hwloc_const_cpuset_t dlrt_gpuplan_topology_cpus(const struct dlrt_gpuplan_topo *t);
+
+/* Converts Slurm's core list (S_STEP_ALLOC_CORES / S_JOB_ALLOC_CORES,
+ * e.g. "0-3,8": core indices in socket-major order, hwloc's logical core
+ * order) into the PUs of those cores, for dlrt_gpuplan_layout(). */
+int dlrt_gpuplan_cores_to_cpus(const struct dlrt_gpuplan_topo *t, const char *cores,
+			       hwloc_bitmap_t out, struct dlrt_err *err);
 
 /* ---- allocation: which GPUs the step has, in which numbering -------------- */
 
@@ -135,9 +148,14 @@ int dlrt_gpuplan_parse_cpulist(const char *s, hwloc_bitmap_t set, struct dlrt_er
 /* ---- task layout (dlrt-topo, and the plugin when it has no real masks) ---- */
 
 enum dlrt_gpuplan_dist {
-	DLRT_GPUPLAN_BLOCK = 0, /* task i: PUs [i*c, (i+1)*c) in hwloc logical order */
-	DLRT_GPUPLAN_CYCLIC,    /* task i: next c PUs of package i % npackages */
+	DLRT_GPUPLAN_BLOCK = 0, /* task i: PUs [i*c, (i+1)*c) in hwloc logical order (-m *:block) */
+	DLRT_GPUPLAN_CYCLIC,    /* task i: next c PUs of package i % npackages (srun's default) */
 };
+
+/* The socket-level distribution of SLURM_DISTRIBUTION ("block:block",
+ * "cyclic", "plane", NULL...): BLOCK for ":block", else CYCLIC, which is
+ * srun's default for distributing CPUs across sockets. */
+enum dlrt_gpuplan_dist dlrt_gpuplan_dist_from_slurm(const char *slurm_distribution);
 
 /* Fills out[0..ntasks-1] (allocated by the caller) with each task's CPUs,
  * taken from `cpus` (NULL: all CPUs of the topology). cpus_per_task 0 means
@@ -179,13 +197,22 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 					  struct dlrt_err *err);
 void dlrt_gpuplan_free(struct dlrt_gpuplan *p);
 
-/* The environment of local task `task`, one setenv_fn call per variable:
- * CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER=PCI_BUS_ID (when the step has GPUs),
- * NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices), NCCL_SOCKET_IFNAME. Mode
- * none sets nothing. A non-zero return of setenv_fn stops and fails. */
+/* The environment of local task `task`, one setenv_fn call per variable, in
+ * this order: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID (when the
+ * task has GPUs), NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices),
+ * NCCL_SOCKET_IFNAME. Mode none sets nothing. A non-zero return of setenv_fn
+ * stops and fails. The callback decides about overwriting: the plugin should
+ * replace CUDA_VISIBLE_DEVICES (Slurm set it step-wide) but may keep NCCL_*
+ * and UCX_* values the user set on purpose. */
 typedef int (*dlrt_gpuplan_setenv_fn)(void *ctx, const char *name, const char *value);
 int dlrt_gpuplan_env(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_topo *t, int task,
 		     dlrt_gpuplan_setenv_fn setenv_fn, void *ctx, struct dlrt_err *err);
+
+/* --dl-cpu-bind=gpu: binds the calling process (the task, in task_init) to
+ * the CPUs local to its GPUs that it is allowed to run on now (its current
+ * affinity). Fails, leaving the affinity alone, when the two do not meet
+ * (e.g. an XML topology of another machine). */
+int dlrt_gpuplan_bind_self(const struct dlrt_gpuplan *p, int task, struct dlrt_err *err);
 
 /* ---- the solver, exposed for the benchmark and tests ---------------------- */
 

@@ -175,6 +175,11 @@ static int find_devices(struct dlrt_gpuplan_topo *t, struct dlrt_err *err)
 	for (int i = 0; i < t->ngpus; i++)
 		t->gpus[i].index = i;
 	qsort(t->nics, (size_t)t->nnics, sizeof(t->nics[0]), cmp_nic);
+	for (int i = 0; i < t->nnics; i++)
+		for (int j = 0; j < t->nnics; j++)
+			if (!t->nics[i].openfabrics && t->nics[j].openfabrics &&
+			    t->nics[i].busid[0] && strcmp(t->nics[i].busid, t->nics[j].busid) == 0)
+				t->nics[i].ipoib = 1;
 	return 0;
 full:
 	return dlrt_err_set(err, "the topology has more than %d GPUs (or memory ran out): dlrt "
@@ -204,14 +209,24 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsig
 				       "that it is hwloc XML, e.g. from lstopo --of xml)", xml_path);
 			goto fail;
 		}
-	} else if (flags & DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND) {
-		hwloc_topology_set_flags(t->topo, HWLOC_TOPOLOGY_FLAG_RESTRICT_TO_CPUBINDING |
-							  HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM);
 	}
 	if (hwloc_topology_load(t->topo) < 0) {
 		dlrt_err_errno(err, errno, "hwloc could not load %s%s", xml_path ? "topology file " :
 			       "the node's topology", xml_path ? xml_path : "");
 		goto fail;
+	}
+	t->cpus = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t->topo));
+	if (!t->cpus) {
+		dlrt_err_set(err, "out of memory loading the topology");
+		goto fail;
+	}
+	if (!xml_path && (flags & DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND)) {
+		hwloc_bitmap_t b = hwloc_bitmap_alloc();
+
+		if (b && hwloc_get_cpubind(t->topo, b, HWLOC_CPUBIND_PROCESS) == 0 &&
+		    hwloc_bitmap_intersects(b, t->cpus))
+			hwloc_bitmap_and(t->cpus, t->cpus, b);
+		hwloc_bitmap_free(b);
 	}
 	if (find_devices(t, err) < 0)
 		goto fail;
@@ -231,13 +246,43 @@ void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t)
 	}
 	for (int i = 0; i < t->nnics; i++)
 		hwloc_bitmap_free(t->nics[i].cpuset);
-	hwloc_topology_destroy(t->topo);
+	hwloc_bitmap_free(t->cpus);
+	if (t->topo)
+		hwloc_topology_destroy(t->topo);
 	free(t);
 }
 
 hwloc_const_cpuset_t dlrt_gpuplan_topology_cpus(const struct dlrt_gpuplan_topo *t)
 {
-	return hwloc_topology_get_allowed_cpuset(t->topo);
+	return t->cpus ? t->cpus : hwloc_topology_get_allowed_cpuset(t->topo);
+}
+
+int dlrt_gpuplan_cores_to_cpus(const struct dlrt_gpuplan_topo *t, const char *cores,
+			       hwloc_bitmap_t out, struct dlrt_err *err)
+{
+	hwloc_bitmap_t c = hwloc_bitmap_alloc();
+	int ncores = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_CORE), i, rv = -1;
+
+	if (!c)
+		return dlrt_err_set(err, "out of memory");
+	if (dlrt_gpuplan_parse_cpulist(cores, c, err) < 0)
+		goto fail;
+	hwloc_bitmap_zero(out);
+	hwloc_bitmap_foreach_begin(i, c)
+		hwloc_obj_t core = hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_CORE, (unsigned)i);
+
+		if (!core) {
+			dlrt_err_set(err, "Slurm's core list %.64s names core %d but the topology has "
+				     "cores 0-%d only: the topology file does not describe this "
+				     "node", cores, i, ncores - 1);
+			goto fail;
+		}
+		hwloc_bitmap_or(out, out, core->cpuset);
+	hwloc_bitmap_foreach_end();
+	rv = 0;
+fail:
+	hwloc_bitmap_free(c);
+	return rv;
 }
 
 /* ---- task layouts for dlrt-topo ------------------------------------------- */
@@ -319,16 +364,29 @@ int dlrt_gpuplan_layout(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t 
 		}
 		start[npkg] = k;
 		for (int i = 0; i < ntasks; i++) {
-			/* Package i % npkg, or the next one with room (as Slurm's cyclic). */
-			for (int step = 0; step < npkg; step++) {
+			int step, got = 0;
+
+			/* Package i % npkg, or the next one with room (as Slurm's cyclic:
+			 * "all CPUs of a task on one socket if possible")... */
+			for (step = 0; step < npkg; step++) {
 				int p = (i + step) % npkg;
 
 				if (start[p + 1] - cur[p] >= c) {
 					take_block(out[i], bypkg, start[p + 1], &cur[p], c);
 					break;
 				}
-				if (step == npkg - 1)
-					hwloc_bitmap_zero(out[i]);
+			}
+			if (step < npkg)
+				continue;
+			/* ...else whatever is left, package after package. */
+			hwloc_bitmap_zero(out[i]);
+			for (step = 0; step < npkg && got < c; step++) {
+				int p = (i + step) % npkg;
+
+				while (cur[p] < start[p + 1] && got < c) {
+					hwloc_bitmap_set(out[i], (unsigned)bypkg[cur[p]++]);
+					got++;
+				}
 			}
 		}
 		free(bypkg), free(start), free(cur);
