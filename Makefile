@@ -156,18 +156,37 @@ demo: deps
 	examples/demo.sh
 
 # ---- install -----------------------------------------------------------------------
-.PHONY: install
+# Layout under PREFIX (docs/ADMIN.md): lib/dlrt/dlrt.so, bin/, libexec/dlrt/,
+# share/man/man{1,7,8}/, etc/plugstack.conf.d/dlrt.conf, etc/modulefiles/dlrt/VERSION.lua
+# (Lmod) and etc/modulefiles-tcl/dlrt/VERSION (Environment Modules).
+.PHONY: install uninstall
+INSTALL_DIRS := lib/dlrt bin libexec/dlrt share/man/man1 share/man/man7 share/man/man8 \
+                etc/plugstack.conf.d etc/modulefiles/dlrt etc/modulefiles-tcl/dlrt
+INSTALL_SUBST = sed -e 's|@PLUGIN@|$(PREFIX)/lib/dlrt/dlrt.so|g' -e 's|@PREFIX@|$(PREFIX)|g' \
+                    -e 's|@VERSION@|$(VERSION)|g'
+man_dest = share/man/man$(subst .,,$(suffix $(1)))/$(notdir $(1))
+INSTALLED := lib/dlrt/dlrt.so $(addprefix bin/,$(notdir $(BINS))) \
+             $(addprefix libexec/dlrt/,$(notdir $(LIBEXEC))) \
+             $(foreach m,$(MANPAGES),$(call man_dest,$(m))) etc/plugstack.conf.d/dlrt.conf \
+             etc/modulefiles/dlrt/$(VERSION).lua etc/modulefiles-tcl/dlrt/$(VERSION)
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/lib/dlrt $(DESTDIR)$(PREFIX)/bin \
-	           $(DESTDIR)$(PREFIX)/libexec/dlrt $(DESTDIR)$(PREFIX)/share/man/man1 \
-	           $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/etc/plugstack.conf.d
+	install -d $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALL_DIRS))
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/dlrt/dlrt.so
 	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)
 	$(if $(LIBEXEC),install -m 0755 $(LIBEXEC) $(DESTDIR)$(PREFIX)/libexec/dlrt/)
-	$(foreach m,$(MANPAGES),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/share/man/man$(subst .,,$(suffix $(m)))/;)
-	sed 's|@PLUGIN@|$(PREFIX)/lib/dlrt/dlrt.so|' etc/plugstack.conf.d/dlrt.conf.in \
-	    > $(DESTDIR)$(PREFIX)/etc/plugstack.conf.d/dlrt.conf
-	chmod 0644 $(DESTDIR)$(PREFIX)/etc/plugstack.conf.d/dlrt.conf
+	$(foreach m,$(MANPAGES),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/$(call man_dest,$(m));)
+	$(INSTALL_SUBST) etc/plugstack.conf.d/dlrt.conf.in > $(DESTDIR)$(PREFIX)/etc/plugstack.conf.d/dlrt.conf
+	$(INSTALL_SUBST) etc/modulefiles/dlrt.lua.in > $(DESTDIR)$(PREFIX)/etc/modulefiles/dlrt/$(VERSION).lua
+	$(INSTALL_SUBST) etc/modulefiles/dlrt.tcl.in > $(DESTDIR)$(PREFIX)/etc/modulefiles-tcl/dlrt/$(VERSION)
+	cd $(DESTDIR)$(PREFIX) && chmod 0644 etc/plugstack.conf.d/dlrt.conf \
+	    etc/modulefiles/dlrt/$(VERSION).lua etc/modulefiles-tcl/dlrt/$(VERSION)
+
+# Removes exactly the files install wrote, then the folders it leaves empty. Unlink
+# the plugstack.conf.d entry first (docs/ADMIN.md, "Removal").
+uninstall:
+	cd $(DESTDIR)$(PREFIX) && rm -f $(INSTALLED)
+	-cd $(DESTDIR)$(PREFIX) && rmdir -p --ignore-fail-on-non-empty $(INSTALL_DIRS) 2>/dev/null
 
 # ---- fuzzing (clang libFuzzer) -----------------------------------------------------
 FUZZ_CC    ?= clang

@@ -10,15 +10,15 @@
 
 const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 	[DLRT_OPT_RUNTIME] = { "dl-runtime", "NAME",
-			       "[dlrt] run the step's tasks as this distributed DL runtime (see man dlrt)" },
+			       "[dlrt] DL runtime of the step's tasks (man dlrt)" },
 	[DLRT_OPT_SERVERS] = { "dl-servers", "N",
-			       "[dlrt] mxnet: number of parameter servers (default: one per node)" },
+			       "[dlrt] mxnet: parameter servers (default 1/node)" },
 	[DLRT_OPT_VERBOSE] = { "dl-verbose", NULL,
-			       "[dlrt] log roles, exchanges and services with timings" },
+			       "[dlrt] log exchanges and services with timings" },
 	[DLRT_OPT_DRY_RUN] = { "dl-dry-run", NULL,
-			       "[dlrt] srun: print the role table and environment, run nothing" },
+			       "[dlrt] print each task's plan, run nothing" },
 	[DLRT_OPT_IFACE] = { "dl-iface", "IF",
-			     "[dlrt] network interface whose address the frameworks use (e.g. ib0)" },
+			     "[dlrt] network interface the frameworks use" },
 };
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
