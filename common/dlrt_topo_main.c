@@ -32,13 +32,6 @@ static void usage(FILE *f)
 		"  --help, --version\n");
 }
 
-static int print_env(void *ctx, const char *name, const char *value)
-{
-	(void)ctx;
-	printf("    %s=%s\n", name, value);
-	return 0;
-}
-
 static void print_devices(const struct dlrt_gpuplan_topo *t, const char *what)
 {
 	char cpus[256];
@@ -67,44 +60,6 @@ static void print_devices(const struct dlrt_gpuplan_topo *t, const char *what)
 		dlrt_gpuplan_format_cpus(n->cpuset, cpus, sizeof(cpus));
 		printf("%-10s %-6s %-13s %s\n", n->name, n->openfabrics ? "verbs" : n->ipoib ? "ipoib" : "netdev",
 		       n->busid[0] ? n->busid : "-", cpus);
-	}
-}
-
-static void print_plan(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_topo *t,
-		       const struct dlrt_gpuplan_alloc *al, int show_env)
-{
-	char buf[512], gl[256], vis[256], nics[256];
-	static const char *const modes[] = { "closest", "none", "map" };
-
-	dlrt_gpuplan_format_gpus(al->global, al->ngpus, gl, sizeof(gl));
-	printf("step GPUs: %s (from %s), CUDA_VISIBLE_DEVICES numbering: %s, bind: %s\n",
-	       al->ngpus ? gl : "none", al->source, al->renumbered ? "renumbered 0..n-1" :
-	       "node-wide", modes[p->mode]);
-	printf("%-5s %-20s %-10s %-9s %-9s %-20s %s\n", "task", "cpus", "CUDA_VIS", "node GPU",
-	       "overlap", "NICs", "netdev");
-	for (int i = 0; i < p->ntasks; i++) {
-		const struct dlrt_gpuplan_task *tk = &p->tasks[i];
-		size_t off = 0;
-		char ov[32];
-
-		dlrt_gpuplan_format_cpus(tk->cpuset, buf, sizeof(buf));
-		dlrt_gpuplan_format_gpus(tk->visible, tk->ngpus, vis, sizeof(vis));
-		dlrt_gpuplan_format_gpus(tk->gpus, tk->ngpus, gl, sizeof(gl));
-		nics[0] = '\0';
-		for (int k = 0; k < tk->nnics && off < sizeof(nics); k++)
-			off += (size_t)snprintf(nics + off, sizeof(nics) - off, "%s%s:%d", k ? "," : "",
-						t->nics[tk->nics[k]].name, t->nics[tk->nics[k]].port);
-		snprintf(ov, sizeof(ov), "%d/%d", tk->overlap,
-			 hwloc_bitmap_weight(tk->cpuset) * (tk->ngpus ? tk->ngpus : 1));
-		printf("%-5d %-20s %-10s %-9s %-9s %-20s %s\n", i, buf, tk->ngpus ? vis : "-",
-		       tk->ngpus ? gl : "-", tk->ngpus ? ov : "-", nics[0] ? nics : "-",
-		       tk->netdev >= 0 ? t->nics[tk->netdev].name : "-");
-		if (show_env) {
-			struct dlrt_err err;
-
-			if (dlrt_gpuplan_env(p, t, i, print_env, NULL, &err) < 0)
-				printf("    error: %s\n", err.msg);
-		}
 	}
 }
 
@@ -213,7 +168,7 @@ int main(int argc, char **argv)
 	p = dlrt_gpuplan_compute(t, &al, bind, (hwloc_const_cpuset_t const *)cpus, ntasks, &err);
 	if (!p)
 		goto fail;
-	print_plan(p, t, &al, show_env);
+	dlrt_gpuplan_print(stdout, "", p, t, &al, NULL, show_env);
 	rv = 0;
 fail:
 	if (rv)

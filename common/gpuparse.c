@@ -289,3 +289,109 @@ enum dlrt_gpuplan_dist dlrt_gpuplan_dist_from_slurm(const char *d)
 		return DLRT_GPUPLAN_BLOCK;
 	return DLRT_GPUPLAN_CYCLIC;
 }
+
+/* One entry of SLURM_CPU_BIND_LIST: "0x3f" (mask_cpu) or "5" / "0x5" (map_cpu). */
+static int cpu_bind_entry(const char *s, size_t n, int is_mask, hwloc_bitmap_t out)
+{
+	char buf[1100];
+	unsigned long v = 0;
+	size_t i = 0;
+	int hex = n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (is_mask) {
+		/* Slurm also accepts masks without 0x; both are hex. */
+		for (i = hex ? 2 : 0; i < n; i++)
+			if (!isxdigit((unsigned char)buf[i]))
+				return -1;
+		if (i == (hex ? 2u : 0u))
+			return -1;
+		return hwloc_bitmap_taskset_sscanf(out, buf) < 0 ? -1 : 0;
+	}
+	for (i = hex ? 2 : 0; i < n; i++) {
+		int d = isdigit((unsigned char)buf[i]) ? buf[i] - '0' :
+			hex && isxdigit((unsigned char)buf[i]) ? (tolower(buf[i]) - 'a' + 10) : -1;
+
+		if (d < 0)
+			return -1;
+		v = v * (hex ? 16 : 10) + (unsigned long)d;
+		if (v >= DLRT_GPUPLAN_CPU_MAX)
+			return -1;
+	}
+	if (i == (hex ? 2u : 0u))
+		return -1;
+	hwloc_bitmap_only(out, (unsigned)v);
+	return 0;
+}
+
+int dlrt_gpuplan_parse_cpu_bind(const char *type, const char *list, hwloc_bitmap_t *out,
+				int ntasks, struct dlrt_err *err)
+{
+	char cb[44];
+	int is_mask, nent = 0;
+	const char *p;
+
+	if (!type || !list || !*list)
+		return 0;
+	if (strstr(type, "mask_cpu"))
+		is_mask = 1;
+	else if (strstr(type, "map_cpu"))
+		is_mask = 0;
+	else
+		return 0; /* cores, sockets, ldoms, none: Slurm computes the masks */
+	/* Slurm reuses the list from its start when there are more tasks. */
+	for (p = list; *p; nent++) {
+		size_t n = strcspn(p, ",");
+
+		p += n + (p[n] == ',');
+	}
+	for (int i = 0; i < ntasks; i++) {
+		int k = i % nent;
+		size_t n;
+
+		p = list;
+		while (k-- > 0)
+			p += strcspn(p, ",") + 1;
+		n = strcspn(p, ",");
+		if (cpu_bind_entry(p, n, is_mask, out[i]) < 0 || hwloc_bitmap_iszero(out[i]))
+			return dlrt_err_set(err, "SLURM_CPU_BIND_LIST=%s is not a %s list: fix "
+					    "srun --cpu-bind=%s:LIST", clip(list, cb, sizeof(cb)),
+					    is_mask ? "CPU mask" : "CPU id", is_mask ? "mask_cpu" :
+					    "map_cpu");
+	}
+	return 1;
+}
+
+int dlrt_gpuplan_path_expand(const char *pattern, const char *node, char *out, size_t len,
+			     struct dlrt_err *err)
+{
+	size_t o = 0;
+
+	for (const char *p = pattern; *p; p++) {
+		const char *add = NULL;
+		char one[2] = { *p, '\0' };
+
+		if (*p == '%' && p[1] == 'n') {
+			add = node;
+			p++;
+		} else if (*p == '%' && p[1] == '%') {
+			add = "%";
+			p++;
+		} else {
+			add = one;
+		}
+		if (o + strlen(add) >= len) {
+			char cb[44];
+
+			return dlrt_err_set(err, "topology path %s is too long once %%n is "
+					    "replaced: use a shorter path", clip(pattern, cb, sizeof(cb)));
+		}
+		memcpy(out + o, add, strlen(add));
+		o += strlen(add);
+	}
+	out[o] = '\0';
+	return 0;
+}

@@ -283,10 +283,14 @@ static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpu
 			ov[(size_t)nt * ng + (size_t)ti * ng + j] = u;
 		}
 	}
-	w = maxup + 1;
+	/* A plan pairs n items, so its second-level sum is at most n * maxup:
+	 * w must be larger for one more local CPU to always win (a smaller w
+	 * traded local overlap for package overlap: found by brute force). */
+	w = (int64_t)n * maxup + 1;
 	maxov = maxov * w + maxup;
 	/* score * k must dominate the sum of all tie costs (< k), and the
-	 * solver needs |cost| * 16 * (n + 2) to fit in 64 bits. */
+	 * solver needs |cost| * 16 * (n + 2) to fit in 64 bits: squared tie
+	 * costs, else linear ones, else none (then ties go by solver order). */
 	maxtie = tie_cost(0, nt, ng - 1, ng, 1);
 	if (tie_cost(nt - 1, nt, 0, ng, 1) > maxtie)
 		maxtie = tie_cost(nt - 1, nt, 0, ng, 1);
@@ -296,11 +300,20 @@ static int plan_closest(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpu
 		maxtie = (int64_t)nt * ng;
 		k = (int64_t)n * maxtie + 1;
 	}
+	if ((maxov + 1) > INT64_MAX / 32 / (n + 2) / k) {
+		squared = -1;
+		k = 1;
+	}
+	if ((maxov + 1) > INT64_MAX / 32 / (n + 2)) {
+		dlrt_err_set(err, "GPU plan for %d tasks and %d GPUs is too large: use fewer "
+			     "tasks per node or --dl-gpu-bind=map:LIST", nt, ng);
+		goto fail;
+	}
 	for (int ti = 0; ti < nt; ti++) {
 		for (int j = 0; j < ng; j++) {
 			int64_t sc = (int64_t)ov[ti * ng + j] * w +
 				     ov[(size_t)nt * ng + (size_t)ti * ng + j];
-			int64_t c = -sc * k + tie_cost(ti, nt, j, ng, squared);
+			int64_t c = -sc * k + (squared < 0 ? 0 : tie_cost(ti, nt, j, ng, squared));
 
 			if (nt >= ng)
 				cost[(size_t)ti * (size_t)m + (size_t)j] = c;

@@ -27,6 +27,7 @@
 #define DLRT_GPUPLAN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <hwloc.h>
 
@@ -145,6 +146,17 @@ int dlrt_gpuplan_parse_gpuset(const char *s, const char *what, uint64_t *set,
 /* Parses a CPU list "0-5,12,14-15" into `set` (which the caller allocated). */
 int dlrt_gpuplan_parse_cpulist(const char *s, hwloc_bitmap_t set, struct dlrt_err *err);
 
+/* The CPUs of each of `ntasks` local tasks from srun --cpu-bind=mask_cpu:
+ * or map_cpu: as Slurm exports them (SLURM_CPU_BIND_TYPE, _LIST), entries
+ * reused from the start for further tasks. 1: out[] filled; 0: the type has
+ * no explicit list (Slurm computes masks itself); -1 + err: a bad list. */
+int dlrt_gpuplan_parse_cpu_bind(const char *type, const char *list, hwloc_bitmap_t *out,
+				int ntasks, struct dlrt_err *err);
+
+/* Replaces %n by `node` and %% by % in a topology path (one file per node). */
+int dlrt_gpuplan_path_expand(const char *pattern, const char *node, char *out, size_t len,
+			     struct dlrt_err *err);
+
 /* ---- task layout (dlrt-topo, and the plugin when it has no real masks) ---- */
 
 enum dlrt_gpuplan_dist {
@@ -213,6 +225,13 @@ int dlrt_gpuplan_env(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_top
  * affinity). Fails, leaving the affinity alone, when the two do not meet
  * (e.g. an XML topology of another machine). */
 int dlrt_gpuplan_bind_self(const struct dlrt_gpuplan *p, int task, struct dlrt_err *err);
+
+/* Prints the plan as a table, every line starting with `prefix`: task
+ * (and its global rank when `ranks` is not NULL), CPUs, CUDA_VISIBLE_DEVICES,
+ * node-wide GPUs, overlap, NICs; with show_env each task's variables. */
+void dlrt_gpuplan_print(FILE *f, const char *prefix, const struct dlrt_gpuplan *p,
+			const struct dlrt_gpuplan_topo *t, const struct dlrt_gpuplan_alloc *al,
+			const uint32_t *ranks, int show_env);
 
 /* ---- the solver, exposed for the benchmark and tests ---------------------- */
 

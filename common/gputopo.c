@@ -1,7 +1,7 @@
 /* gputopo.c - load a node's topology with hwloc and find its GPUs and NICs.
  *
  * Debian's hwloc has no CUDA/NVML component, so an NVIDIA GPU is normally a
- * plain PCI device (vendor 0x10de, class 0x0300 VGA or 0x0302 3D). Topologies
+ * plain PCI device (vendor 0x10de, display class 0x03xx: 0300 VGA, 0302 3D). Topologies
  * exported on a machine with those components also carry cudaN/nvmlN (or
  * opencl, rsmi) OS devices below the PCI device; both ways lead to the same
  * PCI device, which is what gets numbered. Locality is the cpuset of the
@@ -19,7 +19,10 @@ static int is_gpu_pcidev(hwloc_obj_t o)
 {
 	unsigned cls = o->attr->pcidev.class_id;
 
-	return o->attr->pcidev.vendor_id == 0x10de && (cls == 0x0300 || cls == 0x0302);
+	/* Base class 0x03 (display): 0300 VGA (GeForce, some Quadro), 0302 3D
+	 * (Tesla, A100, H100), 0380 other; the GPU's audio function (0403) and
+	 * NVSwitch bridges (0680) are not GPUs. */
+	return o->attr->pcidev.vendor_id == 0x10de && (cls >> 8) == 0x03;
 }
 
 static int is_gpu_osdev_name(const char *n)

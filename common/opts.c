@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpuplan.h"
 #include "runtime.h"
 
 const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
@@ -19,6 +20,12 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 			       "[dlrt] print each task's plan, run nothing" },
 	[DLRT_OPT_IFACE] = { "dl-iface", "IF",
 			     "[dlrt] network interface the frameworks use" },
+	[DLRT_OPT_GPU_BIND] = { "dl-gpu-bind", "MODE",
+				"[dlrt] GPUs per task: closest, none, map:LIST" },
+	[DLRT_OPT_CPU_BIND] = { "dl-cpu-bind", "gpu",
+				"[dlrt] gpu: bind each task next to its GPUs" },
+	[DLRT_OPT_TOPOLOGY] = { "dl-topology", "FILE",
+				"[dlrt] plan GPUs on this hwloc XML file" },
 };
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -52,6 +59,39 @@ int dlrt_parse_bool(const char *s, bool *out)
 		}
 	}
 	return -1;
+}
+
+/* --dl-gpu-bind and gpu_bind=: closest, none or a well-formed map:LIST. */
+static int check_gpu_bind(const char *v, char *out, size_t len, struct dlrt_err *err)
+{
+	struct dlrt_gpuplan_bind *b = malloc(sizeof(*b));
+	int rv;
+
+	if (!b)
+		return dlrt_err_set(err, "out of memory checking --dl-gpu-bind");
+	rv = dlrt_gpuplan_bind_parse(b, v ? v : "", err);
+	free(b);
+	if (rv < 0)
+		return -1;
+	if (strlen(v) >= len)
+		return dlrt_err_set(err, "--dl-gpu-bind value is longer than %zu characters: use "
+				    "map:G*N to repeat entries", len - 1);
+	snprintf(out, len, "%s", v);
+	return 0;
+}
+
+/* A topology path: non-empty, fits, no control characters (it goes into error lines). */
+static int check_path(const char *what, const char *v, char *out, size_t len,
+		      struct dlrt_err *err)
+{
+	if (!v || !*v || strlen(v) >= len)
+		return dlrt_err_set(err, "%s: give the path of an hwloc XML file (lstopo --of xml)",
+				    what);
+	for (const char *c = v; *c; c++)
+		if ((unsigned char)*c < 0x20)
+			return dlrt_err_set(err, "%s: the path has control characters", what);
+	snprintf(out, len, "%s", v);
+	return 0;
 }
 
 /* "mxnet,torch" -> bitmask of runtime table indices. */
@@ -88,6 +128,7 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 	cfg->max_servers = 1024;
 	cfg->exchange_timeout = 30;
 	cfg->allowed = ~0u;
+	snprintf(cfg->gpu_bind, sizeof(cfg->gpu_bind), "closest");
 	for (int i = 0; i < ac; i++) {
 		const char *kv = av[i], *eq = strchr(kv, '=');
 		const char *v = eq ? eq + 1 : "";
@@ -112,10 +153,21 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 		} else if (KEY("verbose")) {
 			if (dlrt_parse_bool(v, &cfg->verbose) < 0)
 				return dlrt_err_set(err, "plugstack.conf: verbose='%s' is not yes or no", v);
+		} else if (KEY("gpu_bind")) {
+			if (check_gpu_bind(v, cfg->gpu_bind, sizeof(cfg->gpu_bind), err) < 0) {
+				char why[sizeof(err->msg)];
+
+				snprintf(why, sizeof(why), "%s", err->msg);
+				return dlrt_err_set(err, "plugstack.conf: gpu_bind: %s", why);
+			}
+		} else if (KEY("topology_xml")) {
+			if (check_path("plugstack.conf: topology_xml=", v, cfg->topology_xml,
+				       sizeof(cfg->topology_xml), err) < 0)
+				return -1;
 		} else {
 			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: "
-					    "default_servers, max_servers, runtimes, verbose, exchange_timeout)",
-					    (int)klen, kv);
+					    "default_servers, max_servers, runtimes, verbose, exchange_timeout, "
+					    "gpu_bind, topology_xml)", (int)klen, kv);
 		}
 #undef KEY
 	}
@@ -127,6 +179,7 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 	memset(o, 0, sizeof(*o));
 	o->servers = -1;
 	o->verbose = cfg->verbose;
+	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
 }
 
 int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_opt_id id,
@@ -166,6 +219,20 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 					    arg ? arg : "");
 		snprintf(o->iface, sizeof(o->iface), "%s", arg);
 		return 0;
+	case DLRT_OPT_GPU_BIND:
+		return check_gpu_bind(arg, o->gpu_bind, sizeof(o->gpu_bind), err);
+	case DLRT_OPT_CPU_BIND:
+		/* One value today; "none" undoes an inherited sbatch --dl-cpu-bind=gpu. */
+		if (arg && !strcmp(arg, "gpu"))
+			o->cpu_bind_gpu = true;
+		else if (arg && !strcmp(arg, "none"))
+			o->cpu_bind_gpu = false;
+		else
+			return dlrt_err_set(err, "--dl-cpu-bind=%.64s is unknown: use gpu (cores next "
+					    "to the task's GPU) or none", arg ? arg : "");
+		return 0;
+	case DLRT_OPT_TOPOLOGY:
+		return check_path("--dl-topology", arg, o->topology, sizeof(o->topology), err);
 	case DLRT_OPT_COUNT:
 		break;
 	}

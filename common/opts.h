@@ -21,6 +21,8 @@ struct dlrt_config {
 	uint32_t allowed;         /* bit i set = runtime i of the runtime table is allowed */
 	bool verbose;             /* behave as if every job passed --dl-verbose */
 	uint32_t exchange_timeout; /* seconds any PMIx wait of the exchange may take */
+	char gpu_bind[256];       /* gpu_bind=: --dl-gpu-bind when a job gives none */
+	char topology_xml[1024];  /* topology_xml=: hwloc XML instead of the live node ("%n" = node) */
 };
 
 enum dlrt_opt_id {
@@ -29,6 +31,9 @@ enum dlrt_opt_id {
 	DLRT_OPT_VERBOSE,
 	DLRT_OPT_DRY_RUN,
 	DLRT_OPT_IFACE,
+	DLRT_OPT_GPU_BIND,
+	DLRT_OPT_CPU_BIND,
+	DLRT_OPT_TOPOLOGY,
 	DLRT_OPT_COUNT
 };
 
@@ -46,6 +51,9 @@ struct dlrt_opts {
 	bool verbose;
 	bool dry_run;
 	char iface[32];                     /* --dl-iface: "" = the route to the srun host */
+	char gpu_bind[1024];                /* --dl-gpu-bind (checked), else the site's gpu_bind */
+	bool cpu_bind_gpu;                  /* --dl-cpu-bind=gpu */
+	char topology[1024];                /* --dl-topology: "" = topology_xml=, else the node */
 };
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */

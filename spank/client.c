@@ -11,6 +11,7 @@
  */
 #include <slurm/spank.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "plugin.h"
 
@@ -19,6 +20,11 @@ int dlrt_client_post_opt(spank_t sp)
 	(void)sp;
 	if (dlrt_plugin.opt_failed) {
 		slurm_error("dlrt: %s", dlrt_plugin.opt_err.msg);
+		exit(1);
+	}
+	if (dlrt_plugin.opts.cpu_bind_gpu && !strcmp(dlrt_plugin.opts.gpu_bind, "none")) {
+		slurm_error("dlrt: --dl-cpu-bind=gpu needs a GPU per task, but --dl-gpu-bind=none "
+			    "gives each task all of them: drop one of the two options");
 		exit(1);
 	}
 	if (dlrt_plugin.opts.runtime && !dlrt_plugin.config_ok) {

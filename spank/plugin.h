@@ -10,6 +10,7 @@
 
 #include <slurm/spank.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "layout.h"
 #include "opts.h"
@@ -47,5 +48,11 @@ int dlrt_stepd_post_opt(spank_t sp);
 int dlrt_stepd_user_init(spank_t sp);
 int dlrt_stepd_task_init(spank_t sp);
 void dlrt_stepd_exit(void);
+
+/* gpu.c: slurmstepd GPU/NIC binding (--dl-gpu-bind, --dl-cpu-bind, --dl-topology) */
+int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err);
+int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err);
+void dlrt_stepd_gpu_print(FILE *f);
+void dlrt_stepd_gpu_free(void);
 
 #endif

@@ -95,6 +95,8 @@ int dlrt_stepd_user_init(spank_t sp)
 	    dlrt_plan_build(&dlrt_plugin.plan, dlrt_plugin.opts.runtime, &dlrt_plugin.layout,
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
+	if (dlrt_stepd_gpu_user_init(sp, &err) < 0)
+		return defer(&err);
 	return 0;
 }
 
@@ -102,7 +104,7 @@ int dlrt_stepd_user_init(spank_t sp)
  * exec'ing the program. task_init runs in the forked task process, so _exit
  * ends only that task, never slurmstepd. When the step has PMIx, the exchange
  * runs as for real, so the table shows the real addresses. */
-static void dry_run(spank_t sp, uint32_t rank, const struct dlrt_exchange_req *req)
+static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exchange_req *req)
 {
 	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
 	struct dlrt_addrs mine, *all = NULL;
@@ -118,6 +120,11 @@ static void dry_run(spank_t sp, uint32_t rank, const struct dlrt_exchange_req *r
 	if (rank == 0) {
 		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all, &err) < 0)
 			fprintf(stderr, "dlrt: %s\n", err.msg);
+		fflush(stdout);
+	}
+	/* Each node plans its own GPUs: its first task prints that part. */
+	if (local == 0) {
+		dlrt_stepd_gpu_print(stdout);
 		fflush(stdout);
 	}
 	_exit(0);
@@ -149,7 +156,7 @@ int dlrt_stepd_task_init(spank_t sp)
 		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
 	};
 	if (dlrt_plugin.opts.dry_run)
-		dry_run(sp, rank, &req);
+		dry_run(sp, rank, local, &req);
 	if (dlrt_plugin.opts.runtime->needs_root_addr &&
 	    dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0)
 		task_fail(local, err.msg);
@@ -165,6 +172,8 @@ int dlrt_stepd_task_init(spank_t sp)
 			task_fail(local, err.msg);
 		}
 	}
+	if (dlrt_stepd_gpu_task_init(sp, local, &err) < 0)
+		task_fail(local, err.msg);
 	if (dlrt_plugin.opts.verbose)
 		fprintf(stderr, "dlrt: task %u on %s: %s %s %u\n", rank,
 			dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id],
@@ -177,6 +186,7 @@ int dlrt_stepd_task_init(spank_t sp)
 
 void dlrt_stepd_exit(void)
 {
+	dlrt_stepd_gpu_free();
 	dlrt_plan_free(&dlrt_plugin.plan);
 	dlrt_layout_free(&dlrt_plugin.layout);
 }

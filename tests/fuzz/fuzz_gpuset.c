@@ -4,7 +4,8 @@
  *
  * Input: first byte selects the parser, the rest is the string; for the
  * allocation the rest is split on '\n' into CUDA_VISIBLE_DEVICES,
- * SLURM_STEP_GPUS and SLURM_JOB_GPUS.
+ * SLURM_STEP_GPUS and SLURM_JOB_GPUS; for srun's CPU binding into
+ * SLURM_CPU_BIND_TYPE and SLURM_CPU_BIND_LIST; or a topology path with %n.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = '\0';
 	err.msg[0] = '\0';
-	switch (data[0] % 4) {
+	switch (data[0] % 6) {
 	case 0:
 		rc = dlrt_gpuplan_parse_gpuset(s, "CUDA_VISIBLE_DEVICES", &set, &err);
 		check_err(rc, &err);
@@ -64,6 +65,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (bind.nmap < 1 || bind.nmap > DLRT_GPUPLAN_MAP_MAX))
 			abort();
 		break;
+	case 4: {
+		hwloc_bitmap_t cs[5];
+		char *list = strchr(s, '\n');
+
+		if (list)
+			*list++ = '\0';
+		for (int i = 0; i < 5; i++)
+			cs[i] = hwloc_bitmap_alloc();
+		rc = dlrt_gpuplan_parse_cpu_bind(s, list, cs, 5, &err);
+		check_err(rc, &err);
+		for (int i = 0; rc == 1 && i < 5; i++)
+			if (hwloc_bitmap_iszero(cs[i]))
+				abort(); /* every task gets CPUs */
+		for (int i = 0; i < 5; i++)
+			hwloc_bitmap_free(cs[i]);
+		break;
+	}
+	case 5: {
+		char out[128];
+
+		rc = dlrt_gpuplan_path_expand(s, "node-1", out, sizeof(out), &err);
+		check_err(rc, &err);
+		if (rc == 0 && strlen(out) >= sizeof(out))
+			abort();
+		break;
+	}
 	default: {
 		char *p = s;
 

@@ -629,6 +629,168 @@ static void test_solver(void)
 	TAP_IS_INT(bad, 0, "solver optimal and balanced on %d random instances", trials);
 }
 
+/* Every fixture, random task CPU sets and allocations: the plan's total
+ * overlap (the primary objective) equals the best of all balanced
+ * assignments, found by brute force. */
+static int brute_overlap(int nt, int ng, const int *ov)
+{
+	int n = nt >= ng ? nt : ng, m = nt >= ng ? ng : nt, best = -1, a[10];
+	long total = 1;
+
+	for (int i = 0; i < n; i++)
+		total *= m;
+	for (long code = 0; code < total; code++) {
+		int load[10] = { 0 }, ok = 1, sum = 0;
+		long c = code;
+
+		for (int i = 0; i < n; i++, c /= m) {
+			a[i] = (int)(c % m);
+			load[a[i]]++;
+			/* items are tasks when nt >= ng, else GPUs */
+			sum += nt >= ng ? ov[i * ng + a[i]] : ov[a[i] * ng + i];
+		}
+		for (int b = 0; b < m; b++)
+			ok &= load[b] == n / m || load[b] == n / m + (n % m > 0);
+		if (ok && sum > best)
+			best = sum;
+	}
+	return best;
+}
+
+static void test_optimal(void)
+{
+	static const char *const fx[] = { "dgx-2s4g.xml", "2s2g.xml", "onesocket-4g.xml",
+					  "switch-4g.xml", "dgxa100-8g.xml" };
+	unsigned seed = 777;
+	int bad = 0, trials = 0, unbalanced = 0;
+
+	for (size_t f = 0; f < sizeof(fx) / sizeof(*fx); f++) {
+		struct dlrt_gpuplan_topo *t = load(fx[f]);
+		int npu;
+
+		if (!t)
+			continue;
+		npu = hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t));
+		for (int tr = 0; tr < 120; tr++) {
+			struct dlrt_gpuplan_alloc al = { .source = "test" };
+			struct dlrt_gpuplan_bind b = { .mode = DLRT_GPUPLAN_CLOSEST };
+			hwloc_bitmap_t set[10];
+			int nt, ng, ov[100], got = 0, cnt[64] = { 0 };
+			uint64_t gs = 0;
+			struct dlrt_err err;
+			struct dlrt_gpuplan *p;
+
+			/* T >= G with G <= 4 and T <= 8, or G > T with T <= 3, G <= 8 */
+			if (tr % 2) {
+				ng = 1 + (int)(rand_r(&seed) % (t->ngpus < 4 ? t->ngpus : 4));
+				nt = ng + (int)(rand_r(&seed) % (9 - ng));
+			} else {
+				nt = 1 + (int)(rand_r(&seed) % 3);
+				ng = nt + 1 + (int)(rand_r(&seed) % (t->ngpus - nt));
+				if (ng > t->ngpus)
+					ng = t->ngpus;
+			}
+			while (__builtin_popcountll(gs) < ng)
+				gs |= UINT64_C(1) << (rand_r(&seed) % (unsigned)t->ngpus);
+			for (int i = 0, j = 0; i < t->ngpus; i++)
+				if (gs & (UINT64_C(1) << i))
+					al.global[j++] = i;
+			al.ngpus = ng;
+			for (int i = 0; i < nt; i++) {
+				/* a random contiguous run of PUs in logical order, some
+				 * spanning two locality domains */
+				int len = 1 + (int)(rand_r(&seed) % (unsigned)(npu / 2));
+				int st = (int)(rand_r(&seed) % (unsigned)(npu - len + 1));
+
+				set[i] = hwloc_bitmap_alloc();
+				/* or PUs scattered over the node, one in `len` */
+				for (int k = st; tr % 4 < 2 && k < st + len; k++) {
+					hwloc_obj_t pu = hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_PU,
+									       (unsigned)k);
+					hwloc_bitmap_set(set[i], pu->os_index);
+				}
+				for (int k = 0; tr % 4 >= 2 && k < npu; k++) {
+					hwloc_obj_t pu = hwloc_get_obj_by_type(t->topo, HWLOC_OBJ_PU,
+									       (unsigned)k);
+
+					if (rand_r(&seed) % (unsigned)len == 0)
+						hwloc_bitmap_set(set[i], pu->os_index);
+				}
+				for (int j = 0; j < ng; j++) {
+					hwloc_bitmap_t x = hwloc_bitmap_alloc();
+
+					hwloc_bitmap_and(x, set[i], t->gpus[al.global[j]].cpuset);
+					ov[i * ng + j] = hwloc_bitmap_weight(x);
+					hwloc_bitmap_free(x);
+				}
+			}
+			p = dlrt_gpuplan_compute(t, &al, &b, (hwloc_const_cpuset_t const *)set, nt,
+						 &err);
+			trials++;
+			for (int i = 0; p && i < nt; i++) {
+				got += p->tasks[i].overlap;
+				for (int k = 0; k < p->tasks[i].ngpus; k++)
+					cnt[p->tasks[i].gpus[k]]++;
+			}
+			for (int j = 0; p && j < ng; j++) {
+				int c = cnt[al.global[j]];
+				int lo = nt >= ng ? nt / ng : 1, hi = nt >= ng ? (nt + ng - 1) / ng : 1;
+
+				if (c < lo || c > hi)
+					unbalanced++;
+			}
+			if (!p || got != brute_overlap(nt, ng, ov)) {
+				if (!bad)
+					printf("# %s trial %d: %d tasks %d GPUs: overlap %d, best %d\n",
+					       fx[f], tr, nt, ng, got, brute_overlap(nt, ng, ov));
+				bad++;
+			}
+			dlrt_gpuplan_free(p);
+			for (int i = 0; i < nt; i++)
+				hwloc_bitmap_free(set[i]);
+		}
+		dlrt_gpuplan_topology_free(t);
+	}
+	TAP_IS_INT(bad, 0, "closest is optimal (brute force) in %d random fixture plans", trials);
+	TAP_IS_INT(unbalanced, 0, "and balanced");
+}
+
+
+/* srun --cpu-bind lists as Slurm exports them, and %n in topology paths. */
+static void test_cpu_bind_and_path(void)
+{
+	hwloc_bitmap_t c[3];
+	struct dlrt_err err;
+	char buf[64];
+
+	for (int i = 0; i < 3; i++)
+		c[i] = hwloc_bitmap_alloc();
+	TAP_IS_INT(dlrt_gpuplan_parse_cpu_bind("mask_cpu:", "0x3,0xC00", c, 3, &err), 1,
+		   "mask_cpu list");
+	dlrt_gpuplan_format_cpus(c[1], buf, sizeof(buf));
+	TAP_IS_STR(buf, "10-11", "mask 0xC00 -> CPUs 10-11");
+	dlrt_gpuplan_format_cpus(c[2], buf, sizeof(buf));
+	TAP_IS_STR(buf, "0-1", "task 2 reuses the first mask");
+	TAP_IS_INT(dlrt_gpuplan_parse_cpu_bind("verbose,map_cpu:", "5,0x7", c, 2, &err), 1,
+		   "map_cpu list (decimal and hex)");
+	dlrt_gpuplan_format_cpus(c[1], buf, sizeof(buf));
+	TAP_IS_STR(buf, "7", "map 0x7 -> CPU 7");
+	TAP_IS_INT(dlrt_gpuplan_parse_cpu_bind("cores", "0x3", c, 2, &err), 0,
+		   "cores: Slurm computes the masks");
+	TAP_IS_INT(dlrt_gpuplan_parse_cpu_bind("mask_cpu:", NULL, c, 2, &err), 0, "no list");
+	TAP_OK(dlrt_gpuplan_parse_cpu_bind("mask_cpu:", "0x3,zz", c, 2, &err) < 0 && one_line(&err),
+	       "bad mask: %s", err.msg);
+	TAP_OK(dlrt_gpuplan_parse_cpu_bind("mask_cpu:", "0x0", c, 1, &err) < 0, "empty mask");
+	TAP_OK(dlrt_gpuplan_parse_cpu_bind("map_cpu:", "99999", c, 1, &err) < 0, "CPU too large");
+	TAP_OK(dlrt_gpuplan_parse_cpu_bind("map_cpu:", "1,,2", c, 2, &err) < 0, "empty entry");
+	for (int i = 0; i < 3; i++)
+		hwloc_bitmap_free(c[i]);
+	TAP_OK(dlrt_gpuplan_path_expand("/t/%n-%%.xml", "n12", buf, sizeof(buf), &err) == 0 &&
+	       !strcmp(buf, "/t/n12-%.xml"), "%%n and %%%% in a path: %s", buf);
+	TAP_OK(dlrt_gpuplan_path_expand("/very/long/%n/%n/%n", "nodename", buf, 16, &err) < 0 &&
+	       one_line(&err), "too long: %s", err.msg);
+}
+
 int main(void)
 {
 	test_discovery();
@@ -641,5 +803,7 @@ int main(void)
 	test_layout();
 	test_parsers();
 	test_solver();
+	test_optimal();
+	test_cpu_bind_and_path();
 	return tap_done();
 }

@@ -1,4 +1,6 @@
 /* Unit tests: plugstack.conf keys and option values. */
+#include <string.h>
+
 #include "opts.h"
 #include "runtime.h"
 #include "tap.h"
@@ -47,5 +49,43 @@ int main(void)
 	TAP_IS_INT(o.servers, 4, "servers stored");
 	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_DRY_RUN, NULL, &err), 0, "--dl-dry-run");
 	TAP_OK(o.dry_run, "dry run set");
+
+	/* GPU binding: options and site keys. */
+	{
+		char *gk[] = { "gpu_bind=map:1,0", "topology_xml=/etc/dlrt/%n.xml" };
+		char *bad1[] = { "gpu_bind=nearest" };
+		char *bad2[] = { "topology_xml=" };
+
+		TAP_IS_INT(dlrt_config_parse(&cfg, 2, gk, &err), 0, "gpu_bind= and topology_xml=");
+		TAP_IS_STR(cfg.gpu_bind, "map:1,0", "site gpu_bind");
+		TAP_IS_STR(cfg.topology_xml, "/etc/dlrt/%n.xml", "site topology_xml");
+		dlrt_opts_init(&o, &cfg);
+		TAP_IS_STR(o.gpu_bind, "map:1,0", "the site's gpu_bind is the default");
+		TAP_IS_INT(dlrt_config_parse(&cfg, 1, bad1, &err), -1, "gpu_bind=nearest rejected");
+		TAP_OK(strstr(err.msg, "plugstack.conf: gpu_bind: --dl-gpu-bind=nearest is unknown") &&
+		       !strchr(err.msg, '\n'), "message: %s", err.msg);
+		TAP_IS_INT(dlrt_config_parse(&cfg, 1, bad2, &err), -1, "empty topology_xml rejected");
+		TAP_IS_INT(dlrt_config_parse(&cfg, 0, NULL, &err), 0, "defaults");
+		TAP_IS_STR(cfg.gpu_bind, "closest", "gpu_bind defaults to closest");
+		dlrt_opts_init(&o, &cfg);
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_GPU_BIND, "map:0*2,1+2", &err), 0,
+			   "--dl-gpu-bind=map:0*2,1+2");
+		TAP_IS_STR(o.gpu_bind, "map:0*2,1+2", "stored");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_GPU_BIND, "map:", &err), -1, "map: rejected");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_GPU_BIND, "none", &err), 0, "none");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_CPU_BIND, "gpu", &err), 0, "--dl-cpu-bind=gpu");
+		TAP_OK(o.cpu_bind_gpu, "cpu bind set");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_CPU_BIND, "none", &err), 0,
+			   "--dl-cpu-bind=none undoes it");
+		TAP_OK(!o.cpu_bind_gpu, "cpu bind cleared");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_CPU_BIND, "cores", &err), -1, "cores rejected");
+		TAP_OK(strstr(err.msg, "--dl-cpu-bind=cores is unknown") != NULL, "message: %s", err.msg);
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_TOPOLOGY, "/x/%n.xml", &err), 0,
+			   "--dl-topology");
+		TAP_IS_STR(o.topology, "/x/%n.xml", "topology stored");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_TOPOLOGY, "", &err), -1, "empty topology");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_TOPOLOGY, "a\nb", &err), -1,
+			   "control characters in the path");
+	}
 	return tap_done();
 }

@@ -16,5 +16,9 @@ for client in srun sbatch salloc; do
 	done
 done
 like "$(as_user srun --help 2>&1)" "mxnet, horovod, caffe2, torch" "the runtime usage lists the runtimes"
-unlike "$(grep -h 'dlrt' "$DLRT_CLUSTER_DIR"/log/slurmd-*.log)" "error" "no dlrt error in the slurmd logs"
+# Task errors ("[job.step] error: dlrt: ...", what srun shows the user) are provoked on
+# purpose by later tests (t/40: a map naming a GPU the step lacks), and the logs
+# survive until the daemons restart: only errors outside a step count here.
+unlike "$(grep -h 'dlrt' "$DLRT_CLUSTER_DIR"/log/slurmd-*.log | grep -Ev '\] \[[0-9]+\.[0-9]+\] error: dlrt: ')" \
+	"error" "no dlrt error in the slurmd logs"
 done_testing

@@ -1,0 +1,202 @@
+/* gpu.c - slurmstepd: --dl-gpu-bind, --dl-cpu-bind=gpu, --dl-topology.
+ *
+ * user_init (once per node, before the tasks fork) loads the topology, reads
+ * the step's GPUs as Slurm exposes them and plans every local task; the
+ * tasks inherit the plan through fork. task_init (in each task, just before
+ * exec) sets that task's CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER and NIC
+ * variables and, with --dl-cpu-bind=gpu, moves it onto its GPU's cores.
+ *
+ * Each task's CPUs: the list of srun --cpu-bind=mask_cpu:/map_cpu: when the
+ * user gave one (task/affinity applies exactly that), else the step's cores
+ * on this node (S_STEP_ALLOC_CORES) laid out over the tasks the way
+ * task/affinity binds by default (SLURM_DISTRIBUTION's socket level,
+ * SLURM_CPUS_PER_TASK). docs/gpu-binding.md explains the choice.
+ */
+#include <slurm/spank.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuplan.h"
+#include "plugin.h"
+
+#define VAL_MAX 4096
+
+struct dlrt_stepd_gpu {
+	struct dlrt_gpuplan_topo *topo;
+	struct dlrt_gpuplan *plan;
+	struct dlrt_gpuplan_alloc alloc;
+	char topo_path[1100]; /* "" = the live node */
+	const char *cpus_from;
+	uint32_t *ranks;      /* global rank of each local task */
+};
+
+static struct dlrt_stepd_gpu g;
+
+static int getenv_step(spank_t sp, const char *name, char *buf, int len)
+{
+	buf[0] = '\0';
+	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
+}
+
+/* Each local task's CPUs into cpus[0..n-1]; see the top of this file. */
+static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *err)
+{
+	char type[256], list[VAL_MAX], dist[128];
+	char *cores = NULL;
+	uint32_t cpt = 0;
+	hwloc_bitmap_t alloc = NULL;
+	int rc;
+
+	getenv_step(sp, "SLURM_CPU_BIND_TYPE", type, sizeof(type));
+	getenv_step(sp, "SLURM_CPU_BIND_LIST", list, sizeof(list));
+	rc = dlrt_gpuplan_parse_cpu_bind(type, list, cpus, n, err);
+	if (rc != 0) {
+		g.cpus_from = "srun --cpu-bind";
+		return rc < 0 ? -1 : 0;
+	}
+	alloc = hwloc_bitmap_alloc();
+	if (!alloc)
+		return dlrt_err_set(err, "out of memory planning GPUs");
+	if (spank_get_item(sp, S_STEP_ALLOC_CORES, &cores) == ESPANK_SUCCESS && cores && *cores &&
+	    dlrt_gpuplan_cores_to_cpus(g.topo, cores, alloc, err) == 0) {
+		g.cpus_from = "the step's cores";
+	} else {
+		/* No core list (or one the topology file does not fit): every
+		 * task may run anywhere, as with task/none. */
+		hwloc_bitmap_copy(alloc, dlrt_gpuplan_topology_cpus(g.topo));
+		g.cpus_from = "all CPUs";
+	}
+	spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt);
+	getenv_step(sp, "SLURM_DISTRIBUTION", dist, sizeof(dist));
+	if (dlrt_gpuplan_layout(g.topo, alloc, n, (int)cpt, dlrt_gpuplan_dist_from_slurm(dist),
+				cpus, err) < 0 &&
+	    dlrt_gpuplan_layout(g.topo, alloc, n, 0, dlrt_gpuplan_dist_from_slurm(dist), cpus,
+				err) < 0) {
+		/* More tasks than CPUs (oversubscribed): all share the step's CPUs. */
+		for (int i = 0; i < n; i++)
+			hwloc_bitmap_copy(cpus[i], alloc);
+	}
+	hwloc_bitmap_free(alloc);
+	return 0;
+}
+
+int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	const struct dlrt_layout *l = &dlrt_plugin.layout;
+	const char *pattern = o->topology[0] ? o->topology : dlrt_plugin.cfg.topology_xml;
+	char cvd[VAL_MAX], step_gpus[VAL_MAX], job_gpus[VAL_MAX];
+	struct dlrt_gpuplan_bind *bind = NULL;
+	hwloc_bitmap_t *cpus = NULL;
+	uint32_t node = dlrt_plugin.node_id;
+	int n = (int)l->node_ntasks[node], rv = -1;
+
+	getenv_step(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof(cvd));
+	getenv_step(sp, "SLURM_STEP_GPUS", step_gpus, sizeof(step_gpus));
+	getenv_step(sp, "SLURM_JOB_GPUS", job_gpus, sizeof(job_gpus));
+	bind = malloc(sizeof(*bind));
+	if (!bind)
+		return dlrt_err_set(err, "out of memory planning GPUs");
+	if (dlrt_gpuplan_bind_parse(bind, o->gpu_bind, err) < 0)
+		goto out;
+	if (!cvd[0] && !step_gpus[0] && !job_gpus[0]) {
+		/* No GPU in this step: nothing to bind, unless the user asked. */
+		if (bind->mode == DLRT_GPUPLAN_MAP || o->cpu_bind_gpu) {
+			dlrt_err_set(err, "--dl-%s needs GPUs but the step has none: request them "
+				     "(e.g. srun --gpus-per-node=4) or drop the option",
+				     o->cpu_bind_gpu ? "cpu-bind=gpu" : "gpu-bind=map");
+			goto out;
+		}
+		rv = 0;
+		goto out;
+	}
+	if (bind->mode == DLRT_GPUPLAN_NONE) {
+		rv = 0; /* Slurm's own CUDA_VISIBLE_DEVICES stays */
+		goto out;
+	}
+	if (pattern[0] && dlrt_gpuplan_path_expand(pattern, l->nodes.names[node], g.topo_path,
+						   sizeof(g.topo_path), err) < 0)
+		goto out;
+	g.topo = dlrt_gpuplan_topology_load(g.topo_path[0] ? g.topo_path : NULL, 0, err);
+	if (!g.topo)
+		goto out;
+	if (dlrt_gpuplan_alloc_parse(&g.alloc, g.topo, cvd, step_gpus, job_gpus, err) < 0)
+		goto out;
+	cpus = calloc((size_t)n, sizeof(*cpus));
+	g.ranks = calloc((size_t)n, sizeof(*g.ranks));
+	if (!cpus || !g.ranks) {
+		dlrt_err_set(err, "out of memory planning GPUs");
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if (!(cpus[i] = hwloc_bitmap_alloc())) {
+			dlrt_err_set(err, "out of memory planning GPUs");
+			goto out;
+		}
+	for (uint32_t r = 0; r < l->ntasks; r++)
+		if (l->task_node[r] == node && l->task_local[r] < (uint32_t)n)
+			g.ranks[l->task_local[r]] = r;
+	if (task_cpus(sp, cpus, n, err) < 0)
+		goto out;
+	g.plan = dlrt_gpuplan_compute(g.topo, &g.alloc, bind, (hwloc_const_cpuset_t const *)cpus,
+				      n, err);
+	if (g.plan)
+		rv = 0;
+out:
+	for (int i = 0; cpus && i < n; i++)
+		hwloc_bitmap_free(cpus[i]);
+	free(cpus);
+	free(bind);
+	return rv;
+}
+
+struct setenv_ctx {
+	spank_t sp;
+};
+
+/* CUDA_* replace what Slurm set step-wide; NIC variables the user (or the
+ * runtime, from --dl-iface or the route to task 0) already set are kept. */
+static int set_one(void *ctx, const char *name, const char *value)
+{
+	struct setenv_ctx *c = ctx;
+	int overwrite = !strncmp(name, "CUDA_", 5);
+	spank_err_t rc = spank_setenv(c->sp, name, value, overwrite);
+
+	return rc == ESPANK_SUCCESS || (!overwrite && rc == ESPANK_ENV_EXISTS) ? 0 : -1;
+}
+
+int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
+{
+	struct setenv_ctx c = { sp };
+
+	if (!g.plan)
+		return 0;
+	if (dlrt_gpuplan_env(g.plan, g.topo, local, set_one, &c, err) < 0)
+		return -1;
+	if (dlrt_plugin.opts.cpu_bind_gpu && dlrt_gpuplan_bind_self(g.plan, local, err) < 0)
+		return -1;
+	return 0;
+}
+
+void dlrt_stepd_gpu_print(FILE *f)
+{
+	char prefix[96];
+	const char *node = dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id];
+
+	if (!g.plan)
+		return;
+	snprintf(prefix, sizeof(prefix), "%s: ", node);
+	fprintf(f, "%sGPU plan (topology %s, task CPUs from %s%s)\n", prefix,
+		g.topo_path[0] ? g.topo_path : "of this node", g.cpus_from,
+		dlrt_plugin.opts.cpu_bind_gpu ? ", --dl-cpu-bind=gpu" : "");
+	dlrt_gpuplan_print(f, prefix, g.plan, g.topo, &g.alloc, g.ranks, 1);
+}
+
+void dlrt_stepd_gpu_free(void)
+{
+	dlrt_gpuplan_free(g.plan);
+	dlrt_gpuplan_topology_free(g.topo);
+	free(g.ranks);
+	memset(&g, 0, sizeof(g));
+}
