@@ -18,6 +18,9 @@
  * "max/GPU" is the largest number of tasks sharing one GPU.
  *
  * usage: bench_gpuplan FIXTURE_DIR [REPEATS]
+ *        bench_gpuplan --score FIXTURE NTASKS CPUS_PER_TASK block|cyclic G0 G1 ...
+ *        (the distance of a given plan: task i uses GPU Gi; for plans measured
+ *        on the cluster by bench/gpuplan.sh)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,13 +226,51 @@ static void quality(const char *dir, const char *fx, int nt, int cpt, enum dlrt_
 	dlrt_gpuplan_topology_free(t);
 }
 
+static int score(int argc, char **argv)
+{
+	struct dlrt_err err;
+	struct dlrt_gpuplan_topo *t;
+	hwloc_bitmap_t *cpus;
+	struct quality q;
+	int nt, cpt, *used;
+
+	if (argc < 7)
+		return fprintf(stderr, "usage: bench_gpuplan --score FIXTURE NTASKS CPT "
+			       "block|cyclic G0 G1 ...\n"), 2;
+	nt = atoi(argv[3]);
+	cpt = atoi(argv[4]);
+	t = dlrt_gpuplan_topology_load(argv[2], 0, &err);
+	if (!t || nt < 1 || argc != 6 + nt) {
+		fprintf(stderr, "bench_gpuplan: %s\n", t ? "need one GPU per task" : err.msg);
+		return 1;
+	}
+	cpus = layout(t, nt, cpt, strcmp(argv[5], "block") ? DLRT_GPUPLAN_CYCLIC :
+				  DLRT_GPUPLAN_BLOCK);
+	used = calloc((size_t)nt, sizeof(*used));
+	for (int i = 0; i < nt; i++) {
+		used[i] = atoi(argv[6 + i]);
+		if (used[i] < 0 || used[i] >= t->ngpus) {
+			fprintf(stderr, "bench_gpuplan: GPU %d is not in %s\n", used[i], argv[2]);
+			return 1;
+		}
+	}
+	tally(&q, t, used, cpus, nt);
+	printf("%ld %d\n", q.dist, q.maxper);
+	free(used);
+	free_layout(cpus, nt);
+	dlrt_gpuplan_topology_free(t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "--score"))
+		return score(argc, argv);
 	const char *dir = argc > 1 ? argv[1] : "tests/fixtures/topo";
 	int reps = argc > 2 ? atoi(argv[2]) : 2000;
 	static const char *const fx[] = { "dgx-2s4g.xml", "dgxa100-8g.xml", "2s2g.xml",
-					  "onesocket-4g.xml", "switch-4g.xml" };
-	static const int ngpu[] = { 8, 8, 4, 4, 4 };
+					  "onesocket-4g.xml", "switch-4g.xml", "cluster-2s4g.xml" };
+	static const int ngpu[] = { 8, 8, 4, 4, 4, 4 };
 
 	if (reps < 10)
 		reps = 10;

@@ -220,7 +220,10 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 		snprintf(o->iface, sizeof(o->iface), "%s", arg);
 		return 0;
 	case DLRT_OPT_GPU_BIND:
-		return check_gpu_bind(arg, o->gpu_bind, sizeof(o->gpu_bind), err);
+		if (check_gpu_bind(arg, o->gpu_bind, sizeof(o->gpu_bind), err) < 0)
+			return -1;
+		o->gpu_bind_set = true;
+		return 0;
 	case DLRT_OPT_CPU_BIND:
 		/* One value today; "none" undoes an inherited sbatch --dl-cpu-bind=gpu. */
 		if (arg && !strcmp(arg, "gpu"))

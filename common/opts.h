@@ -52,6 +52,7 @@ struct dlrt_opts {
 	bool dry_run;
 	char iface[32];                     /* --dl-iface: "" = the route to the srun host */
 	char gpu_bind[1024];                /* --dl-gpu-bind (checked), else the site's gpu_bind */
+	bool gpu_bind_set;                  /* given by the job, not the default */
 	bool cpu_bind_gpu;                  /* --dl-cpu-bind=gpu */
 	char topology[1024];                /* --dl-topology: "" = topology_xml=, else the node */
 };

@@ -11,9 +11,18 @@
  * on this node (S_STEP_ALLOC_CORES) laid out over the tasks the way
  * task/affinity binds by default (SLURM_DISTRIBUTION's socket level,
  * SLURM_CPUS_PER_TASK). docs/gpu-binding.md explains the choice.
+ *
+ * Nobody asked for the default (closest on the live node): when it cannot be
+ * honoured (hwloc sees no GPU, gres.conf lists more GPUs than the node has)
+ * the step runs with Slurm's values, and --dl-verbose says why. Anything the
+ * job or the site chose explicitly fails the step with one line instead.
  */
+#include <errno.h>
+#include <signal.h>
 #include <slurm/spank.h>
 #include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +38,7 @@ struct dlrt_stepd_gpu {
 	char topo_path[1100]; /* "" = the live node */
 	const char *cpus_from;
 	uint32_t *ranks;      /* global rank of each local task */
+	char skipped[DLRT_ERR_MAX]; /* why the default binding was not applied */
 };
 
 static struct dlrt_stepd_gpu g;
@@ -81,7 +91,44 @@ static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *e
 	return 0;
 }
 
-int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err)
+/* A job's own --dl-topology file is parsed by hwloc inside slurmstepd, which
+ * must never crash: parse it first in a child, bounded in time, and only load
+ * it here if the child survived (the parse is deterministic). */
+static int probe_xml(const char *path, struct dlrt_err *err)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid < 0)
+		return dlrt_err_errno(err, errno, "cannot fork to check topology file %s", path);
+	if (pid == 0) {
+		struct dlrt_err e;
+		struct dlrt_gpuplan_topo *t = dlrt_gpuplan_topology_load(path, 0, &e);
+
+		_exit(t ? 0 : 1);
+	}
+	for (int i = 0; i < 200; i++) { /* 10 s */
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			break;
+		if (r < 0 && errno != EINTR)
+			return dlrt_err_errno(err, errno, "waiting for the check of %s failed", path);
+		if (i == 199) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return dlrt_err_set(err, "reading topology file %s took over 10 s: give a "
+					    "plain hwloc XML file (lstopo --of xml)", path);
+		}
+		usleep(50000);
+	}
+	if (WIFSIGNALED(status))
+		return dlrt_err_set(err, "topology file %s crashes hwloc's XML reader (signal %d): "
+				    "regenerate it with lstopo --of xml", path, WTERMSIG(status));
+	return 0; /* a load error is reported by the real load, with its cause */
+}
+
+static int plan_node(spank_t sp, struct dlrt_err *err)
 {
 	const struct dlrt_opts *o = &dlrt_plugin.opts;
 	const struct dlrt_layout *l = &dlrt_plugin.layout;
@@ -118,6 +165,8 @@ int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err)
 	if (pattern[0] && dlrt_gpuplan_path_expand(pattern, l->nodes.names[node], g.topo_path,
 						   sizeof(g.topo_path), err) < 0)
 		goto out;
+	if (o->topology[0] && probe_xml(g.topo_path, err) < 0)
+		goto out;
 	g.topo = dlrt_gpuplan_topology_load(g.topo_path[0] ? g.topo_path : NULL, 0, err);
 	if (!g.topo)
 		goto out;
@@ -151,6 +200,22 @@ out:
 	return rv;
 }
 
+int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	bool strict = o->gpu_bind_set || o->cpu_bind_gpu || o->topology[0] ||
+		      dlrt_plugin.cfg.topology_xml[0] || strcmp(o->gpu_bind, "closest") != 0;
+
+	if (plan_node(sp, err) == 0)
+		return 0;
+	dlrt_gpuplan_free(g.plan);
+	g.plan = NULL;
+	if (strict)
+		return -1;
+	snprintf(g.skipped, sizeof(g.skipped), "%s", err->msg);
+	return 0;
+}
+
 struct setenv_ctx {
 	spank_t sp;
 };
@@ -170,12 +235,25 @@ int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
 {
 	struct setenv_ctx c = { sp };
 
+	if (g.skipped[0] && local == 0 && dlrt_plugin.opts.verbose)
+		fprintf(stderr, "dlrt: %s: GPU binding skipped, Slurm's CUDA_VISIBLE_DEVICES "
+			"stays: %s\n", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id], g.skipped);
 	if (!g.plan)
 		return 0;
 	if (dlrt_gpuplan_env(g.plan, g.topo, local, set_one, &c, err) < 0)
 		return -1;
 	if (dlrt_plugin.opts.cpu_bind_gpu && dlrt_gpuplan_bind_self(g.plan, local, err) < 0)
 		return -1;
+	if (dlrt_plugin.opts.verbose && local < g.plan->ntasks) {
+		const struct dlrt_gpuplan_task *tk = &g.plan->tasks[local];
+		char gl[256], cpus[256];
+
+		dlrt_gpuplan_format_gpus(tk->visible, tk->ngpus, gl, sizeof(gl));
+		dlrt_gpuplan_format_cpus(tk->cpuset, cpus, sizeof(cpus));
+		fprintf(stderr, "dlrt: task %u on %s: CPUs %s, CUDA_VISIBLE_DEVICES=%s%s\n",
+			g.ranks[local], dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id], cpus,
+			tk->ngpus ? gl : "-", dlrt_plugin.opts.cpu_bind_gpu ? " (bound next to it)" : "");
+	}
 	return 0;
 }
 

@@ -98,6 +98,17 @@ run_srun -N1 -w n1 -n2 --dl-runtime=torch "$TOPO" "$WORK/show.sh"
 is "$RC" 0 "no GPUs requested: srun succeeds"
 is "$(field cvd | awk '{print $3}' | sort -u)" "unset" "no GPUs requested: no CUDA_VISIBLE_DEVICES"
 
+# 7b. the default on a node whose hwloc sees no GPU (this machine): Slurm's list stays,
+# --dl-verbose says why; asking for it explicitly fails with the fix instead
+run_srun -N1 -w n2 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-verbose "$WORK/show.sh"
+is "$RC" 0 "default binding without a usable topology: the step still runs"
+is "$(field cvd)" "$(expect n2:0+1,0+1 | tr + ,)" "and keeps Slurm's CUDA_VISIBLE_DEVICES"
+is "$(grep -c 'GPU binding skipped' "$ERR")" 1 "--dl-verbose tells why, once per node"
+like "$(cat "$ERR")" "n2: GPU binding skipped, Slurm's CUDA_VISIBLE_DEVICES stays: .*hwloc found no NVIDIA GPU" \
+	"the reason names the cause"
+run_srun -N1 -w n2 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-verbose "$TOPO" "$WORK/show.sh"
+like "$(cat "$ERR")" "dlrt: task 1 on n2: CPUs [0-9,]+, CUDA_VISIBLE_DEVICES=[0-3]" "--dl-verbose shows each task's GPU"
+
 # 8. the dry run shows every node's plan
 run_srun -N3 --ntasks-per-node=4 -c4 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TOPO" --dl-dry-run "$WORK/show.sh"
 is "$RC" 0 "dry run succeeds"
@@ -133,6 +144,11 @@ mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch "$TOPO" --dl-gpu-bind=ma
 one_line_error "map naming a GPU the step lacks" "dlrt: --dl-gpu-bind=map gives task 0 GPU 3, which the step does not have \(SLURM_STEP_GPUS=0,1\)" node
 mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-topology=/nonexistent/%n.xml
 one_line_error "missing topology file" "cannot use topology file /nonexistent/n1.xml" node
+echo '<topology><object type=' >"$WORK/garbage.xml"
+mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-topology="$WORK/garbage.xml"
+one_line_error "a topology file that is not hwloc XML" "cannot use topology file $WORK/garbage.xml \(check the path and that it is hwloc XML" node
+mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-gpu-bind=closest
+one_line_error "explicit closest where hwloc sees no GPU" "hwloc found no NVIDIA GPU on this node: give the node's topology with --dl-topology=FILE" node
 mark -N1 -w n1 -n2 --dl-runtime=torch "$TOPO" --dl-cpu-bind=gpu
 one_line_error "--dl-cpu-bind=gpu without GPUs" "needs GPUs but the step has none" node
 is "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" 0 "no allocation left behind"
