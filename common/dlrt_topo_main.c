@@ -16,7 +16,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: dlrt-topo [--xml FILE] [--tasks N] [--cpus-per-task C] [--gpus LIST]\n"
 		"                 [--visible LIST] [--bind closest|none|map:LIST]\n"
-		"                 [--distribution block|cyclic] [--env] [--restrict]\n"
+		"                 [--distribution block|cyclic] [--cpu-bind mask_cpu:L|map_cpu:L]\n"
+		"                 [--env] [--restrict]\n"
 		"Print the GPUs and NICs each local task would get (dlrt --dl-gpu-bind).\n"
 		"  --xml FILE          hwloc XML topology (default: this machine)\n"
 		"  --tasks N           local tasks (default: one per GPU, at least 1)\n"
@@ -27,6 +28,8 @@ static void usage(FILE *f)
 		"  --bind MODE         closest (default), none, map:LIST (node-wide GPU per task)\n"
 		"  --distribution D    cyclic (default, as srun): each task's PUs from the next package\n"
 		"                      in turn; block: consecutive PUs\n"
+		"  --cpu-bind T:LIST   task CPUs as srun --cpu-bind=mask_cpu:LIST or map_cpu:LIST\n"
+		"                      gives them (the plugin reads SLURM_CPU_BIND_TYPE/_LIST)\n"
 		"  --env               also print each task's environment variables\n"
 		"  --restrict          live topology only: restrict to this process's CPU binding\n"
 		"  --help, --version\n");
@@ -86,6 +89,7 @@ int main(int argc, char **argv)
 		{ "visible", required_argument, NULL, 'v' },
 		{ "bind", required_argument, NULL, 'b' },
 		{ "distribution", required_argument, NULL, 'm' },
+		{ "cpu-bind", required_argument, NULL, 'B' },
 		{ "env", no_argument, NULL, 'e' },
 		{ "restrict", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
@@ -93,6 +97,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *xml = NULL, *gpus = NULL, *visible = NULL, *bindspec = "closest";
+	const char *cpubind = NULL;
 	int ntasks = 0, cpt = 0, show_env = 0, rv = 1, opt;
 	unsigned flags = 0;
 	enum dlrt_gpuplan_dist dist = DLRT_GPUPLAN_CYCLIC;
@@ -103,7 +108,7 @@ int main(int argc, char **argv)
 	hwloc_bitmap_t *cpus = NULL;
 	struct dlrt_err err = { "" };
 
-	while ((opt = getopt_long(argc, argv, "x:n:c:g:v:b:m:erhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "x:n:c:g:v:b:m:B:erhV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'x': xml = optarg; break;
 		case 'n': if (parse_int(optarg, "--tasks", &ntasks) < 0) return 2; break;
@@ -122,6 +127,7 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'B': cpubind = optarg; break;
 		case 'e': show_env = 1; break;
 		case 'r': flags |= DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND; break;
 		case 'h': usage(stdout); return 0;
@@ -163,8 +169,21 @@ int main(int argc, char **argv)
 			dlrt_err_set(&err, "out of memory");
 			goto fail;
 		}
-	if (dlrt_gpuplan_layout(t, NULL, ntasks, cpt, dist, cpus, &err) < 0)
+	if (cpubind) {
+		const char *colon = strchr(cpubind, ':');
+		char type[32];
+
+		int rc;
+
+		snprintf(type, sizeof(type), "%.*s", colon ? (int)(colon - cpubind) : 0, cpubind);
+		rc = colon ? dlrt_gpuplan_parse_cpu_bind(type, colon + 1, cpus, ntasks, &err) : 0;
+		if (rc == 0)
+			dlrt_err_set(&err, "--cpu-bind %s: give mask_cpu:LIST or map_cpu:LIST", cpubind);
+		if (rc != 1)
+			goto fail;
+	} else if (dlrt_gpuplan_layout(t, NULL, ntasks, cpt, dist, cpus, &err) < 0) {
 		goto fail;
+	}
 	p = dlrt_gpuplan_compute(t, &al, bind, (hwloc_const_cpuset_t const *)cpus, ntasks, &err);
 	if (!p)
 		goto fail;
