@@ -176,6 +176,22 @@ int main(void)
 	step_env[0][0] = "SLURM_STEP_NODELIST"; step_env[0][1] = "n[1-3]";
 	step_env[1][0] = "SLURM_STEP_TASKS_PER_NODE"; step_env[1][1] = "3,1,2";
 	step_env[2][0] = "SLURM_DISTRIBUTION"; step_env[2][1] = "block";
+	/* GPU binding through the same callbacks: the step has 4 GPUs, the node's
+	 * topology is a fixture, map:3+1 gives the task GPUs 1 and 3. */
+	{
+		static char topo[1024];
+		spank_opt_cb_f gcb;
+		int gval = -1;
+
+		snprintf(topo, sizeof(topo), "%s/tests/fixtures/topo/2s2g.xml",
+			 getenv("DLRT_SRCDIR") ? getenv("DLRT_SRCDIR") : ".");
+		gcb = find_cb("dl-topology", &gval);
+		TAP_OK(gcb && gcb(gval, topo, 1) == 0, "--dl-topology callback");
+		gcb = find_cb("dl-gpu-bind", &gval);
+		TAP_OK(gcb && gcb(gval, "map:3+1", 1) == 0, "--dl-gpu-bind=map:3+1 callback");
+		step_env[3][0] = "SLURM_STEP_GPUS"; step_env[3][1] = "0-3";
+		step_env[4][0] = "CUDA_VISIBLE_DEVICES"; step_env[4][1] = "0,1,2,3";
+	}
 	TAP_IS_INT(post_opt(&handle, 0, NULL), 0, "init_post_opt");
 	TAP_IS_INT(user_init(&handle, 0, NULL), 0, "user_init builds the role table");
 	cur_global = 3;
@@ -189,6 +205,9 @@ int main(void)
 	TAP_IS_STR(got("HOROVOD_CROSS_SIZE"), "3", "HOROVOD_CROSS_SIZE");
 	TAP_IS_STR(got("DLRT_NODE_NAME"), "n2", "DLRT_NODE_NAME");
 	TAP_IS_STR(got("DLRT_LOCAL_SIZE"), "1", "DLRT_LOCAL_SIZE");
+	TAP_IS_STR(got("CUDA_VISIBLE_DEVICES"), "1,3", "CUDA_VISIBLE_DEVICES from the map");
+	TAP_IS_STR(got("CUDA_DEVICE_ORDER"), "PCI_BUS_ID", "CUDA_DEVICE_ORDER");
+	TAP_IS_STR(got("NCCL_IB_HCA"), "=mlx5_0:2", "NCCL_IB_HCA: the fixture's HCA, active port 2");
 	TAP_OK(last_error[0] == '\0', "no error logged (%s)", last_error);
 	fini(&handle, 0, NULL);
 	dlclose(h);

@@ -117,6 +117,16 @@ like "$(grep '^n3: 1 ' "$OUT")" '^n3: 1 +9 +1,3,5,7 +0 +0 +4/4 +mlx5_1:1' \
 	"dry run: n3 task 1 (rank 9) on package 1 gets GPU 0 and mlx5_1"
 ok "$(grep -q ' 0 cvd=' "$OUT"; echo $((1 - $?)))" "dry run: the program never ran"
 
+# 8b. a batch job: the options given to sbatch reach the plain srun of an unchanged script
+run_batch -N3 --ntasks-per-node=4 -c4 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TOPO" <<JOB
+#!/bin/bash
+srun "$WORK/show.sh"
+JOB
+is "$RC" 0 "sbatch job with fake GPUs succeeds"
+cp "$WORK/job.out" "$OUT"
+is "$(field cvd)" "$(expect n1:0,2,1,3 n2:0,2,1,3 n3:2,0,3,1)" \
+	"sbatch: every task of the script's srun gets its closest GPU, no script change"
+
 # 9. bad values stop srun before anything runs; one line each
 one_line_error() { # DESC REGEX [node]: a node-side error adds srun's "Exited" line
 	ok $((RC == 0)) "$1: exits non-zero (rc=$RC)"
