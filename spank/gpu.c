@@ -137,7 +137,12 @@ static int plan_node(spank_t sp, struct dlrt_err *err)
 	struct dlrt_gpuplan_bind *bind = NULL;
 	hwloc_bitmap_t *cpus = NULL;
 	uint32_t node = dlrt_plugin.node_id;
-	int n = (int)l->node_ntasks[node], rv = -1;
+	int n, rv = -1;
+
+	if (node >= l->nnodes)
+		return dlrt_err_set(err, "Slurm's node id %u is outside the step's %u nodes: "
+				    "use --dl-gpu-bind=none and report this", node, l->nnodes);
+	n = (int)l->node_ntasks[node];
 
 	getenv_step(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof(cvd));
 	getenv_step(sp, "SLURM_STEP_GPUS", step_gpus, sizeof(step_gpus));
@@ -262,9 +267,12 @@ void dlrt_stepd_gpu_print(FILE *f)
 	char prefix[96];
 	const char *node = dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id];
 
+	snprintf(prefix, sizeof(prefix), "%s: ", node);
+	if (g.skipped[0])
+		fprintf(f, "%sGPU binding skipped, Slurm's CUDA_VISIBLE_DEVICES stays: %s\n", prefix,
+			g.skipped);
 	if (!g.plan)
 		return;
-	snprintf(prefix, sizeof(prefix), "%s: ", node);
 	fprintf(f, "%sGPU plan (topology %s, task CPUs from %s%s)\n", prefix,
 		g.topo_path[0] ? g.topo_path : "of this node", g.cpus_from,
 		dlrt_plugin.opts.cpu_bind_gpu ? ", --dl-cpu-bind=gpu" : "");

@@ -106,6 +106,8 @@ is "$(field cvd)" "$(expect n2:0+1,0+1 | tr + ,)" "and keeps Slurm's CUDA_VISIBL
 is "$(grep -c 'GPU binding skipped' "$ERR")" 1 "--dl-verbose tells why, once per node"
 like "$(cat "$ERR")" "n2: GPU binding skipped, Slurm's CUDA_VISIBLE_DEVICES stays: .*hwloc found no NVIDIA GPU" \
 	"the reason names the cause"
+run_srun -N1 -w n2 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-dry-run true
+like "$(cat "$OUT")" "^n2: GPU binding skipped, Slurm's CUDA_VISIBLE_DEVICES stays: " "the dry run says so too"
 run_srun -N1 -w n2 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-verbose "$TOPO" "$WORK/show.sh"
 like "$(cat "$ERR")" "dlrt: task 1 on n2: CPUs [0-9,]+, CUDA_VISIBLE_DEVICES=[0-3]" "--dl-verbose shows each task's GPU"
 
