@@ -26,6 +26,8 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 				"[dlrt] gpu: bind each task next to its GPUs" },
 	[DLRT_OPT_TOPOLOGY] = { "dl-topology", "FILE",
 				"[dlrt] plan GPUs on this hwloc XML file" },
+	[DLRT_OPT_STORE] = { "dl-store", "helper|file:DIR",
+			     "[dlrt] caffe2: rendezvous store (default helper)" },
 };
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -182,6 +184,25 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
 }
 
+/* helper | file:DIR. DIR must be absolute: the tasks of a step may start in
+ * another folder than srun, and every node must name the same place. */
+static int set_store(struct dlrt_opts *o, const char *arg, struct dlrt_err *err)
+{
+	if (arg && !strcmp(arg, "helper")) {
+		o->store = DLRT_STORE_HELPER;
+		o->store_dir[0] = '\0';
+		return 0;
+	}
+	if (!arg || strncmp(arg, "file:", 5))
+		return dlrt_err_set(err, "--dl-store=%s: must be helper or file:DIR", arg ? arg : "");
+	if (arg[5] != '/' || strlen(arg + 5) >= sizeof(o->store_dir) || strpbrk(arg + 5, "\n\r"))
+		return dlrt_err_set(err, "--dl-store=%s: DIR must be an absolute path on a filesystem "
+				    "every node shares (e.g. file:$HOME/c2store)", arg);
+	o->store = DLRT_STORE_FILE;
+	snprintf(o->store_dir, sizeof(o->store_dir), "%s", arg + 5);
+	return 0;
+}
+
 int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_opt_id id,
 		  const char *arg, struct dlrt_err *err)
 {
@@ -236,6 +257,8 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 		return 0;
 	case DLRT_OPT_TOPOLOGY:
 		return check_path("--dl-topology", arg, o->topology, sizeof(o->topology), err);
+	case DLRT_OPT_STORE:
+		return set_store(o, arg, err);
 	case DLRT_OPT_COUNT:
 		break;
 	}

@@ -34,6 +34,7 @@ enum dlrt_opt_id {
 	DLRT_OPT_GPU_BIND,
 	DLRT_OPT_CPU_BIND,
 	DLRT_OPT_TOPOLOGY,
+	DLRT_OPT_STORE,
 	DLRT_OPT_COUNT
 };
 
@@ -45,6 +46,13 @@ struct dlrt_opt_desc {
 
 extern const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT];
 
+/* --dl-store: where caffe2 trainers rendezvous. */
+enum dlrt_store_kind {
+	DLRT_STORE_AUTO,   /* the helper, unless the user exported REDIS_HOST (their redis) */
+	DLRT_STORE_HELPER, /* always the helper; overrides REDIS_HOST/REDIS_PORT */
+	DLRT_STORE_FILE,   /* no helper: a folder on a shared filesystem (NFS_PATH) */
+};
+
 struct dlrt_opts {
 	const struct dlrt_runtime *runtime; /* NULL: dlrt does nothing for this job */
 	int32_t servers;                    /* -1 = not given */
@@ -55,6 +63,8 @@ struct dlrt_opts {
 	bool gpu_bind_set;                  /* given by the job, not the default */
 	bool cpu_bind_gpu;                  /* --dl-cpu-bind=gpu */
 	char topology[1024];                /* --dl-topology: "" = topology_xml=, else the node */
+	enum dlrt_store_kind store;         /* --dl-store */
+	char store_dir[1024];               /* --dl-store=file:DIR, an absolute path */
 };
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */

@@ -72,6 +72,8 @@ struct dlrt_runtime {
 	/* Its tasks need the root task's address and a free port on its node
 	 * (DMLC_PS_ROOT_URI/PORT, MASTER_ADDR/PORT): dlrt exchanges them. */
 	bool needs_root_addr;
+	/* Its trainers rendezvous through a store (--dl-store applies). */
+	bool uses_store;
 	/* Rejects options that cannot work for this many tasks. May be NULL. */
 	int (*validate)(const struct dlrt_opts *o, const struct dlrt_config *cfg, uint32_t ntasks,
 			uint32_t nnodes, struct dlrt_err *err);

@@ -40,7 +40,14 @@ int dlrt_client_local_user_init(spank_t sp)
 	uint32_t ntasks = 0, nnodes = 0;
 	struct dlrt_err err;
 
-	if (!rt || !rt->validate)
+	if (!rt)
+		return 0;
+	if (dlrt_plugin.opts.store != DLRT_STORE_AUTO && !rt->uses_store) {
+		slurm_error("dlrt: --dl-store applies to --dl-runtime=caffe2 only; drop it for "
+			    "--dl-runtime=%s", rt->name);
+		exit(1);
+	}
+	if (!rt->validate)
 		return 0;
 	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS)

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "runtime.h"
@@ -53,18 +54,61 @@ static void caffe2_task_env(const struct dlrt_plan *plan, uint32_t rank,
 			    const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
 			    struct dlrt_env *env)
 {
-	(void)addrs;
+	const struct dlrt_opts *o = plan->opts;
+
+	/* Who this task is: always dlrt's, since a value exported before srun is
+	 * the same in every task and so wrong in all but one. */
 	dlrt_env_set(env, "NUM_SHARDS", "%u", plan->layout->ntasks);
 	dlrt_env_set(env, "SHARD_ID", "%u", rank);
-	dlrt_env_set(env, "RUN_ID", "dlrt-%u-%u-%u", step->job_id, step->step_id,
-		     step->restart_count);
 	caffe2_config_json(plan, rank, env);
+	/* Names and places the user may have chosen: theirs win. */
+	dlrt_env_set_default(env, "RUN_ID", "dlrt-%u-%u-%u", step->job_id, step->step_id,
+			     step->restart_count);
+	if (o->store == DLRT_STORE_FILE) {
+		/* Asked for on the command line, so it beats an exported NFS_PATH. */
+		dlrt_env_set(env, "NFS_PATH", "%s", o->store_dir);
+		return;
+	}
+	/* The helper's address, published by the root task through the exchange.
+	 * With the default store a REDIS_HOST the user exported means "my redis"
+	 * (the plugin then starts no helper); --dl-store=helper overrides it. */
+	if (!addrs || !addrs->valid || !addrs->root_port)
+		return;
+	if (o->store == DLRT_STORE_HELPER) {
+		dlrt_env_set(env, "REDIS_HOST", "%s", addrs->root_ip);
+		dlrt_env_set(env, "REDIS_PORT", "%u", addrs->root_port);
+	} else {
+		dlrt_env_set_default(env, "REDIS_HOST", "%s", addrs->root_ip);
+		dlrt_env_set_default(env, "REDIS_PORT", "%u", addrs->root_port);
+	}
+}
+
+/* srun, before anything runs: a file store's folder must exist (Caffe2's
+ * FileStoreHandler CHECKs realpath() and aborts otherwise). srun runs as the
+ * user, so this stat sees what the user's tasks will see on a shared fs. */
+static int caffe2_validate(const struct dlrt_opts *o, const struct dlrt_config *cfg,
+			   uint32_t ntasks, uint32_t nnodes, struct dlrt_err *err)
+{
+	struct stat st;
+
+	(void)cfg;
+	(void)ntasks;
+	(void)nnodes;
+	if (o->store != DLRT_STORE_FILE)
+		return 0;
+	if (stat(o->store_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return dlrt_err_set(err, "--dl-store=file:%s: no such folder; create it on a "
+				    "filesystem every node shares (mkdir -p %s)", o->store_dir,
+				    o->store_dir);
+	return 0;
 }
 
 const struct dlrt_runtime dlrt_runtime_caffe2 = {
 	.name = "caffe2",
 	.summary = "Caffe2 (Kubeflow operator contract): task 0 master, the others workers",
 	.program_uses_pmix = false,
+	.uses_store = true,
+	.validate = caffe2_validate,
 	.assign = caffe2_assign,
 	.task_env = caffe2_task_env,
 };

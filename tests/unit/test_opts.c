@@ -87,5 +87,17 @@ int main(void)
 		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_TOPOLOGY, "a\nb", &err), -1,
 			   "control characters in the path");
 	}
+	TAP_IS_INT(o.store, DLRT_STORE_AUTO, "store: auto by default");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "file:/shared/c2", &err), 0, "file store");
+	TAP_IS_INT(o.store, DLRT_STORE_FILE, "store kind file");
+	TAP_IS_STR(o.store_dir, "/shared/c2", "store folder");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "helper", &err), 0, "helper store");
+	TAP_IS_INT(o.store, DLRT_STORE_HELPER, "store kind helper");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "file:rel/dir", &err), -1,
+		   "a relative folder is refused");
+	TAP_OK(strstr(err.msg, "absolute path") != NULL, "message: %s", err.msg);
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "redis", &err), -1, "unknown store");
+	TAP_OK(strstr(err.msg, "must be helper or file:DIR") != NULL, "message: %s", err.msg);
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, NULL, &err), -1, "missing value");
 	return tap_done();
 }

@@ -168,8 +168,57 @@ int main(void)
 		   "{\"cluster\":{\"master\":[\"a\"],\"worker\":[\"a\",\"a\",\"b\",\"c\",\"c\"]},"
 		   "\"task\":{\"type\":\"worker\",\"index\":2}}", "CAFFE2_CONFIG JSON");
 	TAP_IS_STR(dlrt_env_get(&env, "DLRT_ROLE"), "worker", "DLRT_ROLE");
+	TAP_OK(!dlrt_env_get(&env, "REDIS_HOST"), "no REDIS_HOST without a helper address");
+	dlrt_env_free(&env);
+	/* The helper's address comes from the exchange; a user's REDIS_* wins by default. */
+	dlrt_env_init(&env);
+	dlrt_plan_task_env(&p, 3, &step, &addr, &env, &err);
+	TAP_IS_STR(dlrt_env_get(&env, "REDIS_HOST"), "10.0.0.1", "REDIS_HOST is the helper's node");
+	TAP_IS_STR(dlrt_env_get(&env, "REDIS_PORT"), "29400", "REDIS_PORT is the helper's port");
+	{
+		bool keep_host = false, keep_run = false, keep_shard = true;
+
+		for (size_t i = 0; i < env.n; i++) {
+			if (!strcmp(env.vars[i].name, "REDIS_HOST"))
+				keep_host = env.vars[i].keep_user;
+			if (!strcmp(env.vars[i].name, "RUN_ID"))
+				keep_run = env.vars[i].keep_user;
+			if (!strcmp(env.vars[i].name, "SHARD_ID"))
+				keep_shard = env.vars[i].keep_user;
+		}
+		TAP_OK(keep_host && keep_run, "a user's REDIS_HOST and RUN_ID win (default store)");
+		TAP_OK(!keep_shard, "SHARD_ID is always dlrt's");
+	}
 	dlrt_env_free(&env);
 	dlrt_plan_free(&p);
+	{
+		struct dlrt_opts o2 = o;
+
+		o2.store = DLRT_STORE_HELPER;
+		dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o2, &cfg, &err);
+		dlrt_env_init(&env);
+		dlrt_plan_task_env(&p, 0, &step, &addr, &env, &err);
+		for (size_t i = 0; i < env.n; i++)
+			if (!strcmp(env.vars[i].name, "REDIS_PORT"))
+				TAP_OK(!env.vars[i].keep_user, "--dl-store=helper overrides REDIS_PORT");
+		dlrt_env_free(&env);
+		dlrt_plan_free(&p);
+
+		o2.store = DLRT_STORE_FILE;
+		snprintf(o2.store_dir, sizeof(o2.store_dir), "/nonexistent/dlrt-c2");
+		TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o2,
+					   &cfg, &err), -1, "file store: a missing folder is refused");
+		TAP_OK(strstr(err.msg, "mkdir -p /nonexistent/dlrt-c2") != NULL, "message: %s", err.msg);
+		snprintf(o2.store_dir, sizeof(o2.store_dir), "/tmp");
+		TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o2,
+					   &cfg, &err), 0, "file store in an existing folder");
+		dlrt_env_init(&env);
+		dlrt_plan_task_env(&p, 1, &step, &addr, &env, &err);
+		TAP_IS_STR(dlrt_env_get(&env, "NFS_PATH"), "/tmp", "NFS_PATH is the file store's folder");
+		TAP_OK(!dlrt_env_get(&env, "REDIS_HOST"), "no REDIS_HOST with a file store");
+		dlrt_env_free(&env);
+		dlrt_plan_free(&p);
+	}
 
 	/* torch: torchrun's variables. */
 	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("torch")], &l, &o, &cfg, &err);

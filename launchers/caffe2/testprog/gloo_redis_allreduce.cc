@@ -6,6 +6,10 @@
 //
 // Environment (what the Kubeflow Caffe2 operator and dlrt inject):
 //   REDIS_HOST, REDIS_PORT   the helper store
+//   NFS_PATH                 without REDIS_HOST: a gloo FileStore in this shared
+//                            folder (the operator's alternative, --dl-store=file:DIR);
+//                            FileStore is not write-once and has no add, so the
+//                            SETNX and INCRBY checks are skipped
 //   NUM_SHARDS, SHARD_ID     world size and rank
 //   RUN_ID                   unique per step attempt (the store keys are write-once)
 //   GLOO_IFACE or DLRT_IFACE the interface gloo binds (default: the hostname's address)
@@ -24,6 +28,7 @@
 #include <gloo/allreduce_ring.h>
 #include <gloo/barrier_all_to_all.h>
 #include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/redis_store.h>
 #include <gloo/transport/tcp/device.h>
@@ -58,20 +63,64 @@ static double ms_since(std::chrono::steady_clock::time_point t0)
 		.count();
 }
 
+// Caffe2's RedisStoreHandler::add: INCRBY through hiredis, answered by an integer.
+static int redis_add(redisContext **rc, const char *host, long port, const std::string &ctr,
+		     long rank)
+{
+	*rc = redisConnect(host, (int)port);
+	if (!*rc || (*rc)->err) {
+		fprintf(stderr, "%s: rank %ld: cannot connect to %s:%ld for INCRBY\n", prog, rank,
+			host, port);
+		return -1;
+	}
+	redisReply *rep = (redisReply *)redisCommand(*rc, "INCRBY %b %ld", ctr.c_str(),
+						      (size_t)ctr.size(), rank + 1);
+	bool good = rep && rep->type == REDIS_REPLY_INTEGER && rep->integer >= rank + 1;
+	if (rep)
+		freeReplyObject(rep);
+	if (!good) {
+		fprintf(stderr, "%s: rank %ld: INCRBY did not answer an integer >= %ld\n", prog,
+			rank, rank + 1);
+		return -1;
+	}
+	return 0;
+}
+
+// Once every rank has added rank + 1, the counter is 1 + 2 + ... + size.
+static int redis_check_sum(redisContext *rc, const std::string &ctr, long rank, long size)
+{
+	redisReply *rep = (redisReply *)redisCommand(rc, "GET %b", ctr.c_str(), (size_t)ctr.size());
+	std::string want = std::to_string(size * (size + 1) / 2);
+	bool good = rep && rep->type == REDIS_REPLY_STRING &&
+		    std::string(rep->str, rep->len) == want;
+
+	if (rep)
+		freeReplyObject(rep);
+	redisFree(rc);
+	if (!good) {
+		fprintf(stderr, "%s: rank %ld: the INCRBY counter is not %s after all ranks added\n",
+			prog, rank, want.c_str());
+		return -1;
+	}
+	return 0;
+}
+
 int main()
 {
 	const char *host = getenv("REDIS_HOST");
+	const char *nfs = getenv("NFS_PATH");
 	const char *run_id = getenv("RUN_ID");
 	const char *iface = getenv("GLOO_IFACE");
-	long port = env_long("REDIS_PORT", 6379, true);
+	bool use_redis = host && *host;
+	long port = env_long("REDIS_PORT", 6379, use_redis);
 	long size = env_long("NUM_SHARDS", 1, true);
 	long rank = env_long("SHARD_ID", 0, true);
 	long count = env_long("GLOO_ALLREDUCE_COUNT", 1 << 20, false);
 
 	if (!iface || !*iface)
 		iface = getenv("DLRT_IFACE");
-	if (!host || !*host || !run_id || !*run_id) {
-		fprintf(stderr, "%s: REDIS_HOST and RUN_ID must be set: run under "
+	if ((!use_redis && (!nfs || !*nfs)) || !run_id || !*run_id) {
+		fprintf(stderr, "%s: RUN_ID and REDIS_HOST (or NFS_PATH) must be set: run under "
 			"--dl-runtime=caffe2 or export them\n", prog);
 		return 2;
 	}
@@ -93,8 +142,12 @@ int main()
 			attr.hostname = hn;
 		}
 		auto dev = gloo::transport::tcp::CreateDevice(attr);
-		gloo::rendezvous::RedisStore redis(host, (int)port);
-		gloo::rendezvous::PrefixStore store(run_id, redis);
+		std::unique_ptr<gloo::rendezvous::Store> base;
+		if (use_redis)
+			base.reset(new gloo::rendezvous::RedisStore(host, (int)port));
+		else
+			base.reset(new gloo::rendezvous::FileStore(nfs));
+		gloo::rendezvous::PrefixStore store(run_id, *base);
 		auto ctx = std::make_shared<gloo::rendezvous::Context>((int)rank, (int)size);
 
 		ctx->setTimeout(std::chrono::seconds(60));
@@ -103,7 +156,8 @@ int main()
 
 		// Keys are write-once (SETNX must answer 1, then 0): a second set of
 		// the same key has to fail exactly as Caffe2 reports a reused RUN_ID.
-		if (rank == 0) {
+		if (use_redis && rank == 0) {
+			gloo::rendezvous::Store &redis = *base;
 			std::string k = std::string(run_id) + "/dlrt-write-once";
 			std::vector<char> v = { 'x' };
 			bool refused = false;
@@ -140,20 +194,9 @@ int main()
 		// Caffe2's RedisStoreHandler::add, byte for byte: INCRBY %b %ld
 		// through hiredis. Every rank adds its rank + 1; checked below.
 		std::string ctr = std::string(run_id) + "dlrt-add";
-		redisContext *rc = redisConnect(host, (int)port);
-		if (!rc || rc->err) {
-			fprintf(stderr, "%s: rank %ld: cannot connect to %s:%ld for INCRBY\n", prog,
-				rank, host, port);
+		redisContext *rc = nullptr;
+		if (use_redis && redis_add(&rc, host, port, ctr, rank) < 0)
 			return 1;
-		}
-		redisReply *rep = (redisReply *)redisCommand(rc, "INCRBY %b %ld", ctr.c_str(),
-							      (size_t)ctr.size(), rank + 1);
-		if (!rep || rep->type != REDIS_REPLY_INTEGER || rep->integer < rank + 1) {
-			fprintf(stderr, "%s: rank %ld: INCRBY did not answer an integer >= %ld\n",
-				prog, rank, rank + 1);
-			return 1;
-		}
-		freeReplyObject(rep);
 
 		gloo::BarrierAllToAll barrier(ctx);
 		barrier.run();
@@ -167,23 +210,15 @@ int main()
 			done.push_back("done/" + std::to_string(r));
 		store.set(done[(size_t)rank], std::vector<char>{ '1' });
 		store.wait(done, std::chrono::seconds(60));
-		rep = (redisReply *)redisCommand(rc, "GET %b", ctr.c_str(), (size_t)ctr.size());
-		std::string want = std::to_string(size * (size + 1) / 2);
-		if (!rep || rep->type != REDIS_REPLY_STRING ||
-		    std::string(rep->str, rep->len) != want) {
-			fprintf(stderr, "%s: rank %ld: the INCRBY counter is not %s after all ranks added\n",
-				prog, rank, want.c_str());
+		if (use_redis && redis_check_sum(rc, ctr, rank, size) < 0)
 			return 1;
-		}
-		freeReplyObject(rep);
-		redisFree(rc);
 		if (bad) {
 			fprintf(stderr, "%s: rank %ld/%ld: %ld of %ld sums are wrong\n", prog, rank,
 				size, bad, count);
 			return 1;
 		}
-		printf("%s: rank %ld/%ld ok: %ld floats summed correctly (rendezvous %.1f ms, allreduce %.1f ms)\n",
-		       prog, rank, size, count, rdv_ms, ar_ms);
+		printf("%s: rank %ld/%ld ok: %ld floats summed correctly through the %s store (rendezvous %.1f ms, allreduce %.1f ms)\n",
+		       prog, rank, size, count, use_redis ? "redis" : "file", rdv_ms, ar_ms);
 	} catch (const std::exception &e) {
 		fprintf(stderr, "%s: rank %ld/%ld: %s\n", prog, rank, size, e.what());
 		return 1;
