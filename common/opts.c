@@ -26,8 +26,8 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 				"[dlrt] gpu: bind each task next to its GPUs" },
 	[DLRT_OPT_TOPOLOGY] = { "dl-topology", "FILE",
 				"[dlrt] plan GPUs on this hwloc XML file" },
-	[DLRT_OPT_STORE] = { "dl-store", "helper|file:DIR",
-			     "[dlrt] caffe2: rendezvous store (default helper)" },
+	[DLRT_OPT_STORE] = { "dl-store", "KIND",
+			     "[dlrt] caffe2 store: helper (default), file:DIR" },
 };
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
