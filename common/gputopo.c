@@ -205,6 +205,13 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsig
 	}
 	/* I/O objects are dropped by default, also from XML input. */
 	hwloc_topology_set_io_types_filter(t->topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* A live load runs inside slurmstepd: keep hwloc's discovery to sysfs and
+	 * PCI. The gl component opens X displays and opencl initialises every
+	 * OpenCL driver (on GPU nodes, CUDA itself): slow, and not ours to do
+	 * there. NVIDIA GPUs are found by PCI class anyway; an XML file keeps
+	 * whatever OS devices the exporting machine saw. */
+	hwloc_topology_set_components(t->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+	hwloc_topology_set_components(t->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
 	if (xml_path) {
 		t->from_xml = 1;
 		if (hwloc_topology_set_xml(t->topo, xml_path) < 0) {

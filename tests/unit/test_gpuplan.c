@@ -171,6 +171,24 @@ static void test_discovery(void)
 	t = load("nogpu.xml");
 	TAP_OK(t && t->ngpus == 0 && t->nnics == 1, "nogpu: no GPU, one NIC");
 	dlrt_gpuplan_topology_free(t);
+
+	/* GPUs known only through OS devices (class 1200, one AMD with rsmi0,
+	 * one NVIDIA with cuda0/nvml0); an AMD VGA without OS device is not one. */
+	t = load("osdev-2g.xml");
+	TAP_OK(t && t->ngpus == 2, "osdev: 2 GPUs from rsmi/cuda OS devices");
+	if (t && t->ngpus == 2) {
+		struct dlrt_err err;
+		static const char *const rev[] = { "4-7", "0-3" };
+		struct dlrt_gpuplan *p;
+
+		TAP_OK(!strcmp(t->gpus[0].osdev, "rsmi0") && t->gpus[0].vendor == 0x1002 &&
+		       !strcmp(t->gpus[1].osdev, "cuda0,nvml0") && t->gpus[1].pci_class == 0x1200,
+		       "osdev: GPU 0 is the AMD (rsmi0), GPU 1 the NVIDIA 1200 (cuda0,nvml0)");
+		p = plan(t, "0,1", NULL, "closest", rev, 2, &err);
+		TAP_IS_STR(show(p, 0), "1|0", "osdev: each task gets the GPU of its package");
+		dlrt_gpuplan_free(p);
+	}
+	dlrt_gpuplan_topology_free(t);
 }
 
 static void test_dgx(void)
@@ -660,7 +678,8 @@ static int brute_overlap(int nt, int ng, const int *ov)
 static void test_optimal(void)
 {
 	static const char *const fx[] = { "dgx-2s4g.xml", "2s2g.xml", "onesocket-4g.xml",
-					  "switch-4g.xml", "dgxa100-8g.xml" };
+					  "switch-4g.xml", "dgxa100-8g.xml", "cluster-2s4g.xml",
+					  "osdev-2g.xml" };
 	unsigned seed = 777;
 	int bad = 0, trials = 0, unbalanced = 0;
 
@@ -685,7 +704,8 @@ static void test_optimal(void)
 				ng = 1 + (int)(rand_r(&seed) % (t->ngpus < 4 ? t->ngpus : 4));
 				nt = ng + (int)(rand_r(&seed) % (9 - ng));
 			} else {
-				nt = 1 + (int)(rand_r(&seed) % 3);
+				nt = 1 + (int)(rand_r(&seed) % (unsigned)(t->ngpus - 1 < 3 ?
+									    t->ngpus - 1 : 3));
 				ng = nt + 1 + (int)(rand_r(&seed) % (t->ngpus - nt));
 				if (ng > t->ngpus)
 					ng = t->ngpus;
