@@ -39,6 +39,9 @@ struct dlrt_stepd_gpu {
 	const char *cpus_from;
 	uint32_t *ranks;      /* global rank of each local task */
 	char skipped[DLRT_ERR_MAX]; /* why the default binding was not applied */
+	struct dlrt_gpuplan_bind *bind;
+	char bind_type[256];  /* SLURM_CPU_BIND_TYPE/_LIST as the plan used them */
+	char bind_list[VAL_MAX];
 };
 
 static struct dlrt_stepd_gpu g;
@@ -60,6 +63,8 @@ static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *e
 
 	getenv_step(sp, "SLURM_CPU_BIND_TYPE", type, sizeof(type));
 	getenv_step(sp, "SLURM_CPU_BIND_LIST", list, sizeof(list));
+	snprintf(g.bind_type, sizeof(g.bind_type), "%s", type);
+	snprintf(g.bind_list, sizeof(g.bind_list), "%s", list);
 	rc = dlrt_gpuplan_parse_cpu_bind(type, list, cpus, n, err);
 	if (rc != 0) {
 		g.cpus_from = "srun --cpu-bind";
@@ -134,7 +139,7 @@ static int plan_node(spank_t sp, struct dlrt_err *err)
 	const struct dlrt_layout *l = &dlrt_plugin.layout;
 	const char *pattern = o->topology[0] ? o->topology : dlrt_plugin.cfg.topology_xml;
 	char cvd[VAL_MAX], step_gpus[VAL_MAX], job_gpus[VAL_MAX];
-	struct dlrt_gpuplan_bind *bind = NULL;
+	struct dlrt_gpuplan_bind *bind;
 	hwloc_bitmap_t *cpus = NULL;
 	uint32_t node = dlrt_plugin.node_id;
 	int n, rv = -1;
@@ -147,7 +152,7 @@ static int plan_node(spank_t sp, struct dlrt_err *err)
 	getenv_step(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof(cvd));
 	getenv_step(sp, "SLURM_STEP_GPUS", step_gpus, sizeof(step_gpus));
 	getenv_step(sp, "SLURM_JOB_GPUS", job_gpus, sizeof(job_gpus));
-	bind = malloc(sizeof(*bind));
+	bind = g.bind = malloc(sizeof(*bind));
 	if (!bind)
 		return dlrt_err_set(err, "out of memory planning GPUs");
 	if (dlrt_gpuplan_bind_parse(bind, o->gpu_bind, err) < 0)
@@ -201,7 +206,6 @@ out:
 	for (int i = 0; cpus && i < n; i++)
 		hwloc_bitmap_free(cpus[i]);
 	free(cpus);
-	free(bind);
 	return rv;
 }
 
@@ -236,6 +240,39 @@ static int set_one(void *ctx, const char *name, const char *value)
 	return rc == ESPANK_SUCCESS || (!overwrite && rc == ESPANK_ENV_EXISTS) ? 0 : -1;
 }
 
+/* With task/affinity, slurmstepd writes the masks it computed for the node's
+ * tasks into each task's SLURM_CPU_BIND_TYPE/_LIST, after user_init. When
+ * they differ from what the plan used, this task plans again with them:
+ * every task of the node sees the same list, so all reach the same plan. A
+ * list that cannot be used leaves the first plan in place. */
+static void replan(spank_t sp)
+{
+	char type[256], list[VAL_MAX];
+	hwloc_bitmap_t *cpus;
+	struct dlrt_gpuplan *p = NULL;
+	struct dlrt_err err;
+	int n = g.plan->ntasks, ok = 1;
+
+	getenv_step(sp, "SLURM_CPU_BIND_TYPE", type, sizeof(type));
+	getenv_step(sp, "SLURM_CPU_BIND_LIST", list, sizeof(list));
+	if (!strcmp(type, g.bind_type) && !strcmp(list, g.bind_list))
+		return;
+	cpus = calloc((size_t)n, sizeof(*cpus));
+	for (int i = 0; cpus && i < n; i++)
+		ok &= (cpus[i] = hwloc_bitmap_alloc()) != NULL;
+	if (cpus && ok && dlrt_gpuplan_parse_cpu_bind(type, list, cpus, n, &err) == 1)
+		p = dlrt_gpuplan_compute(g.topo, &g.alloc, g.bind,
+					 (hwloc_const_cpuset_t const *)cpus, n, &err);
+	if (p) {
+		dlrt_gpuplan_free(g.plan);
+		g.plan = p;
+		g.cpus_from = "Slurm's task binding";
+	}
+	for (int i = 0; cpus && i < n; i++)
+		hwloc_bitmap_free(cpus[i]);
+	free(cpus);
+}
+
 int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
 {
 	struct setenv_ctx c = { sp };
@@ -245,6 +282,7 @@ int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
 			"stays: %s\n", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id], g.skipped);
 	if (!g.plan)
 		return 0;
+	replan(sp);
 	if (dlrt_gpuplan_env(g.plan, g.topo, local, set_one, &c, err) < 0)
 		return -1;
 	if (dlrt_plugin.opts.cpu_bind_gpu && dlrt_gpuplan_bind_self(g.plan, local, err) < 0)
@@ -262,7 +300,7 @@ int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
 	return 0;
 }
 
-void dlrt_stepd_gpu_print(FILE *f)
+void dlrt_stepd_gpu_print(spank_t sp, FILE *f)
 {
 	char prefix[96];
 	const char *node = dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id];
@@ -273,6 +311,7 @@ void dlrt_stepd_gpu_print(FILE *f)
 			g.skipped);
 	if (!g.plan)
 		return;
+	replan(sp);
 	fprintf(f, "%sGPU plan (topology %s, task CPUs from %s%s)\n", prefix,
 		g.topo_path[0] ? g.topo_path : "of this node", g.cpus_from,
 		dlrt_plugin.opts.cpu_bind_gpu ? ", --dl-cpu-bind=gpu" : "");
@@ -284,5 +323,6 @@ void dlrt_stepd_gpu_free(void)
 	dlrt_gpuplan_free(g.plan);
 	dlrt_gpuplan_topology_free(g.topo);
 	free(g.ranks);
+	free(g.bind);
 	memset(&g, 0, sizeof(g));
 }

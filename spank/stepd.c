@@ -124,7 +124,7 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 	}
 	/* Each node plans its own GPUs: its first task prints that part. */
 	if (local == 0) {
-		dlrt_stepd_gpu_print(stdout);
+		dlrt_stepd_gpu_print(sp, stdout);
 		fflush(stdout);
 	}
 	_exit(0);

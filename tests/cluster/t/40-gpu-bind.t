@@ -56,6 +56,11 @@ is "$(field ucx | grep '^n1')" "$(expect n1:mlx5_0:1,mlx5_1:1,mlx5_0:1,mlx5_1:1)
 run_srun -N1 -w n1 -n4 -c4 --exclusive --gpus-per-node=4 -m block:block --dl-runtime=torch "$TOPO" "$WORK/show.sh"
 is "$(field cvd)" "$(expect n1:0,1,2,3)" "block:block: tasks 0-1 on package 0 get GPUs 0-1"
 
+# 2b. an explicit srun --cpu-bind list decides instead (odd CPUs = package 1, even =
+# package 0 in the fixture); task/none does not apply it, but task/affinity would
+run_srun -N1 -w n1 -n4 --gpus-per-node=4 --cpu-bind=mask_cpu:0xAAAA,0x5555 --dl-runtime=torch "$TOPO" "$WORK/show.sh"
+is "$(field cvd)" "$(expect n1:2,0,3,1)" "--cpu-bind=mask_cpu: tasks 0,2 on package 1 get GPUs 2,3"
+
 # 3. more GPUs than tasks: two each, from the task's package
 run_srun -N2 --ntasks-per-node=2 -c8 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TOPO" "$WORK/show.sh"
 is "$(field cvd)" "$(expect n1:0+1,2+3 n2:0+1,2+3 | tr + ,)" "2 tasks x 4 GPUs: both GPUs of the package"
