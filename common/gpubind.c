@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 int dlrt_gpuplan_bind_self(const struct dlrt_gpuplan *p, int task, struct dlrt_err *err)
 {
@@ -47,14 +48,19 @@ int dlrt_gpuplan_bind_self(const struct dlrt_gpuplan *p, int task, struct dlrt_e
 		}
 	hwloc_bitmap_foreach_end();
 	if (n == 0) {
-		dlrt_gpuplan_format_cpus(tk->gpu_cpuset, gl, sizeof(gl));
-		dlrt_err_set(err, "--dl-cpu-bind=gpu: none of the CPUs local to task %d's GPUs (%s) "
-			     "is available to it; check the topology file or drop the option",
-			     task, gl);
-		goto out;
+		/* Slurm bound the task elsewhere (a balanced plan can give a task
+		 * a GPU of the other socket): move it to the GPU's CPUs, which the
+		 * kernel cuts down to the job's cpuset, failing if none is left. */
+		hwloc_bitmap_foreach_begin(c, tk->gpu_cpuset)
+			if (c < ncpu)
+				CPU_SET_S(c, sz, want);
+		hwloc_bitmap_foreach_end();
 	}
 	if (sched_setaffinity(0, sz, want) < 0) {
-		dlrt_err_errno(err, errno, "--dl-cpu-bind=gpu: sched_setaffinity failed");
+		dlrt_gpuplan_format_cpus(tk->gpu_cpuset, gl, sizeof(gl));
+		dlrt_err_set(err, "--dl-cpu-bind=gpu: none of the CPUs local to task %d's GPUs (%s) "
+			     "is available to it (%s); check the topology file or drop the option",
+			     task, gl, strerror(errno));
 		goto out;
 	}
 	rv = 0;

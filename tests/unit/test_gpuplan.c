@@ -395,6 +395,26 @@ static void test_bind_self(void)
 	p = plan(t, NULL, NULL, "map:1", one, 1, &err);
 	TAP_OK(p && dlrt_gpuplan_bind_self(p, 3, &err) < 0, "bind of a task not in the plan fails");
 	dlrt_gpuplan_free(p);
+	/* Slurm bound us to CPU 0 but our GPU is local to the odd CPUs (the
+	 * cluster fixture): the task moves to them, as far as the kernel allows. */
+	if (sched_getaffinity(0, sizeof(saved), &saved) == 0 && CPU_ISSET(0, &saved) &&
+	    CPU_ISSET(1, &saved)) {
+		struct dlrt_gpuplan_topo *ct = load("cluster-2s4g.xml");
+		cpu_set_t only0;
+
+		CPU_ZERO(&only0);
+		CPU_SET(0, &only0);
+		p = ct ? plan(ct, "2", NULL, "closest", one, 1, &err) : NULL;
+		if (p && sched_setaffinity(0, sizeof(only0), &only0) == 0) {
+			TAP_OK(dlrt_gpuplan_bind_self(p, 0, &err) == 0, "bind outside Slurm's CPUs: %s",
+			       err.msg);
+			TAP_OK(sched_getaffinity(0, sizeof(now), &now) == 0 && CPU_ISSET(1, &now) &&
+			       !CPU_ISSET(0, &now), "moved to the GPU's CPU 1");
+		}
+		sched_setaffinity(0, sizeof(saved), &saved);
+		dlrt_gpuplan_free(p);
+		dlrt_gpuplan_topology_free(ct);
+	}
 	{
 		hwloc_bitmap_t c = hwloc_bitmap_alloc();
 		char buf[64];
