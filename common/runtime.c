@@ -8,12 +8,14 @@ extern const struct dlrt_runtime dlrt_runtime_mxnet;
 extern const struct dlrt_runtime dlrt_runtime_horovod;
 extern const struct dlrt_runtime dlrt_runtime_caffe2;
 extern const struct dlrt_runtime dlrt_runtime_torch;
+extern const struct dlrt_runtime dlrt_runtime_infer;
 
 const struct dlrt_runtime *const dlrt_runtimes[] = {
 	&dlrt_runtime_mxnet,
 	&dlrt_runtime_horovod,
 	&dlrt_runtime_caffe2,
 	&dlrt_runtime_torch,
+	&dlrt_runtime_infer,
 	NULL,
 };
 

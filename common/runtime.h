@@ -61,6 +61,9 @@ struct dlrt_step_info {
 	uint32_t job_id;
 	uint32_t step_id;
 	uint32_t restart_count; /* Slurm's requeue counter: the attempt number */
+	bool in_array;          /* the job is an element of a job array */
+	uint32_t array_job_id;  /* SLURM_ARRAY_JOB_ID (if in_array) */
+	uint32_t array_task_id; /* SLURM_ARRAY_TASK_ID (if in_array) */
 };
 
 struct dlrt_runtime {

@@ -61,6 +61,18 @@ int dlrt_stepd_post_opt(spank_t sp)
 	dlrt_plugin.step.step_id = stepid;
 	spank_get_item(sp, S_JOB_ID, &dlrt_plugin.step.job_id);
 	spank_get_item(sp, S_SLURM_RESTART_COUNT, &dlrt_plugin.step.restart_count);
+	{
+		uint32_t array_job = 0, array_task = 0;
+
+		/* Array elements are separate jobs; the infer runtime gives element 0
+		 * another role than the rest. */
+		if (spank_get_item(sp, S_JOB_ARRAY_ID, &array_job) == ESPANK_SUCCESS && array_job &&
+		    spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &array_task) == ESPANK_SUCCESS) {
+			dlrt_plugin.step.in_array = true;
+			dlrt_plugin.step.array_job_id = array_job;
+			dlrt_plugin.step.array_task_id = array_task;
+		}
+	}
 	if (!dlrt_plugin.config_ok) {
 		dlrt_err_set(&err, "plugstack.conf has an error (see the slurmd log); ask your "
 			     "admin to fix it");

@@ -47,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (l.ntasks <= 4096) {
 			for (int r = 0; dlrt_runtimes[r]; r++) {
 				struct dlrt_plan p;
-				struct dlrt_step_info step = { 1, 2, 3 };
+				struct dlrt_step_info step = { .job_id = 1, .step_id = 2, .restart_count = 3 };
 
 				if (dlrt_plan_build(&p, dlrt_runtimes[r], &l, &opts, &cfg, &err) == 0) {
 					struct dlrt_env env;

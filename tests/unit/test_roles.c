@@ -68,7 +68,7 @@ int main(void)
 	struct dlrt_layout l;
 	struct dlrt_opts o;
 	struct dlrt_plan p;
-	struct dlrt_step_info step = { 42, 3, 1 };
+	struct dlrt_step_info step = { .job_id = 42, .step_id = 3, .restart_count = 1 };
 	struct dlrt_env env;
 	struct dlrt_addrs addr = { true, "10.0.0.1", 29400, "10.0.0.3", "" };
 	enum dlrt_dist d;

@@ -1,0 +1,1104 @@
+/* coord.c - the dlrt-infer coordinator: one epoll loop, never blocks on a peer.
+ *
+ * Durable state (jobs, answered tasks) changes only through commit(), which
+ * applies one struct dlrt_infer_change (state.h); everything else here is soft
+ * state rebuilt from connections: workers, tasks in flight, rates, shares.
+ * Replies to the peer being served go out when its on_data returns; messages
+ * to other peers (tasks for idle workers, JOBEND for waiters) are queued and
+ * flushed from a zero-delay timer, so no handler ever writes to, or closes,
+ * a connection other than its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evloop.h"
+#include "infer.h"
+#include "netaddr.h"
+#include "pool.h"
+#include "proto.h"
+#include "sched.h"
+#include "state.h"
+#include "tcpserver.h"
+
+#define NB 20               /* buckets per rate window */
+#define MAX_PREFETCH 64
+
+struct inflight {
+	uint32_t job;
+	uint64_t task;
+	int64_t sent_us;
+};
+
+struct wk {
+	uint32_t id;
+	char name[DLRT_IP_NAME_MAX + 1];
+	struct dlrt_conn *conn; /* NULL once gone */
+	int cur;                /* job index it is held by, -1 = none */
+	uint32_t n;             /* tasks in flight */
+	struct inflight fl[MAX_PREFETCH];
+	uint64_t tasks;
+	int64_t last_done_us;
+	uint32_t *known;        /* jobs it got JOBINFO for */
+	uint32_t nknown, capknown;
+};
+
+struct jrt {
+	uint64_t next_task;     /* tasks below were handed out at least once */
+	uint64_t *requeue;      /* handed out, then their worker left */
+	uint32_t nrequeue, caprequeue;
+	uint32_t inflight;
+	int64_t bucket[NB];     /* bucket number each slot holds */
+	uint32_t bq[NB];        /* queries answered */
+	double bocc[NB];        /* worker-seconds spent on them */
+	double bheld[NB];       /* sum of held samples */
+	uint32_t bsamples[NB];
+	double rate, held_avg;
+	int64_t first_dispatch_us, first_result_us;
+	FILE *csv;
+	char out[DLRT_IP_STR_MAX + 1];
+	struct dlrt_conn **waiters;
+	uint32_t nwaiters, capwaiters;
+};
+
+struct peer {
+	uint8_t role;           /* 0 until HELLO */
+	struct wk *w;
+	bool dirty;
+};
+
+struct coord {
+	const struct dlrt_coord_opts *o;
+	struct dlrt_evloop *loop;
+	struct dlrt_tcpserver *srv;
+	struct dlrt_infer_state st;
+	uint64_t epoch;
+	char secret[DLRT_POOL_SECRET_LEN + 1];
+	char pool[4096];
+	struct wk **workers;    /* by id - 1, never freed while running */
+	uint32_t nworkers, capworkers, alive;
+	struct jrt *jr;         /* parallel to st.jobs */
+	struct dlrt_sched_job *sj;
+	uint32_t capjobs;
+	struct dlrt_conn **dirty;
+	uint32_t ndirty, capdirty;
+	bool kick_pending;
+	int64_t start_us, last_accrue_us, bucket_ms;
+	FILE *timeline, *events;
+	bool stopping;
+	int sfd;
+};
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void logf_(struct coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void logf_(struct coord *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "dlrt-infer coordinator [%.3f]: ",
+		(double)(now_us() - c->start_us) / 1e6);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static double tsec(struct coord *c, int64_t us)
+{
+	return (double)(us - c->start_us) / 1e6;
+}
+
+/* ---- deferred writes ----------------------------------------------------------- */
+
+static int64_t kick_timer(struct dlrt_evloop *loop, void *arg);
+
+static void kick(struct coord *c)
+{
+	if (c->kick_pending)
+		return;
+	if (dlrt_evloop_add_timer(c->loop, 0, kick_timer, c) > 0)
+		c->kick_pending = true;
+}
+
+static void mark_dirty(struct coord *c, struct dlrt_conn *conn)
+{
+	struct peer *p = conn->state;
+
+	if (p->dirty)
+		return;
+	if (c->ndirty == c->capdirty) {
+		uint32_t cap = c->capdirty ? c->capdirty * 2 : 64;
+		struct dlrt_conn **q = realloc(c->dirty, cap * sizeof(*q));
+
+		if (!q)
+			return; /* the next kick of this peer retries */
+		c->dirty = q;
+		c->capdirty = cap;
+	}
+	c->dirty[c->ndirty++] = conn;
+	p->dirty = true;
+	kick(c);
+}
+
+/* ---- jobs: soft state ------------------------------------------------------------ */
+
+static bool job_runnable(struct coord *c, uint32_t ji)
+{
+	struct dlrt_infer_job *j = &c->st.jobs[ji];
+	struct jrt *r = &c->jr[ji];
+
+	return j->state == DLRT_IP_JOB_RUNNING && (r->nrequeue || r->next_task < j->ntasks);
+}
+
+static void retarget(struct coord *c)
+{
+	for (uint32_t i = 0; i < c->st.njobs; i++)
+		c->sj[i].runnable = job_runnable(c, i);
+	dlrt_sched_targets(c->sj, c->st.njobs, c->alive);
+}
+
+static int grow_jobs(struct coord *c)
+{
+	uint32_t cap;
+	struct jrt *r;
+	struct dlrt_sched_job *s;
+
+	if (c->st.njobs < c->capjobs)
+		return 0;
+	cap = c->capjobs ? c->capjobs * 2 : 16;
+	r = realloc(c->jr, cap * sizeof(*r));
+	if (!r)
+		return -1;
+	c->jr = r;
+	s = realloc(c->sj, cap * sizeof(*s));
+	if (!s)
+		return -1;
+	c->sj = s;
+	memset(c->jr + c->capjobs, 0, (cap - c->capjobs) * sizeof(*r));
+	memset(c->sj + c->capjobs, 0, (cap - c->capjobs) * sizeof(*s));
+	c->capjobs = cap;
+	return 0;
+}
+
+static void event(struct coord *c, uint32_t job, const char *what)
+{
+	if (c->events) {
+		fprintf(c->events, "%.6f\t%u\t%s\n", tsec(c, now_us()), job, what);
+		fflush(c->events);
+	}
+}
+
+/* Applies a change to the durable state. The hook for the next step
+ * (replicate to the standby, append to the journal) goes here. */
+static int commit(struct coord *c, struct dlrt_infer_change *ch)
+{
+	struct dlrt_err err;
+
+	ch->epoch = c->epoch;
+	ch->seq = c->st.seq + 1;
+	ch->wall = wall_now();
+	if (dlrt_infer_state_apply(&c->st, ch, &err) < 0) {
+		logf_(c, "refused a state change: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void fill_job_info(struct coord *c, uint32_t ji, struct dlrt_ip_job_info *o)
+{
+	struct dlrt_infer_job *j = &c->st.jobs[ji];
+	struct jrt *r = &c->jr[ji];
+
+	memset(o, 0, sizeof(*o));
+	o->id = j->id;
+	snprintf(o->name, sizeof(o->name), "%s", j->sub.name);
+	snprintf(o->model, sizeof(o->model), "%s", j->sub.model);
+	snprintf(o->out, sizeof(o->out), "%s", r->out);
+	snprintf(o->error, sizeof(o->error), "%s", j->error);
+	o->state = j->state;
+	o->batch = j->sub.batch;
+	o->total = j->sub.count;
+	o->done = j->done;
+	o->labelled = j->labelled;
+	o->correct = j->correct;
+	o->rate = j->state == DLRT_IP_JOB_RUNNING ? (float)r->rate : 0;
+	o->held = j->state == DLRT_IP_JOB_RUNNING ? (float)r->held_avg : 0;
+	o->share = (float)c->sj[ji].target;
+	o->elapsed = (j->state == DLRT_IP_JOB_RUNNING ? wall_now() : j->t_end) - j->t_submit;
+	if (o->elapsed < 0)
+		o->elapsed = 0;
+}
+
+/* Effects of a job's end: results closed, waiters told, workers freed. */
+static void job_ended(struct coord *c, uint32_t ji)
+{
+	struct dlrt_infer_job *j = &c->st.jobs[ji];
+	struct jrt *r = &c->jr[ji];
+	struct dlrt_ip_job_info info;
+
+	if (r->csv) {
+		fclose(r->csv);
+		r->csv = NULL;
+	}
+	fill_job_info(c, ji, &info);
+	for (uint32_t i = 0; i < r->nwaiters; i++) {
+		dlrt_ip_put_jobend(&r->waiters[i]->out, &info);
+		mark_dirty(c, r->waiters[i]);
+	}
+	r->nwaiters = 0;
+	r->nrequeue = 0;
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		struct wk *w = c->workers[i];
+
+		for (uint32_t k = 0; w->conn && k < w->nknown; k++) {
+			if (w->known[k] != j->id)
+				continue;
+			dlrt_ip_put_jobref(&w->conn->out, DLRT_IP_DROP, j->id);
+			w->known[k] = w->known[--w->nknown];
+			mark_dirty(c, w->conn);
+			break;
+		}
+	}
+	logf_(c, "job %u %s: %u of %u queries answered%s%s", j->id,
+	      dlrt_ip_job_state_name(j->state), j->done, j->sub.count, j->error[0] ? ": " : "",
+	      j->error);
+	event(c, j->id, dlrt_ip_job_state_name(j->state));
+	retarget(c);
+	kick(c);
+}
+
+static void end_job(struct coord *c, uint32_t ji, uint8_t state, const char *error)
+{
+	struct dlrt_infer_change ch = { .kind = DLRT_CH_JOB_END, .job = c->st.jobs[ji].id,
+					.state = state };
+
+	snprintf(ch.error, sizeof(ch.error), "%s", error ? error : "");
+	if (commit(c, &ch) == 0)
+		job_ended(c, ji);
+}
+
+/* ---- dispatch -------------------------------------------------------------------- */
+
+static int pop_task(struct coord *c, uint32_t ji, uint64_t *task)
+{
+	struct jrt *r = &c->jr[ji];
+	struct dlrt_infer_job *j = &c->st.jobs[ji];
+
+	while (r->nrequeue) {
+		uint64_t t = r->requeue[--r->nrequeue];
+
+		if (!j->task_done[t]) {
+			*task = t;
+			return 0;
+		}
+	}
+	while (r->next_task < j->ntasks) {
+		uint64_t t = r->next_task++;
+
+		if (!j->task_done[t]) {
+			*task = t;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static bool worker_knows(struct wk *w, uint32_t job)
+{
+	for (uint32_t k = 0; k < w->nknown; k++)
+		if (w->known[k] == job)
+			return true;
+	return false;
+}
+
+static int send_jobinfo(struct wk *w, const struct dlrt_infer_job *j)
+{
+	struct dlrt_ip_jobinfo ji = { .job = j->id, .first = j->sub.first, .count = j->sub.count };
+
+	if (w->nknown == w->capknown) {
+		uint32_t cap = w->capknown ? w->capknown * 2 : 4;
+		uint32_t *q = realloc(w->known, cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		w->known = q;
+		w->capknown = cap;
+	}
+	snprintf(ji.model, sizeof(ji.model), "%s", j->sub.model);
+	snprintf(ji.inputs, sizeof(ji.inputs), "%s", j->sub.inputs);
+	if (dlrt_ip_put_jobinfo(&w->conn->out, &ji) < 0)
+		return -1;
+	w->known[w->nknown++] = j->id;
+	return 0;
+}
+
+static void accrue(struct coord *c)
+{
+	int64_t t = now_us();
+
+	dlrt_sched_accrue(c->sj, c->st.njobs, (double)(t - c->last_accrue_us) / 1e6);
+	c->last_accrue_us = t;
+}
+
+/* Gives worker w tasks until it has `prefetch` in flight or nothing is left.
+ * Appends to its connection's output; the caller sees that it is written. */
+static void fill_worker(struct coord *c, struct wk *w)
+{
+	bool any = false;
+
+	if (!w->conn || c->stopping)
+		return;
+	while (w->n < c->o->prefetch) {
+		struct dlrt_ip_task t;
+		struct dlrt_infer_job *j;
+		uint64_t task;
+		int ji;
+
+		accrue(c);
+		if (w->cur >= 0 && c->sj[w->cur].held > 0)
+			c->sj[w->cur].held--;
+		ji = dlrt_sched_pick(c->sj, c->st.njobs, w->cur);
+		if (ji < 0) {
+			if (w->n == 0)
+				w->cur = -1;
+			else
+				c->sj[w->cur].held++;
+			break;
+		}
+		c->sj[ji].held++;
+		w->cur = ji;
+		if (pop_task(c, (uint32_t)ji, &task) < 0) {
+			c->sj[ji].runnable = false; /* stale flag: recompute and try again */
+			retarget(c);
+			continue;
+		}
+		j = &c->st.jobs[ji];
+		if (!worker_knows(w, j->id) && send_jobinfo(w, j) < 0)
+			break;
+		t = (struct dlrt_ip_task){ .job = j->id, .task = task,
+					   .first = dlrt_infer_task_first(j, task),
+					   .n = dlrt_infer_task_size(j, task) };
+		if (dlrt_ip_put_task(&w->conn->out, &t) < 0)
+			break;
+		w->fl[w->n++] = (struct inflight){ j->id, task, now_us() };
+		c->jr[ji].inflight++;
+		if (!c->jr[ji].first_dispatch_us) {
+			c->jr[ji].first_dispatch_us = now_us();
+			event(c, j->id, "first_task");
+		}
+		if (!job_runnable(c, (uint32_t)ji))
+			retarget(c);
+		any = true;
+	}
+	(void)any;
+}
+
+static int64_t kick_timer(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+
+	(void)loop;
+	c->kick_pending = false;
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		struct wk *w = c->workers[i];
+		uint32_t before;
+
+		if (!w->conn || w->n >= c->o->prefetch)
+			continue;
+		before = w->n;
+		fill_worker(c, w);
+		if (w->n != before)
+			mark_dirty(c, w->conn);
+	}
+	while (c->ndirty) {
+		struct dlrt_conn *conn = c->dirty[--c->ndirty];
+
+		((struct peer *)conn->state)->dirty = false;
+		dlrt_conn_flush(conn); /* may close it: on_close does not touch this list */
+	}
+	if (c->stopping && !c->kick_pending)
+		dlrt_evloop_stop(c->loop);
+	return -1;
+}
+
+/* ---- results -------------------------------------------------------------------- */
+
+static void bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ)
+{
+	int64_t b = dlrt_now_ms() / c->bucket_ms;
+	int slot = (int)(b % NB);
+
+	if (r->bucket[slot] != b) {
+		r->bucket[slot] = b;
+		r->bq[slot] = 0;
+		r->bocc[slot] = 0;
+		r->bheld[slot] = 0;
+		r->bsamples[slot] = 0;
+	}
+	r->bq[slot] += q;
+	r->bocc[slot] += occ;
+}
+
+static void write_csv(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch)
+{
+	struct dlrt_infer_job *j = &c->st.jobs[ji];
+	FILE *f = c->jr[ji].csv;
+	uint32_t first = dlrt_infer_task_first(j, ch->task);
+
+	if (!f)
+		return;
+	for (uint32_t i = 0; i < ch->res.n; i++)
+		fprintf(f, "%u,%u,%d,%.6f,%u,%.3f\n", first + i, j->sub.first + first + i,
+			ch->res.pred[i], (double)ch->res.score[i], ch->worker,
+			ch->latency_us / 1000.0);
+}
+
+static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
+{
+	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
+	struct dlrt_infer_job *j;
+	int64_t t = now_us(), start;
+	uint32_t k, ji;
+	double occ;
+
+	for (k = 0; k < w->n; k++)
+		if (w->fl[k].job == res->job && w->fl[k].task == res->task)
+			break;
+	if (k == w->n) {
+		logf_(c, "worker %u answered task %llu of job %u that it does not hold: ignored",
+		      w->id, (unsigned long long)res->task, res->job);
+		return 0;
+	}
+	start = w->fl[k].sent_us > w->last_done_us ? w->fl[k].sent_us : w->last_done_us;
+	occ = (double)(t - start) / 1e6;
+	ch.latency_us = (uint32_t)(t - w->fl[k].sent_us);
+	memmove(&w->fl[k], &w->fl[k + 1], (w->n - k - 1) * sizeof(w->fl[0]));
+	w->n--;
+	w->tasks++;
+	w->last_done_us = t;
+	ji = res->job - 1;
+	j = dlrt_infer_state_job(&c->st, res->job);
+	if (!j)
+		return 0;
+	c->jr[ji].inflight--;
+	if (j->state != DLRT_IP_JOB_RUNNING || j->task_done[res->task])
+		return 0; /* cancelled, or answered already: never recorded twice */
+	if (res->n != dlrt_infer_task_size(j, res->task)) {
+		logf_(c, "worker %u answered %u queries for a task of %u: job %u fails", w->id,
+		      res->n, dlrt_infer_task_size(j, res->task), j->id);
+		end_job(c, ji, DLRT_IP_JOB_FAILED, "a worker answered the wrong number of queries");
+		return 0;
+	}
+	ch.job = res->job;
+	ch.task = res->task;
+	ch.worker = w->id;
+	ch.res = *res;
+	if (commit(c, &ch) < 0)
+		return 0;
+	write_csv(c, ji, &ch);
+	bucket_add(c, &c->jr[ji], res->n, occ);
+	if (!c->jr[ji].first_result_us) {
+		c->jr[ji].first_result_us = t;
+		event(c, j->id, "first_result");
+	}
+	/* The first answer gives the job's cost: use it now, not a window later. */
+	if (c->sj[ji].cost <= 0 && res->n) {
+		c->sj[ji].cost = occ / res->n;
+		retarget(c);
+	}
+	if (j->tasks_done == j->ntasks)
+		end_job(c, ji, DLRT_IP_JOB_DONE, NULL);
+	return 0;
+}
+
+/* ---- requests ------------------------------------------------------------------- */
+
+static void reply_error(struct dlrt_conn *conn, const char *msg)
+{
+	dlrt_ip_put_error(&conn->out, msg);
+}
+
+static int on_submit(struct coord *c, struct dlrt_conn *conn, struct dlrt_ip_submit *s)
+{
+	struct dlrt_infer_change ch = { .kind = DLRT_CH_JOB_ADD };
+	uint32_t ji = c->st.njobs;
+	struct jrt *r;
+	int fd;
+
+	if (grow_jobs(c) < 0) {
+		reply_error(conn, "the coordinator is out of memory");
+		return 0;
+	}
+	ch.job = c->st.njobs + 1;
+	ch.sub = *s;
+	if (!ch.sub.name[0])
+		snprintf(ch.sub.name, sizeof(ch.sub.name), "job%u", ch.job);
+	if (commit(c, &ch) < 0) {
+		reply_error(conn, "the coordinator refused the job (see its log)");
+		return 0;
+	}
+	r = &c->jr[ji];
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < NB; i++)
+		r->bucket[i] = -1;
+	memset(&c->sj[ji], 0, sizeof(c->sj[ji]));
+	if (s->out[0])
+		snprintf(r->out, sizeof(r->out), "%s", s->out);
+	else
+		snprintf(r->out, sizeof(r->out), "%.4000s/job-%u.csv", c->pool, ch.job);
+	fd = open(r->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	r->csv = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!r->csv) {
+		char msg[DLRT_IP_STR_MAX + 64];
+
+		snprintf(msg, sizeof(msg), "cannot write the results file %s: %s", r->out,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		end_job(c, ji, DLRT_IP_JOB_FAILED, msg);
+		reply_error(conn, msg);
+		return 0;
+	}
+	fprintf(r->csv, "query_id,input_index,prediction,score,worker,task_latency_ms\n");
+	logf_(c, "job %u (%s): model %s, %u queries from %s in tasks of %u, results in %s",
+	      ch.job, ch.sub.name, s->model, s->count, s->inputs, s->batch, r->out);
+	event(c, ch.job, "submitted");
+	dlrt_ip_put_jobref(&conn->out, DLRT_IP_SUBMITTED, ch.job);
+	retarget(c);
+	kick(c);
+	return 0;
+}
+
+static void on_status(struct coord *c, struct dlrt_conn *conn)
+{
+	struct dlrt_ip_status st = { .epoch = c->epoch };
+	uint32_t nw = 0;
+
+	st.uptime = tsec(c, now_us());
+	st.window = (double)c->bucket_ms * NB / 1000.0;
+	st.workers = calloc(c->nworkers ? c->nworkers : 1, sizeof(*st.workers));
+	st.jobs = calloc(c->st.njobs ? c->st.njobs : 1, sizeof(*st.jobs));
+	if (!st.workers || !st.jobs) {
+		reply_error(conn, "the coordinator is out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < c->nworkers && nw < DLRT_IP_MAX_LIST; i++) {
+		struct wk *w = c->workers[i];
+
+		if (!w->conn)
+			continue;
+		st.workers[nw] = (struct dlrt_ip_worker_info){ .id = w->id,
+			.job = w->cur >= 0 ? c->st.jobs[w->cur].id : 0, .inflight = w->n,
+			.tasks = w->tasks };
+		snprintf(st.workers[nw].name, sizeof(st.workers[nw].name), "%s", w->name);
+		nw++;
+	}
+	st.nworkers = nw;
+	/* The newest jobs if there are more than a reply can hold. */
+	for (uint32_t i = c->st.njobs > DLRT_IP_MAX_LIST ? c->st.njobs - DLRT_IP_MAX_LIST : 0;
+	     i < c->st.njobs; i++)
+		fill_job_info(c, i, &st.jobs[st.njobs++]);
+	if (dlrt_ip_put_status(&conn->out, &st) < 0)
+		reply_error(conn, "the status is too large to send");
+out:
+	dlrt_ip_status_free(&st);
+}
+
+static void on_wait(struct coord *c, struct dlrt_conn *conn, uint32_t job)
+{
+	struct dlrt_infer_job *j = dlrt_infer_state_job(&c->st, job);
+	struct jrt *r;
+
+	if (!j) {
+		reply_error(conn, "no such job: see dlrt-infer status");
+		return;
+	}
+	r = &c->jr[job - 1];
+	if (j->state != DLRT_IP_JOB_RUNNING) {
+		struct dlrt_ip_job_info info;
+
+		fill_job_info(c, job - 1, &info);
+		dlrt_ip_put_jobend(&conn->out, &info);
+		return;
+	}
+	if (r->nwaiters == r->capwaiters) {
+		uint32_t cap = r->capwaiters ? r->capwaiters * 2 : 4;
+		struct dlrt_conn **q = realloc(r->waiters, cap * sizeof(*q));
+
+		if (!q) {
+			reply_error(conn, "the coordinator is out of memory");
+			return;
+		}
+		r->waiters = q;
+		r->capwaiters = cap;
+	}
+	r->waiters[r->nwaiters++] = conn;
+}
+
+static int on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h)
+{
+	struct peer *p = conn->state;
+	unsigned diff = 0;
+	struct wk *w;
+
+	for (size_t i = 0; i <= DLRT_POOL_SECRET_LEN; i++)
+		diff |= (unsigned char)(h->secret[i] ^ c->secret[i]);
+	if (diff) {
+		logf_(c, "refused a peer with a wrong pool secret");
+		reply_error(conn, "wrong pool secret: read it from your own pool's access record");
+		return -1;
+	}
+	if (h->epoch != c->epoch) {
+		reply_error(conn, "stale access record (epoch differs): read it again");
+		return -1;
+	}
+	p->role = h->role;
+	if (h->role == DLRT_IP_ROLE_CLIENT) {
+		struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = 0 };
+
+		dlrt_ip_put_welcome(&conn->out, &wel);
+		return 0;
+	}
+	if (c->nworkers == c->capworkers) {
+		uint32_t cap = c->capworkers ? c->capworkers * 2 : 16;
+		struct wk **q = realloc(c->workers, cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		c->workers = q;
+		c->capworkers = cap;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -1;
+	w->id = c->nworkers + 1;
+	w->cur = -1;
+	w->conn = conn;
+	snprintf(w->name, sizeof(w->name), "%s", h->name);
+	c->workers[c->nworkers++] = w;
+	c->alive++;
+	p->w = w;
+	{
+		struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = w->id };
+
+		dlrt_ip_put_welcome(&conn->out, &wel);
+	}
+	logf_(c, "worker %u (%s) joined; %u workers", w->id, w->name, c->alive);
+	retarget(c);
+	fill_worker(c, w);
+	return 0;
+}
+
+static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		  struct dlrt_err *err)
+{
+	struct peer *p = conn->state;
+
+	if (!p->role) {
+		struct dlrt_ip_hello h;
+
+		if (f->type != DLRT_IP_HELLO)
+			return dlrt_err_set(err, "%s before HELLO", dlrt_ip_type_name(f->type));
+		if (dlrt_ip_get_hello(f->payload, f->len, &h, err) < 0)
+			return -1;
+		return on_hello(c, conn, &h) < 0 ? dlrt_err_set(err, "HELLO refused") : 0;
+	}
+	if (p->role == DLRT_IP_ROLE_WORKER) {
+		switch (f->type) {
+		case DLRT_IP_RESULT: {
+			struct dlrt_ip_result res;
+			int rc = dlrt_ip_get_result(f->payload, f->len, &res, err);
+
+			if (rc == 0)
+				rc = on_result(c, p->w, &res);
+			dlrt_ip_result_free(&res);
+			if (rc == 0)
+				fill_worker(c, p->w);
+			kick(c);
+			return rc;
+		}
+		case DLRT_IP_TASKFAIL: {
+			struct dlrt_ip_taskfail tf;
+			char msg[DLRT_IP_STR_MAX + 1];
+			struct dlrt_infer_job *j;
+
+			if (dlrt_ip_get_taskfail(f->payload, f->len, &tf, err) < 0)
+				return -1;
+			for (uint32_t k = 0; k < p->w->n; k++) {
+				if (p->w->fl[k].job != tf.job || p->w->fl[k].task != tf.task)
+					continue;
+				memmove(&p->w->fl[k], &p->w->fl[k + 1],
+					(p->w->n - k - 1) * sizeof(p->w->fl[0]));
+				p->w->n--;
+				c->jr[tf.job - 1].inflight--;
+				j = dlrt_infer_state_job(&c->st, tf.job);
+				snprintf(msg, sizeof(msg), "worker %u (%s): %.3900s", p->w->id,
+					 p->w->name, tf.error);
+				if (j && j->state == DLRT_IP_JOB_RUNNING)
+					end_job(c, tf.job - 1, DLRT_IP_JOB_FAILED, msg);
+				break;
+			}
+			fill_worker(c, p->w);
+			return 0;
+		}
+		default:
+			return dlrt_err_set(err, "a worker sent %s", dlrt_ip_type_name(f->type));
+		}
+	}
+	switch (f->type) {
+	case DLRT_IP_SUBMIT: {
+		struct dlrt_ip_submit s;
+		int rc = dlrt_ip_get_submit(f->payload, f->len, &s, err);
+
+		if (rc == 0)
+			rc = on_submit(c, conn, &s);
+		dlrt_ip_submit_free(&s);
+		return rc;
+	}
+	case DLRT_IP_STATUSREQ:
+		if (dlrt_ip_get_empty(f->payload, f->len, err) < 0)
+			return -1;
+		on_status(c, conn);
+		return 0;
+	case DLRT_IP_CANCEL: {
+		struct dlrt_ip_jobref r;
+		struct dlrt_infer_job *j;
+
+		if (dlrt_ip_get_jobref(f->payload, f->len, &r, err) < 0)
+			return -1;
+		j = dlrt_infer_state_job(&c->st, r.job);
+		if (!j)
+			reply_error(conn, "no such job: see dlrt-infer status");
+		else if (j->state != DLRT_IP_JOB_RUNNING)
+			reply_error(conn, "the job has already ended");
+		else {
+			end_job(c, r.job - 1, DLRT_IP_JOB_CANCELLED, "cancelled by the user");
+			dlrt_ip_put_empty(&conn->out, DLRT_IP_OK);
+		}
+		return 0;
+	}
+	case DLRT_IP_WAIT: {
+		struct dlrt_ip_jobref r;
+
+		if (dlrt_ip_get_jobref(f->payload, f->len, &r, err) < 0)
+			return -1;
+		on_wait(c, conn, r.job);
+		return 0;
+	}
+	case DLRT_IP_STOP:
+		if (dlrt_ip_get_empty(f->payload, f->len, err) < 0)
+			return -1;
+		logf_(c, "stop requested: the pool shuts down");
+		dlrt_ip_put_empty(&conn->out, DLRT_IP_OK);
+		c->stopping = true;
+		kick(c);
+		return 0;
+	default:
+		return dlrt_err_set(err, "a client sent %s", dlrt_ip_type_name(f->type));
+	}
+}
+
+static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
+{
+	struct coord *c = ctx;
+	struct dlrt_err err;
+
+	for (;;) {
+		struct dlrt_ip_frame f;
+		int rc = dlrt_ip_frame_peek(dlrt_buf_head(&conn->in), conn->in.len, &f, &err);
+
+		if (rc == 0) {
+			/* A frame longer than the buffer limit can never complete. */
+			if (conn->in.len >= conn->in.limit) {
+				logf_(c, "closing a connection: frame too large");
+				return DLRT_PROTO_CLOSE;
+			}
+			return DLRT_PROTO_OK;
+		}
+		if (rc < 0 || handle(c, conn, &f, &err) < 0) {
+			logf_(c, "closing a connection: %s", err.msg);
+			return DLRT_PROTO_CLOSE;
+		}
+		dlrt_buf_consume(&conn->in, f.frame_len);
+	}
+}
+
+static int on_open(struct dlrt_conn *conn, void *ctx)
+{
+	(void)ctx;
+	conn->state = calloc(1, sizeof(struct peer));
+	return conn->state ? 0 : -1;
+}
+
+static void on_close(struct dlrt_conn *conn, void *ctx)
+{
+	struct coord *c = ctx;
+	struct peer *p = conn->state;
+
+	if (!p)
+		return;
+	if (p->dirty) {
+		for (uint32_t i = 0; i < c->ndirty; i++)
+			if (c->dirty[i] == conn) {
+				c->dirty[i] = c->dirty[--c->ndirty];
+				break;
+			}
+	}
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct jrt *r = &c->jr[ji];
+
+		for (uint32_t i = 0; i < r->nwaiters; i++)
+			if (r->waiters[i] == conn)
+				r->waiters[i--] = r->waiters[--r->nwaiters];
+	}
+	if (p->w) {
+		struct wk *w = p->w;
+
+		/* Its tasks go back to the front of their jobs' queues. */
+		for (uint32_t k = 0; k < w->n; k++) {
+			uint32_t ji = w->fl[k].job - 1;
+			struct jrt *r = &c->jr[ji];
+
+			r->inflight--;
+			if (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING)
+				continue;
+			if (r->nrequeue == r->caprequeue) {
+				uint32_t cap = r->caprequeue ? r->caprequeue * 2 : 16;
+				uint64_t *q = realloc(r->requeue, cap * sizeof(*q));
+
+				if (!q)
+					continue; /* lost only if memory is gone; logged below */
+				r->requeue = q;
+				r->caprequeue = cap;
+			}
+			r->requeue[r->nrequeue++] = w->fl[k].task;
+		}
+		if (w->cur >= 0 && c->sj[w->cur].held > 0)
+			c->sj[w->cur].held--;
+		logf_(c, "worker %u (%s) left with %u tasks in flight (requeued); %u workers",
+		      w->id, w->name, w->n, c->alive - 1);
+		w->n = 0;
+		w->cur = -1;
+		w->conn = NULL;
+		c->alive--;
+		retarget(c);
+		kick(c);
+	}
+	free(p);
+	conn->state = NULL;
+}
+
+/* ---- periodic: rates, costs, shares, timeline ------------------------------------ */
+
+static int64_t tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+	int64_t b = dlrt_now_ms() / c->bucket_ms, t = now_us();
+	double win = (double)c->bucket_ms * NB / 1000.0;
+
+	(void)loop;
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct jrt *r = &c->jr[ji];
+		struct dlrt_infer_job *j = &c->st.jobs[ji];
+		uint64_t q = 0;
+		double occ = 0, held = 0, age;
+		uint32_t samples = 0;
+		int slot = (int)(b % NB);
+
+		if (j->state != DLRT_IP_JOB_RUNNING)
+			continue;
+		if (r->bucket[slot] != b) {
+			r->bucket[slot] = b;
+			r->bq[slot] = 0;
+			r->bocc[slot] = 0;
+			r->bheld[slot] = 0;
+			r->bsamples[slot] = 0;
+		}
+		r->bheld[slot] += c->sj[ji].held;
+		r->bsamples[slot]++;
+		for (int i = 0; i < NB; i++) {
+			if (r->bucket[i] <= b - NB || r->bucket[i] > b)
+				continue;
+			q += r->bq[i];
+			occ += r->bocc[i];
+			held += r->bheld[i];
+			samples += r->bsamples[i];
+		}
+		/* A job younger than the window: divide by its age, not the window. */
+		age = r->first_dispatch_us ? (double)(t - r->first_dispatch_us) / 1e6 : 0;
+		if (age > win)
+			age = win;
+		r->rate = age > 0.01 ? (double)q / age : 0;
+		r->held_avg = samples ? held / samples : 0;
+		if (q)
+			c->sj[ji].cost = occ / (double)q;
+		if (c->timeline)
+			fprintf(c->timeline, "%.3f\t%u\t%.1f\t%.2f\t%.2f\t%u\n", tsec(c, t), j->id,
+				r->rate, r->held_avg, c->sj[ji].target, j->done);
+		if (r->csv && b % 20 == 0)
+			fflush(r->csv);
+	}
+	if (c->timeline && b % 4 == 0)
+		fflush(c->timeline);
+	retarget(c);
+	return c->bucket_ms;
+}
+
+static void on_signal(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
+{
+	struct coord *c = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		logf_(c, "signal %u: the pool shuts down", si.ssi_signo);
+		dlrt_evloop_stop(loop);
+	}
+}
+
+static FILE *open_private(const char *dir, const char *name, const char *header)
+{
+	char path[4200];
+	int fd;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		return NULL;
+	}
+	fputs(header, f);
+	return f;
+}
+
+int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
+{
+	struct coord c = { .o = o, .sfd = -1 };
+	struct dlrt_pool_access a, old;
+	struct dlrt_tcpserver_cfg cfg = {
+		.max_request = DLRT_IP_MAX_FRAME + 64,
+		.max_reply = (size_t)256 << 20,
+		.idle_timeout_ms = 0,
+		.max_conns = 4096,
+	};
+	static const struct dlrt_proto proto = { on_data, on_open, on_close };
+	sigset_t ss;
+	int rc = -1;
+	double window = o->window > 0 ? o->window : 0.5;
+
+	c.start_us = now_us();
+	c.last_accrue_us = c.start_us;
+	c.bucket_ms = (int64_t)(window * 1000 / NB);
+	if (c.bucket_ms < 5)
+		c.bucket_ms = 5;
+	if (o->prefetch < 1 || o->prefetch > MAX_PREFETCH)
+		return dlrt_err_set(err, "--prefetch must be 1..%d", MAX_PREFETCH);
+	snprintf(c.pool, sizeof(c.pool), "%s", o->pool);
+	if (dlrt_pool_prepare(c.pool, err) < 0)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	if (dlrt_pool_read_access(c.pool, &old, err) < 0)
+		return -1;
+	c.epoch = old.epoch + 1;
+	if (dlrt_pool_new_secret(c.secret, err) < 0)
+		return -1;
+	if (o->address && *o->address)
+		snprintf(a.address, sizeof(a.address), "%s", o->address);
+	else if (dlrt_net_node_ipv4(NULL, getenv("SLURM_LAUNCH_NODE_IPADDR"), a.address, err) < 0)
+		return -1;
+	dlrt_infer_state_init(&c.st);
+	c.loop = dlrt_evloop_create();
+	if (!c.loop)
+		return dlrt_err_set(err, "cannot create the event loop");
+	if (dlrt_tcpserver_start(&c.srv, c.loop, &cfg, &proto, &c, err) < 0)
+		goto out;
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGTERM);
+	sigaddset(&ss, SIGINT);
+	sigprocmask(SIG_BLOCK, &ss, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	c.sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (c.sfd >= 0)
+		dlrt_evloop_add_fd(c.loop, c.sfd, DLRT_EV_READ, on_signal, &c);
+	c.timeline = open_private(c.pool, "timeline.tsv", "t\tjob\trate\tworkers\tshare\tdone\n");
+	c.events = open_private(c.pool, "events.tsv", "t\tjob\tevent\n");
+	dlrt_evloop_add_timer(c.loop, c.bucket_ms, tick, &c);
+	a.epoch = c.epoch;
+	a.port = dlrt_tcpserver_port(c.srv);
+	snprintf(a.secret, sizeof(a.secret), "%s", c.secret);
+	gethostname(a.host, sizeof(a.host) - 1);
+	a.pid = (uint32_t)getpid();
+	if (dlrt_pool_write_access(c.pool, &a, err) < 0)
+		goto out;
+	logf_(&c, "serving pool %s at %s:%u, epoch %llu, prefetch %u, window %.2f s", c.pool,
+	      a.address, a.port, (unsigned long long)c.epoch, o->prefetch, window);
+	if (dlrt_evloop_run(c.loop) < 0) {
+		dlrt_err_errno(err, errno, "the event loop failed");
+		goto out;
+	}
+	rc = 0;
+out:
+	/* Remove our access record (not a newer coordinator's): workers then exit. */
+	{
+		struct dlrt_pool_access now;
+		struct dlrt_err e2;
+		char path[4200];
+
+		if (dlrt_pool_read_access(c.pool, &now, &e2) == 0 && now.epoch == c.epoch) {
+			snprintf(path, sizeof(path), "%s/access", c.pool);
+			unlink(path);
+		}
+	}
+	for (uint32_t i = 0; i < c.st.njobs; i++)
+		if (c.jr[i].csv)
+			fclose(c.jr[i].csv);
+	if (c.timeline)
+		fclose(c.timeline);
+	if (c.events)
+		fclose(c.events);
+	dlrt_tcpserver_stop(c.srv);
+	if (c.sfd >= 0)
+		close(c.sfd);
+	dlrt_evloop_destroy(c.loop);
+	for (uint32_t i = 0; i < c.nworkers; i++) {
+		free(c.workers[i]->known);
+		free(c.workers[i]);
+	}
+	free(c.workers);
+	for (uint32_t i = 0; i < c.st.njobs; i++) {
+		free(c.jr[i].requeue);
+		free(c.jr[i].waiters);
+	}
+	free(c.jr);
+	free(c.sj);
+	free(c.dirty);
+	dlrt_infer_state_free(&c.st);
+	return rc;
+}

@@ -1,0 +1,22 @@
+# inference/: dlrt-infer, the fair-share batch inference pool on a job array
+# (protocol, coordinator, worker, client commands). The models live in
+# inference/models/ (their own module.mk). See docs/inference.md.
+INFER_SRCS := $(filter-out %_main.c,$(wildcard inference/*.c))
+LIB_SRCS   += $(INFER_SRCS)
+
+BINS       += $(BUILD)/bin/dlrt-infer
+$(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,inference/dlrt_infer_main.c))
+
+UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched
+FUZZERS    += inferproto
+MANPAGES   += docs/man/dlrt-infer.1
+
+# The cluster's workers find the built-in models next to the installed binary
+# (PREFIX/share/dlrt/models): train them once (make models caches them) and
+# copy them into the cluster's prefix whenever the cluster is brought up.
+.PHONY: infer-cluster-models
+cluster-up: infer-cluster-models
+infer-cluster-models: models
+	install -d $$($(CLUSTER) prefix)/share/dlrt/models
+	install -m 0644 $(DLRT_MODEL_DIR)/lenet5.dlrtw $(DLRT_MODEL_DIR)/deepcnn.dlrtw \
+	    $$($(CLUSTER) prefix)/share/dlrt/models/

@@ -1,0 +1,137 @@
+/* plot.c - dlrt-infer plot: query rate and workers per job over time, as the
+ * seed's figure, from the coordinator's timeline (POOL/timeline.tsv), drawn
+ * by gnuplot (Debian's gnuplot-nox) into a PNG.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "opts.h"
+#include "pool.h"
+
+int dlrt_infer_plot(int argc, char **argv, const char *pool);
+
+#define MAX_PLOT_JOBS 16
+
+int dlrt_infer_plot(int argc, char **argv, const char *pool)
+{
+	static const struct option lo[] = {
+		{ "out", required_argument, NULL, 'o' }, { "pool", required_argument, NULL, 'p' },
+		{ "title", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = "dlrt-infer.png", *title = "dlrt-infer";
+	uint32_t jobs[MAX_PLOT_JOBS];
+	int njobs = 0, opt, rc = 1;
+	char dir[4096], path[4200], tmpdir[] = "/tmp/dlrt-plot.XXXXXX", line[256];
+	FILE *in = NULL, *data[MAX_PLOT_JOBS] = { NULL }, *gp = NULL;
+	struct dlrt_err err;
+	long rows = 0;
+
+	while ((opt = getopt_long(argc, argv, "o:p:t:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'o': out = optarg; break;
+		case 'p': pool = optarg; break;
+		case 't': title = optarg; break;
+		case 'h':
+			printf("usage: dlrt-infer plot JOB... [--out PNG] [--title T] [--pool DIR]\n"
+			       "Draws the query rate (queries/s over the rate window) and the workers\n"
+			       "held by each job over the pool's time, from POOL/timeline.tsv, with\n"
+			       "gnuplot. Default output: dlrt-infer.png.\n");
+			return 0;
+		default: return 2;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (njobs == MAX_PLOT_JOBS || dlrt_parse_u32(argv[i], 1, UINT32_MAX, &jobs[njobs]) < 0) {
+			fprintf(stderr, "dlrt-infer: plot: '%s' is not a job id (at most %d jobs)\n",
+				argv[i], MAX_PLOT_JOBS);
+			return 2;
+		}
+		njobs++;
+	}
+	if (!njobs) {
+		fprintf(stderr, "dlrt-infer: plot needs at least one JOB id\n");
+		return 2;
+	}
+	if (dlrt_pool_dir(pool, dir, sizeof(dir), &err) < 0) {
+		fprintf(stderr, "dlrt-infer: %s\n", err.msg);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/timeline.tsv", dir);
+	in = fopen(path, "r");
+	if (!in) {
+		fprintf(stderr, "dlrt-infer: cannot read %s: %s (has the pool run a job?)\n", path,
+			strerror(errno));
+		return 1;
+	}
+	if (!mkdtemp(tmpdir)) {
+		fprintf(stderr, "dlrt-infer: cannot create a temporary folder: %s\n", strerror(errno));
+		goto out;
+	}
+	for (int k = 0; k < njobs; k++) {
+		snprintf(path, sizeof(path), "%s/%d.dat", tmpdir, k);
+		data[k] = fopen(path, "w");
+		if (!data[k])
+			goto out;
+	}
+	while (fgets(line, sizeof(line), in)) {
+		double t, rate, held;
+		unsigned job;
+
+		if (sscanf(line, "%lf %u %lf %lf", &t, &job, &rate, &held) != 4)
+			continue;
+		for (int k = 0; k < njobs; k++)
+			if (jobs[k] == job) {
+				fprintf(data[k], "%.3f %.1f %.2f\n", t, rate, held);
+				rows++;
+			}
+	}
+	for (int k = 0; k < njobs; k++) {
+		fclose(data[k]);
+		data[k] = NULL;
+	}
+	if (!rows) {
+		fprintf(stderr, "dlrt-infer: the timeline has no rows for these jobs\n");
+		goto out;
+	}
+	gp = popen("gnuplot", "w");
+	if (!gp) {
+		fprintf(stderr, "dlrt-infer: cannot run gnuplot (apt-get install gnuplot-nox)\n");
+		goto out;
+	}
+	fprintf(gp, "set terminal pngcairo size 900,700\nset output '%s'\n", out);
+	fprintf(gp, "set multiplot layout 2,1 title '%s'\nset grid\nset key outside right\n", title);
+	fprintf(gp, "set ylabel 'queries/s'\nset xlabel ''\nplot ");
+	for (int k = 0; k < njobs; k++)
+		fprintf(gp, "%s'%s/%d.dat' using 1:2 with lines lw 2 title 'job %u'", k ? ", " : "",
+			tmpdir, k, jobs[k]);
+	fprintf(gp, "\nset ylabel 'workers'\nset xlabel 'time (s)'\nplot ");
+	for (int k = 0; k < njobs; k++)
+		fprintf(gp, "%s'%s/%d.dat' using 1:3 with lines lw 2 title 'job %u'", k ? ", " : "",
+			tmpdir, k, jobs[k]);
+	fprintf(gp, "\nunset multiplot\n");
+	if (pclose(gp) != 0) {
+		gp = NULL;
+		fprintf(stderr, "dlrt-infer: gnuplot failed (is gnuplot-nox installed?)\n");
+		goto out;
+	}
+	gp = NULL;
+	printf("%s\n", out);
+	rc = 0;
+out:
+	for (int k = 0; k < njobs; k++) {
+		if (data[k])
+			fclose(data[k]);
+		snprintf(path, sizeof(path), "%s/%d.dat", tmpdir, k);
+		unlink(path);
+	}
+	rmdir(tmpdir);
+	if (in)
+		fclose(in);
+	return rc;
+}

@@ -1,0 +1,259 @@
+/* proto.h - the binary protocol of dlrt-infer (coordinator, workers, clients).
+ *
+ * Every message is one frame, all integers little-endian:
+ *
+ *   u32 length    bytes after this field (version + type + payload), 4..16 MiB
+ *   u16 version   DLRT_IP_VERSION; any other value closes the connection
+ *   u16 type      enum dlrt_ip_type
+ *   payload       the message's fields, in the order of its struct below;
+ *                 strings are u32 length + bytes (no NUL), at most a
+ *                 per-field limit; a payload must be consumed exactly
+ *
+ * Each message has an encoder (appends a whole frame to a dlrt_buf) and a
+ * decoder (from the payload of one frame into a struct). Decoders validate
+ * everything (limits, exact length, enum ranges) and fail with a one-line
+ * error; a peer that sends a malformed frame is disconnected, nobody else is
+ * affected. docs/inference.md has the table of messages.
+ *
+ * Coordinator state changes (state.h) use the same framing (DLRT_IP_CHANGE),
+ * so the standby and the journal of the next step read the same bytes.
+ */
+#ifndef DLRT_INFER_PROTO_H
+#define DLRT_INFER_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "dlrt_err.h"
+
+#define DLRT_IP_VERSION 1
+#define DLRT_IP_HDR 8                   /* length + version + type */
+#define DLRT_IP_MAX_FRAME (16u << 20)   /* of the length field's value */
+#define DLRT_IP_STR_MAX 4096            /* paths, model specs, errors */
+#define DLRT_IP_NAME_MAX 128            /* job and worker names, secrets */
+#define DLRT_IP_MAX_BATCH 65536u        /* queries per task */
+#define DLRT_IP_MAX_QUERIES (1u << 24)  /* queries per job */
+#define DLRT_IP_MAX_LIST 4096u          /* workers or jobs in a status reply */
+
+enum dlrt_ip_type {
+	DLRT_IP_HELLO = 1,   /* any -> coordinator: who I am, the pool secret */
+	DLRT_IP_WELCOME,     /* coordinator -> any: accepted, epoch, my id */
+	DLRT_IP_JOBINFO,     /* coordinator -> worker: a job's model and inputs */
+	DLRT_IP_TASK,        /* coordinator -> worker: run queries [first, first+n) */
+	DLRT_IP_RESULT,      /* worker -> coordinator: one answer per query */
+	DLRT_IP_TASKFAIL,    /* worker -> coordinator: the task cannot run (why) */
+	DLRT_IP_DROP,        /* coordinator -> worker: the job ended, free its model */
+	DLRT_IP_SUBMIT,      /* client -> coordinator: a new job */
+	DLRT_IP_SUBMITTED,   /* coordinator -> client: its id */
+	DLRT_IP_STATUSREQ,   /* client -> coordinator */
+	DLRT_IP_STATUS,      /* coordinator -> client: jobs and workers */
+	DLRT_IP_CANCEL,      /* client -> coordinator: cancel a job */
+	DLRT_IP_WAIT,        /* client -> coordinator: answer when the job ends */
+	DLRT_IP_JOBEND,      /* coordinator -> client: how a job ended */
+	DLRT_IP_ERROR,       /* coordinator -> client: one-line error */
+	DLRT_IP_OK,          /* coordinator -> client: done */
+	DLRT_IP_STOP,        /* client -> coordinator: stop the pool */
+	DLRT_IP_CHANGE,      /* a coordinator state change (state.h) */
+	DLRT_IP_TYPE_MAX
+};
+
+const char *dlrt_ip_type_name(unsigned type);
+
+enum dlrt_ip_role { DLRT_IP_ROLE_WORKER = 1, DLRT_IP_ROLE_CLIENT = 2 };
+
+enum dlrt_ip_job_state {
+	DLRT_IP_JOB_RUNNING = 1,
+	DLRT_IP_JOB_DONE,
+	DLRT_IP_JOB_CANCELLED,
+	DLRT_IP_JOB_FAILED,
+};
+
+const char *dlrt_ip_job_state_name(unsigned state);
+
+struct dlrt_ip_frame {
+	uint16_t type;
+	const uint8_t *payload;
+	size_t len;
+	size_t frame_len; /* whole frame, header included */
+};
+
+/* Looks at the front of `buf`: 1 with a whole frame in *f, 0 if more bytes
+ * are needed, -1 (with err) for a frame that can never be valid (bad length,
+ * version or type). */
+int dlrt_ip_frame_peek(const uint8_t *buf, size_t len, struct dlrt_ip_frame *f,
+		       struct dlrt_err *err);
+
+/* ---- messages -------------------------------------------------------------------- */
+
+struct dlrt_ip_hello {
+	uint8_t role;                       /* enum dlrt_ip_role */
+	uint64_t epoch;                     /* from the access record */
+	char secret[DLRT_IP_NAME_MAX + 1];  /* from the access record */
+	char name[DLRT_IP_NAME_MAX + 1];    /* worker: host/array index; client: anything */
+};
+
+struct dlrt_ip_welcome {
+	uint64_t epoch;
+	uint32_t id; /* worker id (1, 2, ...); 0 for clients */
+};
+
+struct dlrt_ip_jobinfo {
+	uint32_t job;
+	char model[DLRT_IP_STR_MAX + 1];
+	char inputs[DLRT_IP_STR_MAX + 1];
+	uint32_t first; /* input index of query 0 */
+	uint32_t count;
+};
+
+struct dlrt_ip_task {
+	uint32_t job;
+	uint64_t task;
+	uint32_t first; /* query index within the job */
+	uint32_t n;
+};
+
+struct dlrt_ip_result {
+	uint32_t job;
+	uint64_t task;
+	uint32_t busy_us; /* the worker's compute time for the task */
+	uint32_t n;
+	int32_t *pred;    /* [n]: points into the frame's payload copy (decoder allocates) */
+	float *score;
+};
+
+struct dlrt_ip_taskfail {
+	uint32_t job;
+	uint64_t task;
+	char error[DLRT_IP_STR_MAX + 1];
+};
+
+struct dlrt_ip_submit {
+	char name[DLRT_IP_NAME_MAX + 1];
+	char model[DLRT_IP_STR_MAX + 1];
+	char inputs[DLRT_IP_STR_MAX + 1];
+	char out[DLRT_IP_STR_MAX + 1];  /* CSV path ("" = the pool's results folder) */
+	uint32_t first;
+	uint32_t count;
+	uint32_t batch;
+	uint32_t nlabels;                /* 0 or count */
+	uint8_t *labels;                 /* [nlabels] (decoder allocates) */
+};
+
+struct dlrt_ip_worker_info {
+	uint32_t id;
+	char name[DLRT_IP_NAME_MAX + 1];
+	uint32_t job;      /* the job of its current (or last) task, 0 = none */
+	uint32_t inflight;
+	uint64_t tasks;
+};
+
+struct dlrt_ip_job_info {
+	uint32_t id;
+	char name[DLRT_IP_NAME_MAX + 1];
+	char model[DLRT_IP_STR_MAX + 1];
+	char out[DLRT_IP_STR_MAX + 1];
+	char error[DLRT_IP_STR_MAX + 1];
+	uint8_t state;     /* enum dlrt_ip_job_state */
+	uint32_t batch;
+	uint32_t total;
+	uint32_t done;
+	uint32_t labelled; /* answered queries with a known label */
+	uint32_t correct;
+	float rate;        /* queries/s over the last window */
+	float held;        /* workers running its tasks, averaged over the window */
+	float share;       /* the scheduler's target, in workers */
+	double elapsed;    /* seconds since submission (until the end if ended) */
+};
+
+struct dlrt_ip_status {
+	uint64_t epoch;
+	double uptime;
+	double window;     /* rate window, seconds */
+	uint32_t nworkers;
+	struct dlrt_ip_worker_info *workers;
+	uint32_t njobs;
+	struct dlrt_ip_job_info *jobs;
+};
+
+struct dlrt_ip_jobref { uint32_t job; };   /* CANCEL, WAIT, DROP, SUBMITTED */
+struct dlrt_ip_text { char text[DLRT_IP_STR_MAX + 1]; }; /* ERROR */
+
+/* Encoders append one whole frame; -1 only if `b` hits its limit. */
+int dlrt_ip_put_hello(struct dlrt_buf *b, const struct dlrt_ip_hello *m);
+int dlrt_ip_put_welcome(struct dlrt_buf *b, const struct dlrt_ip_welcome *m);
+int dlrt_ip_put_jobinfo(struct dlrt_buf *b, const struct dlrt_ip_jobinfo *m);
+int dlrt_ip_put_task(struct dlrt_buf *b, const struct dlrt_ip_task *m);
+int dlrt_ip_put_result(struct dlrt_buf *b, const struct dlrt_ip_result *m);
+int dlrt_ip_put_taskfail(struct dlrt_buf *b, const struct dlrt_ip_taskfail *m);
+int dlrt_ip_put_submit(struct dlrt_buf *b, const struct dlrt_ip_submit *m);
+int dlrt_ip_put_status(struct dlrt_buf *b, const struct dlrt_ip_status *m);
+/* DROP, SUBMITTED, CANCEL, WAIT */
+int dlrt_ip_put_jobref(struct dlrt_buf *b, uint16_t type, uint32_t job);
+int dlrt_ip_put_jobend(struct dlrt_buf *b, const struct dlrt_ip_job_info *m);
+int dlrt_ip_put_error(struct dlrt_buf *b, const char *text);
+/* STATUSREQ, OK, STOP */
+int dlrt_ip_put_empty(struct dlrt_buf *b, uint16_t type);
+
+/* Decoders: the payload of a frame of the right type. The ones that allocate
+ * (result, submit, status) are released with the matching _free, also after a
+ * failure. */
+int dlrt_ip_get_hello(const uint8_t *p, size_t n, struct dlrt_ip_hello *m, struct dlrt_err *err);
+int dlrt_ip_get_welcome(const uint8_t *p, size_t n, struct dlrt_ip_welcome *m, struct dlrt_err *err);
+int dlrt_ip_get_jobinfo(const uint8_t *p, size_t n, struct dlrt_ip_jobinfo *m, struct dlrt_err *err);
+int dlrt_ip_get_task(const uint8_t *p, size_t n, struct dlrt_ip_task *m, struct dlrt_err *err);
+int dlrt_ip_get_result(const uint8_t *p, size_t n, struct dlrt_ip_result *m, struct dlrt_err *err);
+void dlrt_ip_result_free(struct dlrt_ip_result *m);
+int dlrt_ip_get_taskfail(const uint8_t *p, size_t n, struct dlrt_ip_taskfail *m, struct dlrt_err *err);
+int dlrt_ip_get_submit(const uint8_t *p, size_t n, struct dlrt_ip_submit *m, struct dlrt_err *err);
+void dlrt_ip_submit_free(struct dlrt_ip_submit *m);
+int dlrt_ip_get_status(const uint8_t *p, size_t n, struct dlrt_ip_status *m, struct dlrt_err *err);
+void dlrt_ip_status_free(struct dlrt_ip_status *m);
+int dlrt_ip_get_jobref(const uint8_t *p, size_t n, struct dlrt_ip_jobref *m, struct dlrt_err *err);
+int dlrt_ip_get_jobend(const uint8_t *p, size_t n, struct dlrt_ip_job_info *m, struct dlrt_err *err);
+int dlrt_ip_get_error(const uint8_t *p, size_t n, struct dlrt_ip_text *m, struct dlrt_err *err);
+int dlrt_ip_get_empty(const uint8_t *p, size_t n, struct dlrt_err *err);
+
+/* ---- the little-endian reader and writer the codecs (and state.c) share ---------- */
+
+struct dlrt_ip_rd {
+	const uint8_t *p;
+	size_t len, off;
+	bool bad;
+	const char *why; /* first problem */
+};
+
+void dlrt_ip_rd_init(struct dlrt_ip_rd *r, const uint8_t *p, size_t len);
+uint8_t dlrt_ip_rd_u8(struct dlrt_ip_rd *r);
+uint16_t dlrt_ip_rd_u16(struct dlrt_ip_rd *r);
+uint32_t dlrt_ip_rd_u32(struct dlrt_ip_rd *r);
+uint64_t dlrt_ip_rd_u64(struct dlrt_ip_rd *r);
+float dlrt_ip_rd_f32(struct dlrt_ip_rd *r);
+double dlrt_ip_rd_f64(struct dlrt_ip_rd *r);
+/* A string of at most `max` bytes into dst[max + 1]; no NUL bytes allowed. */
+void dlrt_ip_rd_str(struct dlrt_ip_rd *r, char *dst, size_t max);
+/* Pointer to `n` raw bytes, or NULL (marks the reader bad). */
+const uint8_t *dlrt_ip_rd_bytes(struct dlrt_ip_rd *r, size_t n);
+/* 0 if everything was read and nothing is left over, else -1 with err. */
+int dlrt_ip_rd_end(struct dlrt_ip_rd *r, const char *what, struct dlrt_err *err);
+
+struct dlrt_ip_wr {
+	struct dlrt_buf *b;
+	size_t start; /* offset of the frame's length field in b's held bytes */
+	bool failed;
+};
+
+void dlrt_ip_wr_begin(struct dlrt_ip_wr *w, struct dlrt_buf *b, uint16_t type);
+void dlrt_ip_wr_u8(struct dlrt_ip_wr *w, uint8_t v);
+void dlrt_ip_wr_u16(struct dlrt_ip_wr *w, uint16_t v);
+void dlrt_ip_wr_u32(struct dlrt_ip_wr *w, uint32_t v);
+void dlrt_ip_wr_u64(struct dlrt_ip_wr *w, uint64_t v);
+void dlrt_ip_wr_f32(struct dlrt_ip_wr *w, float v);
+void dlrt_ip_wr_f64(struct dlrt_ip_wr *w, double v);
+void dlrt_ip_wr_str(struct dlrt_ip_wr *w, const char *s);
+void dlrt_ip_wr_bytes(struct dlrt_ip_wr *w, const void *p, size_t n);
+/* Patches the length; 0, or -1 if anything failed (the partial frame is removed). */
+int dlrt_ip_wr_end(struct dlrt_ip_wr *w);
+
+#endif

@@ -1,0 +1,75 @@
+#include "sched.h"
+
+void dlrt_sched_targets(struct dlrt_sched_job *jobs, size_t n, uint32_t nworkers)
+{
+	double sum = 0, known = 0;
+	size_t nrun = 0, nknown = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!jobs[i].runnable)
+			continue;
+		nrun++;
+		if (jobs[i].cost > 0) {
+			known += jobs[i].cost;
+			nknown++;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		double c;
+
+		if (!jobs[i].runnable)
+			continue;
+		c = jobs[i].cost > 0 ? jobs[i].cost : nknown ? known / (double)nknown : 1.0;
+		sum += c;
+	}
+	for (size_t i = 0; i < n; i++) {
+		double c;
+
+		if (!jobs[i].runnable || sum <= 0) {
+			jobs[i].target = 0;
+			continue;
+		}
+		c = jobs[i].cost > 0 ? jobs[i].cost : nknown ? known / (double)nknown : 1.0;
+		jobs[i].target = (double)nworkers * c / sum;
+	}
+	(void)nrun;
+}
+
+void dlrt_sched_accrue(struct dlrt_sched_job *jobs, size_t n, double dt)
+{
+	for (size_t i = 0; i < n; i++) {
+		double c;
+
+		if (!jobs[i].runnable) {
+			jobs[i].credit = 0;
+			continue;
+		}
+		c = jobs[i].credit + (jobs[i].target - (double)jobs[i].held) * dt;
+		if (c > DLRT_SCHED_CREDIT_MAX)
+			c = DLRT_SCHED_CREDIT_MAX;
+		if (c < -DLRT_SCHED_CREDIT_MAX)
+			c = -DLRT_SCHED_CREDIT_MAX;
+		jobs[i].credit = c;
+	}
+}
+
+int dlrt_sched_pick(const struct dlrt_sched_job *jobs, size_t n, int cur)
+{
+	int best = -1;
+	double best_score = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		double s;
+
+		if (!jobs[i].runnable)
+			continue;
+		s = jobs[i].target - (double)jobs[i].held + jobs[i].credit / DLRT_SCHED_HORIZON;
+		if ((int)i == cur)
+			s += DLRT_SCHED_STICKY;
+		if (best < 0 || s > best_score) {
+			best = (int)i;
+			best_score = s;
+		}
+	}
+	return best;
+}

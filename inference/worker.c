@@ -1,0 +1,314 @@
+/* worker.c - a dlrt-infer worker: one process, one task at a time.
+ *
+ * It finds the coordinator through the pool's access record, loads each job's
+ * model and inputs once (on the job's first task; JOBINFO says what they are)
+ * and keeps them until the coordinator drops the job, so every task after the
+ * first costs only inference. A worker is single-threaded and blocking: the
+ * coordinator is the one that must never wait, and with --prefetch the next
+ * tasks simply queue in the socket.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "evloop.h"
+#include "inputs.h"
+#include "infer.h"
+#include "models/model.h"
+#include "pool.h"
+#include "proto.h"
+
+struct wjob {
+	uint32_t id;
+	struct dlrt_model *model;
+	struct dlrt_inputs *inputs; /* shared between jobs with the same file */
+	char inputs_path[DLRT_IP_STR_MAX + 1];
+	uint32_t first, count;
+	char error[DLRT_ERR_MAX];  /* why it cannot run, "" if it can */
+};
+
+struct wstate {
+	const struct dlrt_worker_opts *o;
+	char model_dir[PATH_MAX];
+	struct wjob *jobs;
+	uint32_t njobs, cap;
+	int32_t *pred;
+	float *score;
+};
+
+static void wlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void wlog(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "dlrt-infer worker: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static struct wjob *find_job(struct wstate *s, uint32_t id)
+{
+	for (uint32_t i = 0; i < s->njobs; i++)
+		if (s->jobs[i].id == id)
+			return &s->jobs[i];
+	return NULL;
+}
+
+static void drop_job(struct wstate *s, uint32_t id)
+{
+	struct wjob *j = find_job(s, id);
+	bool shared = false;
+
+	if (!j)
+		return;
+	dlrt_model_free(j->model);
+	for (uint32_t i = 0; i < s->njobs; i++)
+		if (&s->jobs[i] != j && s->jobs[i].inputs == j->inputs)
+			shared = true;
+	if (j->inputs && !shared) {
+		dlrt_inputs_close(j->inputs);
+		free(j->inputs);
+	}
+	*j = s->jobs[--s->njobs];
+}
+
+static void add_job(struct wstate *s, const struct dlrt_ip_jobinfo *ji)
+{
+	struct wjob *j;
+	struct dlrt_err err;
+
+	if (find_job(s, ji->job))
+		return;
+	if (s->njobs == s->cap) {
+		uint32_t cap = s->cap ? s->cap * 2 : 4;
+		struct wjob *q = realloc(s->jobs, cap * sizeof(*q));
+
+		if (!q)
+			return;
+		s->jobs = q;
+		s->cap = cap;
+	}
+	j = &s->jobs[s->njobs++];
+	memset(j, 0, sizeof(*j));
+	j->id = ji->job;
+	j->first = ji->first;
+	j->count = ji->count;
+	snprintf(j->inputs_path, sizeof(j->inputs_path), "%s", ji->inputs);
+	if (dlrt_model_open(&j->model, ji->model, s->model_dir[0] ? s->model_dir : NULL,
+			    &err) < 0) {
+		j->model = NULL;
+		snprintf(j->error, sizeof(j->error), "%s", err.msg);
+		return;
+	}
+	for (uint32_t i = 0; i + 1 < s->njobs; i++)
+		if (s->jobs[i].inputs && !strcmp(s->jobs[i].inputs_path, ji->inputs))
+			j->inputs = s->jobs[i].inputs;
+	if (!j->inputs) {
+		j->inputs = calloc(1, sizeof(*j->inputs));
+		if (!j->inputs || dlrt_inputs_open(j->inputs, ji->inputs, &err) < 0) {
+			snprintf(j->error, sizeof(j->error), "%s", j->inputs ? err.msg :
+				 "out of memory");
+			free(j->inputs);
+			j->inputs = NULL;
+			return;
+		}
+	}
+	if (j->inputs->idx.item_size != dlrt_model_input_size(j->model))
+		snprintf(j->error, sizeof(j->error), "%.200s has %zu bytes per input but model %.100s "
+			 "takes %zu: use 28x28 images", ji->inputs, j->inputs->idx.item_size,
+			 ji->model, dlrt_model_input_size(j->model));
+	else if ((uint64_t)ji->first + ji->count > j->inputs->idx.count)
+		snprintf(j->error, sizeof(j->error), "%.300s has %zu inputs, the job needs %llu",
+			 ji->inputs, j->inputs->idx.count,
+			 (unsigned long long)ji->first + ji->count);
+}
+
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_task *t,
+		    struct dlrt_err *err)
+{
+	struct wjob *j = find_job(s, t->job);
+	struct dlrt_err merr;
+	int64_t t0 = mono_us();
+
+	if (!j || j->error[0] || (uint64_t)t->first + t->n > j->count) {
+		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task };
+
+		snprintf(tf.error, sizeof(tf.error), "%s",
+			 !j ? "task for a job the worker was not told about"
+			    : j->error[0] ? j->error : "task outside the job's inputs");
+		if (dlrt_ip_put_taskfail(&c->out, &tf) < 0)
+			return dlrt_err_set(err, "cannot queue a message");
+		return dlrt_ipc_flush(c, 30000, err);
+	}
+	if (dlrt_model_infer_u8(j->model,
+				j->inputs->idx.data + (size_t)(j->first + t->first) * j->inputs->idx.item_size,
+				t->n, (int *)s->pred, s->score, &merr) < 0) {
+		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task };
+
+		snprintf(tf.error, sizeof(tf.error), "%s", merr.msg);
+		dlrt_ip_put_taskfail(&c->out, &tf);
+		return dlrt_ipc_flush(c, 30000, err);
+	}
+	{
+		struct dlrt_ip_result r = { .job = t->job, .task = t->task, .n = t->n,
+					    .pred = s->pred, .score = s->score };
+		int64_t busy = mono_us() - t0;
+
+		r.busy_us = busy > UINT32_MAX ? UINT32_MAX : (uint32_t)busy;
+		if (dlrt_ip_put_result(&c->out, &r) < 0)
+			return dlrt_err_set(err, "cannot queue a message");
+	}
+	return dlrt_ipc_flush(c, 30000, err);
+}
+
+/* One connection's life: 0 when it ended (coordinator gone), -1 on a hard error. */
+static int serve(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
+{
+	for (;;) {
+		struct dlrt_ip_frame f;
+		int rc = dlrt_ipc_recv(c, &f, 1000, err);
+
+		if (rc < 0)
+			return 0;
+		if (rc == 0) {
+			/* Idle: is the pool still there? */
+			struct dlrt_pool_access a;
+			struct dlrt_err e2;
+
+			if (dlrt_pool_read_access(s->o->pool, &a, &e2) != 0 || a.epoch != c->epoch)
+				return 0;
+			continue;
+		}
+		switch (f.type) {
+		case DLRT_IP_JOBINFO: {
+			struct dlrt_ip_jobinfo ji;
+
+			if (dlrt_ip_get_jobinfo(f.payload, f.len, &ji, err) < 0)
+				return -1;
+			add_job(s, &ji);
+			if (find_job(s, ji.job) && find_job(s, ji.job)->error[0])
+				wlog("job %u cannot run here: %s", ji.job, find_job(s, ji.job)->error);
+			break;
+		}
+		case DLRT_IP_TASK: {
+			struct dlrt_ip_task t;
+
+			if (dlrt_ip_get_task(f.payload, f.len, &t, err) < 0)
+				return -1;
+			if (run_task(s, c, &t, err) < 0)
+				return 0;
+			break;
+		}
+		case DLRT_IP_DROP: {
+			struct dlrt_ip_jobref r;
+
+			if (dlrt_ip_get_jobref(f.payload, f.len, &r, err) < 0)
+				return -1;
+			drop_job(s, r.job);
+			break;
+		}
+		default:
+			return dlrt_err_set(err, "the coordinator sent %s to a worker",
+					    dlrt_ip_type_name(f.type));
+		}
+	}
+}
+
+static void default_model_dir(struct wstate *s)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (s->o->model_dir && *s->o->model_dir) {
+		snprintf(s->model_dir, sizeof(s->model_dir), "%s", s->o->model_dir);
+		return;
+	}
+	if (getenv("DLRT_MODEL_DIR") && *getenv("DLRT_MODEL_DIR"))
+		return; /* dlrt_model_open reads it */
+	/* Installed layout: PREFIX/bin/dlrt-infer -> PREFIX/share/dlrt/models. */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	snprintf(s->model_dir, sizeof(s->model_dir), "%.4000s/../share/dlrt/models", exe);
+}
+
+int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
+{
+	struct wstate s = { .o = o };
+	int64_t deadline = dlrt_now_ms() + (int64_t)(o->wait_s > 0 ? o->wait_s : 300) * 1000;
+	bool served = false;
+	int rc = -1;
+
+	signal(SIGPIPE, SIG_IGN);
+	default_model_dir(&s);
+	s.pred = malloc(DLRT_IP_MAX_BATCH * sizeof(*s.pred));
+	s.score = malloc(DLRT_IP_MAX_BATCH * sizeof(*s.score));
+	if (!s.pred || !s.score) {
+		dlrt_err_set(err, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		struct dlrt_ipc c;
+		struct dlrt_pool_access a;
+		int r = dlrt_pool_read_access(o->pool, &a, err);
+
+		if (r < 0)
+			goto out;
+		if (r > 0 && served) {
+			rc = 0; /* the coordinator removed its record: the pool stopped */
+			wlog("the pool stopped");
+			goto out;
+		}
+		if (r == 0 && dlrt_ipc_open(&c, o->pool, DLRT_IP_ROLE_WORKER, o->name, 5000,
+					    err) == 0) {
+			wlog("worker %u of pool %s (epoch %llu)", c.id, o->pool,
+			     (unsigned long long)c.epoch);
+			served = true;
+			r = serve(&s, &c, err);
+			dlrt_ipc_close(&c);
+			if (r < 0)
+				goto out;
+			/* Jobs restart from JOBINFO on the next connection. */
+			while (s.njobs)
+				drop_job(&s, s.jobs[0].id);
+			deadline = dlrt_now_ms() + (int64_t)(o->wait_s > 0 ? o->wait_s : 300) * 1000;
+			continue;
+		}
+		if (dlrt_now_ms() > deadline) {
+			dlrt_err_set(err, "no coordinator reachable through %s for %d s: start the "
+				     "pool's element 0, or give another --pool", o->pool,
+				     o->wait_s > 0 ? o->wait_s : 300);
+			goto out;
+		}
+		usleep(200000);
+	}
+out:
+	while (s.njobs)
+		drop_job(&s, s.jobs[0].id);
+	free(s.jobs);
+	free(s.pred);
+	free(s.score);
+	return rc;
+}

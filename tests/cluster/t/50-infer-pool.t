@@ -1,0 +1,126 @@
+#!/bin/bash
+# dlrt-infer: a pool of 1 coordinator + 6 workers as job arrays over 3 nodes.
+# Two jobs of different models (lenet5, deepcnn); the second is submitted while
+# the first runs, and the sixth worker joins late (pool add). Checks: every
+# query answered exactly once, answers and accuracy equal to a single-process
+# run, both jobs' query rates within 10% once converged, workers returned when
+# a job ends, the late worker got work, and `pool stop` ends every element.
+. "$(dirname "$0")/../lib.sh"
+
+T=/usr/share/datasets/fashion-mnist
+POOL=$WORK/pool
+N1=60000 N2=10000
+infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
+
+if [ ! -r $T/t10k-images-idx3-ubyte.gz ]; then
+	echo "1..0 # SKIP dataset-fashion-mnist is not installed (tests/cluster/install-deps.sh)"
+	exit 0
+fi
+
+# The single-process reference, on this host (same binary, same weights).
+MD=$DLRT_CLUSTER_DIR/prefix/share/dlrt/models
+as_user dlrt-infer local --model lenet5 --inputs $T/train-images-idx3-ubyte.gz --count $N1 \
+	--model-dir "$MD" --out "$WORK/ref1.csv" 2>"$WORK/ref1.acc"
+ok $? "single-process reference for job 1 (lenet5, $N1 inputs)"
+as_user dlrt-infer local --model deepcnn --inputs $T/t10k-images-idx3-ubyte.gz --count $N2 \
+	--model-dir "$MD" --out "$WORK/ref2.csv" 2>"$WORK/ref2.acc"
+ok $? "single-process reference for job 2 (deepcnn, $N2 inputs)"
+
+# The pool: elements 0..5 (coordinator + 5 workers); -c 5 spreads them over nodes.
+ARRAY=$(infer pool start --workers 5 -- -c 5 2>"$WORK/start.err")
+like "$ARRAY" '^[0-9]+$' "pool start submitted the array (job $ARRAY)"
+workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
+for _ in $(seq 1 120); do [ "$(workers_up)" -ge 5 ] && break; sleep 0.5; done
+is "$(workers_up)" 5 "5 workers joined the coordinator"
+stat -c '%a %U' "$POOL" "$POOL/access" >"$WORK/modes"
+is "$(tr '\n' ' ' <"$WORK/modes")" "700 $DLRT_TEST_USER 600 $DLRT_TEST_USER " \
+	"pool directory 0700 and access record 0600, owned by the user"
+like "$(head -2 "$POOL"/element-"${ARRAY}"_0.log)" "array element 0: coordinator" \
+	"the infer runtime made element 0 the coordinator"
+like "$(cat "$POOL"/element-"${ARRAY}"_3.log)" "array element 3: worker" "and element 3 a worker"
+
+J1=$(infer submit --model lenet5 --inputs $T/train-images-idx3-ubyte.gz --count $N1 --batch 10 \
+	--name fast)
+is "$J1" 1 "job 1 submitted"
+# Submit job 2 midway through job 1.
+for _ in $(seq 1 200); do
+	d=$(infer status | awk -v j="$J1" '$1 == j && $3 == "lenet5" { split($5, a, "/"); print a[1] }')
+	[ "${d:-0}" -ge $((N1 / 8)) ] && break
+	sleep 0.05
+done
+J2=$(infer submit --model deepcnn --inputs $T/t10k-images-idx3-ubyte.gz --count $N2 --batch 10 \
+	--name deep)
+is "$J2" 2 "job 2 submitted while job 1 runs ($d of $N1 done)"
+LATE=$(infer pool add --workers 1 -- -c 5 -w n3)
+like "$LATE" '^[0-9]+$' "a sixth worker submitted late (job $LATE)"
+
+infer wait "$J2" >"$WORK/wait2"
+is $? 0 "job 2 completed"
+infer wait "$J1" >"$WORK/wait1"
+is $? 0 "job 1 completed"
+infer status >"$WORK/status"
+diag "$(cat "$WORK/wait1" "$WORK/wait2")"
+
+# Exactly once: one row per query, every input index once.
+for j in 1 2; do
+	n=$([ $j = 1 ] && echo $N1 || echo $N2)
+	csv=$POOL/job-$j.csv
+	is "$(($(wc -l <"$csv") - 1))" "$n" "job $j: $n result rows"
+	is "$(tail -n +2 "$csv" | cut -d, -f2 | sort -u | wc -l)" "$n" "job $j: every input exactly once"
+	# Same answers as the single-process run (input index, prediction, score).
+	tail -n +2 "$csv" | cut -d, -f2-4 | sort -t, -k1n >"$WORK/pool$j.sorted"
+	tail -n +2 "$WORK/ref$j.csv" | sort -t, -k1n >"$WORK/ref$j.sorted"
+	ok "$(cmp -s "$WORK/pool$j.sorted" "$WORK/ref$j.sorted"; echo $?)" \
+		"job $j: answers equal to the single-process run"
+	acc=$(grep -o 'accuracy [0-9.]*%' "$WORK/wait$j")
+	is "$acc" "$(grep -o 'accuracy [0-9.]*%' "$WORK/ref$j.acc")" "job $j: $acc as in one process"
+done
+
+# The late worker (array $LATE) got work.
+late_id=$(awk -v a="/${LATE}_1" 'index($2, a) { print $1 }' "$WORK/status")
+like "$late_id" '^[0-9]+$' "the late worker is in the pool (worker $late_id)"
+late_rows=$(tail -n +2 "$POOL/job-1.csv" "$POOL/job-2.csv" | awk -F, -v w="$late_id" '$5 == w' | wc -l)
+ok "$([ "$late_rows" -gt 0 ]; echo $?)" "the late worker answered $late_rows queries"
+nodes=$(awk '$2 ~ /^n[1-3]\// { split($2, a, "/"); print a[1] }' "$WORK/status" | sort -u | wc -l)
+is "$nodes" 3 "the 6 workers ran on 3 nodes"
+
+# Rates: from the coordinator's timeline (t job rate workers share done), once
+# both jobs ran for a second and before job 2 runs out of tasks.
+t2=$(awk -v j="$J2" '$2 == j && $3 == "first_result" { print $1 }' "$POOL/events.tsv")
+t2end=$(awk -v j="$J2" '$2 == j && $3 == "done" { print $1 }' "$POOL/events.tsv")
+awk -v a="$J1" -v b="$J2" -v from="$t2" -v to="$t2end" '
+	NR > 1 && $1 >= from + 1.0 && $1 <= to - 0.6 { r[$1, $2] = $3; ts[$1] = 1 }
+	END { for (t in ts) if (((t, a) in r) && ((t, b) in r) && r[t, a] > 0 && r[t, b] > 0) {
+		d = r[t, a] - r[t, b]; if (d < 0) d = -d
+		m = r[t, a] > r[t, b] ? r[t, a] : r[t, b]
+		print d / m } }' "$POOL/timeline.tsv" | sort -n >"$WORK/gaps"
+n=$(wc -l <"$WORK/gaps")
+med=$(awk -v n="$n" 'NR == int((n + 1) / 2) { print $1 }' "$WORK/gaps")
+diag "rate gap samples after convergence: $n, median $med"
+ok "$([ "$n" -ge 4 ] && awk -v m="$med" 'BEGIN { exit !(m <= 0.10) }'; echo $?)" \
+	"both jobs' query rates within 10% after convergence (median gap ${med:-none})"
+
+# Workers returned: right after job 2 ended, job 1's share is the whole pool.
+share=$(awk -v a="$J1" -v t="$t2end" 'NR > 1 && $2 == a && $1 > t { print $5; exit }' "$POOL/timeline.tsv")
+if [ -n "$share" ]; then
+	is "$share" "6.00" "job 1 gets all 6 workers as soon as job 2 ends"
+else
+	ok 0 "job 1 ended with job 2 (nothing to return) # SKIP no sample"
+fi
+idle=$(awk '$2 ~ /^n[1-3]\// && $3 == "-"' "$WORK/status" | wc -l)
+is "$idle" 6 "with both jobs done every worker is free"
+
+infer plot "$J1" "$J2" --out "$WORK/rates.png" >/dev/null
+ok "$([ -s "$WORK/rates.png" ] && file "$WORK/rates.png" | grep -q PNG; echo $?)" "plot drew a PNG"
+
+[ -n "${DLRT_TEST_KEEP:-}" ] && cp -r "$POOL" "$DLRT_TEST_KEEP"
+infer pool stop >/dev/null
+ok $? "pool stop"
+for _ in $(seq 1 60); do
+	[ -z "$(squeue -h -j "$ARRAY,$LATE" 2>/dev/null)" ] && break
+	sleep 0.5
+done
+is "$(squeue -h -j "$ARRAY,$LATE" 2>/dev/null | wc -l)" 0 "every array element ended"
+ok "$([ ! -e "$POOL/access" ]; echo $?)" "the access record is gone"
+scancel "$ARRAY" "$LATE" 2>/dev/null
+done_testing

@@ -1,0 +1,103 @@
+#!/bin/bash
+# dlrt-infer's errors: one line naming cause and fix, bad input closes only that
+# connection, the pool secret is required, failed and cancelled jobs, --help.
+. "$(dirname "$0")/../lib.sh"
+
+T=/usr/share/datasets/fashion-mnist
+POOL=$WORK/pool
+infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
+one_line() { # one_line DESCRIPTION REGEX CMD...: fails with exactly one matching line
+	local what=$1 re=$2
+	shift 2
+	"$@" >"$WORK/o" 2>"$WORK/e"
+	local rc=$?
+	ok "$([ $rc -ne 0 ] && [ "$(wc -l <"$WORK/e")" -eq 1 ] && grep -Eq -- "$re" "$WORK/e"; echo $?)" \
+		"$what (exit $rc: $(head -c 160 "$WORK/e"))"
+}
+
+for c in "" submit status wait cancel plot local "pool start" "pool add" "pool stop" \
+	"pool run" coordinator worker; do
+	# shellcheck disable=SC2086
+	as_user dlrt-infer $c --help >"$WORK/o" 2>&1
+	ok "$([ $? -eq 0 ] && [ -s "$WORK/o" ]; echo $?)" "dlrt-infer $c --help"
+done
+one_line "submit without --model" "needs --model, --inputs and --batch" infer submit --inputs x
+one_line "submit --batch 0" "--batch=0: expected a whole number" infer submit --model lenet5 \
+	--inputs $T/t10k-images-idx3-ubyte.gz --batch 0
+one_line "status with no pool" "no coordinator has started in .*: start a pool" infer status
+one_line "pool run outside the runtime" "must run inside a step of sbatch --dl-runtime=infer" \
+	infer pool run
+one_line "labels given as inputs" "expected 28x28 images" infer submit --model lenet5 \
+	--inputs $T/t10k-labels-idx1-ubyte.gz --batch 4
+
+ARRAY=$(infer pool start --workers 1 -- -c 2)
+like "$ARRAY" '^[0-9]+$' "a pool of 1 worker"
+for _ in $(seq 1 120); do
+	[ "$(infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/')" -ge 1 ] && break
+	sleep 0.5
+done
+eval "$(sed -n 's/^\(address\|port\|epoch\)=/\1=/p' "$POOL/access")"
+like "$address:$port" '^10\.77\.[0-9]+\.[0-9]+:[0-9]+$' "the access record names the coordinator"
+ok "$(runuser -u nobody -- cat "$POOL/access" >/dev/null 2>&1; [ $? -ne 0 ]; echo $?)" \
+	"another user cannot read the access record"
+
+# Malformed input, a wrong secret, a stale epoch: each closes that connection only.
+python3 - "$address" "$port" "$epoch" >"$WORK/raw" 2>&1 <<'PY'
+import socket, struct, sys
+addr, port, epoch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def s(x): x = x.encode(); return struct.pack('<I', len(x)) + x
+def talk(data):
+    c = socket.create_connection((addr, port), timeout=5)
+    c.sendall(data)
+    got = b''
+    try:
+        while True:
+            b = c.recv(4096)
+            if not b: break
+            got += b
+    except socket.timeout:
+        return 'open'
+    return 'closed ' + repr(got[8 + 4:].decode(errors='replace'))
+def hello(secret, ep):
+    p = struct.pack('<BQ', 2, ep) + s(secret) + s('tester')
+    return struct.pack('<IHH', len(p) + 4, 1, 1) + p
+print('garbage:', talk(b'GET / HTTP/1.0\r\n\r\n'))
+print('version:', talk(struct.pack('<IHH', 4, 9, 1)))
+print('secret:', talk(hello('0' * 64, epoch)))
+print('epoch:', talk(hello('0' * 64, epoch + 5)))
+PY
+like "$(grep '^garbage:' "$WORK/raw")" "closed" "garbage is answered by closing the connection"
+like "$(grep '^version:' "$WORK/raw")" "closed" "a wrong protocol version closes the connection"
+like "$(grep '^secret:' "$WORK/raw")" "closed .*wrong pool secret" "a wrong secret is refused with a reason"
+like "$(grep '^epoch:' "$WORK/raw")" "closed" "a wrong secret and epoch are refused"
+infer status >"$WORK/st"
+ok $? "the pool still answers status after all that"
+like "$(cat "$POOL"/element-"${ARRAY}"_0.log)" "closing a connection: protocol version 9" \
+	"the coordinator logged why it closed the connection"
+
+# A job whose model cannot be loaded fails with the worker's one-line reason.
+J=$(infer submit --model nosuchmodel --inputs $T/t10k-images-idx3-ubyte.gz --count 100 --batch 10)
+infer wait "$J" >"$WORK/w"
+ok "$([ $? -eq 1 ]; echo $?)" "wait on a failed job exits 1"
+like "$(cat "$WORK/w")" "job $J failed: 0/100 queries.*nosuchmodel" "it says the model is the cause"
+
+# Cancel: answers recorded so far stay, each once; in-flight ones are dropped.
+J=$(infer submit --model deepcnn --inputs $T/train-images-idx3-ubyte.gz --batch 10 --name long)
+sleep 1
+infer cancel "$J" >"$WORK/c"
+is $? 0 "cancel a running job"
+infer wait "$J" >"$WORK/w"
+ok "$([ $? -eq 1 ]; echo $?)" "wait on a cancelled job exits 1"
+like "$(cat "$WORK/w")" "job $J cancelled: [0-9]+/60000" "wait reports the cancellation"
+rows=$(($(wc -l <"$POOL/job-$J.csv") - 1))
+is "$(tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2 | sort -u | wc -l)" "$rows" \
+	"the cancelled job's $rows answers are each there once"
+one_line "cancel it again" "already ended" infer cancel "$J"
+one_line "wait for a job that does not exist" "no such job" infer wait 999
+
+infer pool stop >/dev/null
+ok $? "pool stop"
+for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "the pool's elements ended"
+scancel "$ARRAY" 2>/dev/null
+done_testing
