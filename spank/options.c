@@ -35,7 +35,7 @@ int dlrt_options_register(spank_t sp)
 
 	dlrt_runtime_list(names, sizeof(names), dlrt_plugin.cfg.allowed);
 	/* One line in --help: Slurm wraps usages longer than 50 columns. */
-	snprintf(runtime_usage, sizeof(runtime_usage), "[dlrt] DL runtime: %s", names);
+	snprintf(runtime_usage, sizeof(runtime_usage), "[dlrt] one of %s", names);
 	for (int i = 0; i < DLRT_OPT_COUNT; i++) {
 		const struct dlrt_opt_desc *d = &dlrt_opt_descs[i];
 		spank_err_t rc;
