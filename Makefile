@@ -116,7 +116,7 @@ $(SAN_BUILD)/tests/test_%: $(SAN_BUILD)/obj/tests/unit/test_%.o $(SAN_BUILD)/lib
 
 .PHONY: unit
 # UNIT=pattern runs only the unit tests whose name contains it (make unit UNIT=gpuplan).
-UNIT_RUN     := $(if $(UNIT),$(filter %$(UNIT)%,$(UNIT_TESTS)),$(UNIT_TESTS))
+UNIT_RUN     := $(if $(UNIT),$(foreach t,$(UNIT_TESTS),$(if $(findstring $(UNIT),$(notdir $(t))),$(t))),$(UNIT_TESTS))
 SAN_RUN      := $(UNIT_RUN:$(BUILD)/tests/%=$(SAN_BUILD)/tests/%)
 unit: $(UNIT_RUN) $(SAN_RUN) $(PLUGIN)
 	DLRT_PLUGIN=$(abspath $(PLUGIN)) DLRT_SRCDIR=$(CURDIR) prove -f $(UNIT_RUN)
