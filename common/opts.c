@@ -28,6 +28,10 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 				"[dlrt] plan GPUs on this hwloc XML file" },
 	[DLRT_OPT_STORE] = { "dl-store", "KIND",
 			     "[dlrt] caffe2 store: helper (default), file:DIR" },
+	[DLRT_OPT_LOG_DIR] = { "dl-log-dir", "DIR",
+			       "[dlrt] task output to DIR/job/step/role-N.log" },
+	[DLRT_OPT_RETRIES] = { "dl-retries", "N",
+			       "[dlrt] requeue up to N times if a node fails" },
 };
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -259,6 +263,21 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 		return check_path("--dl-topology", arg, o->topology, sizeof(o->topology), err);
 	case DLRT_OPT_STORE:
 		return set_store(o, arg, err);
+	case DLRT_OPT_LOG_DIR:
+		/* Created later as the user, in each task (spank/logs.c); here only
+		 * what can never work: nothing, a newline, or no room for the ids. */
+		if (!arg || !*arg || strchr(arg, '\n') || strlen(arg) > sizeof(o->log_dir) - 64)
+			return dlrt_err_set(err, "--dl-log-dir=%s: give a folder path of at most %zu "
+					    "bytes, e.g. --dl-log-dir=$HOME/dl-logs", arg ? arg : "",
+					    sizeof(o->log_dir) - 64);
+		snprintf(o->log_dir, sizeof(o->log_dir), "%s", arg);
+		return 0;
+	case DLRT_OPT_RETRIES:
+		if (dlrt_parse_u32(arg, 0, 100, &v) < 0)
+			return dlrt_err_set(err, "--dl-retries=%s: must be a number from 0 to 100",
+					    arg ? arg : "");
+		o->retries = v;
+		return 0;
 	case DLRT_OPT_COUNT:
 		break;
 	}

@@ -35,6 +35,8 @@ enum dlrt_opt_id {
 	DLRT_OPT_CPU_BIND,
 	DLRT_OPT_TOPOLOGY,
 	DLRT_OPT_STORE,
+	DLRT_OPT_LOG_DIR,
+	DLRT_OPT_RETRIES,
 	DLRT_OPT_COUNT
 };
 
@@ -65,6 +67,8 @@ struct dlrt_opts {
 	char topology[1024];                /* --dl-topology: "" = topology_xml=, else the node */
 	enum dlrt_store_kind store;         /* --dl-store */
 	char store_dir[1024];               /* --dl-store=file:DIR, an absolute path */
+	char log_dir[1024];                 /* --dl-log-dir: "" = no log export (spank/logs.c) */
+	uint32_t retries;                   /* --dl-retries: requeues allowed (spank/requeue.c) */
 };
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */

@@ -74,6 +74,15 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	return dlrt_stepd_task_init(sp);
 }
 
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (spank_context() == S_CTX_REMOTE)
+		dlrt_requeue_task_exit(sp);
+	return 0;
+}
+
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	(void)sp;

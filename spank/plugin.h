@@ -45,6 +45,7 @@ int dlrt_client_local_user_init(spank_t sp);
 
 /* stepd.c: slurmstepd (remote) */
 int dlrt_stepd_post_opt(spank_t sp);
+uint32_t dlrt_restart_count(spank_t sp);
 int dlrt_stepd_user_init(spank_t sp);
 int dlrt_stepd_task_init(spank_t sp);
 void dlrt_stepd_exit(void);
@@ -54,5 +55,11 @@ int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err);
 int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err);
 void dlrt_stepd_gpu_print(spank_t sp, FILE *f);
 void dlrt_stepd_gpu_free(void);
+
+/* logs.c: --dl-log-dir, at the end of task_init (as the user) */
+int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
+
+/* requeue.c: --dl-retries, from slurm_spank_task_exit (slurmstepd, as root) */
+void dlrt_requeue_task_exit(spank_t sp);
 
 #endif

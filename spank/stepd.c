@@ -40,6 +40,20 @@ static int getenv_step(spank_t sp, const char *name, char *buf, int len)
 	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
 }
 
+/* The job's attempt. S_SLURM_RESTART_COUNT reads 0 in srun steps of a requeued
+ * job (observed on 22.05); the step inherits SLURM_RESTART_COUNT from the batch
+ * script's environment, which Slurm sets from the 2nd attempt on. */
+uint32_t dlrt_restart_count(spank_t sp)
+{
+	uint32_t item = 0, env = 0;
+	char buf[32];
+
+	spank_get_item(sp, S_SLURM_RESTART_COUNT, &item);
+	if (getenv_step(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) == 0)
+		dlrt_parse_u32(buf, 0, 1u << 30, &env);
+	return item > env ? item : env;
+}
+
 int dlrt_stepd_post_opt(spank_t sp)
 {
 	uint32_t stepid = 0;
@@ -60,7 +74,7 @@ int dlrt_stepd_post_opt(spank_t sp)
 	dlrt_plugin.active = true;
 	dlrt_plugin.step.step_id = stepid;
 	spank_get_item(sp, S_JOB_ID, &dlrt_plugin.step.job_id);
-	spank_get_item(sp, S_SLURM_RESTART_COUNT, &dlrt_plugin.step.restart_count);
+	dlrt_plugin.step.restart_count = dlrt_restart_count(sp);
 	{
 		uint32_t array_job = 0, array_task = 0;
 
@@ -185,6 +199,9 @@ int dlrt_stepd_task_init(spank_t sp)
 		}
 	}
 	if (dlrt_stepd_gpu_task_init(sp, local, &err) < 0)
+		task_fail(local, err.msg);
+	/* Last: from here on the task's output goes to its log too. */
+	if (dlrt_logs_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
 	if (dlrt_plugin.opts.verbose)
 		fprintf(stderr, "dlrt: task %u on %s: %s %s %u\n", rank,

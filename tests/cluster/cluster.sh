@@ -8,6 +8,8 @@
 #   cluster.sh env       print the exports a shell needs to use the cluster (eval "$(cluster.sh env)")
 #   cluster.sh prefix    print the install prefix the cluster loads dlrt from
 #   cluster.sh exec NODE CMD...   run a command inside a node (its network, hostname and /tmp)
+#   cluster.sh stop-node NODE     stop that node's slurmd only (a node failure, for tests)
+#   cluster.sh start-node NODE    start it again
 #
 # Shape: munged and slurmctld in the root namespace on the bridge address 10.77.0.1; one slurmd
 # per node, each in its own network namespace (own veth and IPv4 address on the bridge), its own
@@ -213,12 +215,32 @@ start_daemons() {
 	# The saved cluster name would still refuse a renamed cluster: it is ours to drop.
 	rm -f "$DIR/state/clustername"
 	slurmctld -c -f "$conf"
-	for n in $(nodes); do
-		mkdir -p "$DIR/spool/$n" "$DIR/nodes/$n/tmp"
-		chmod 1777 "$DIR/nodes/$n/tmp"
-		nsenter --net="/var/run/netns/$NSPFX-$n" unshare --uts --mount --propagation private \
-			sh -c "mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/etc/hosts' /etc/hosts && hostname $n && exec slurmd -f '$conf' -N $n"
-	done
+	for n in $(nodes); do start_slurmd "$n"; done
+}
+
+start_slurmd() {
+	local n=$1 conf="$DIR/etc/slurm.conf"
+	mkdir -p "$DIR/spool/$n" "$DIR/nodes/$n/tmp"
+	chmod 1777 "$DIR/nodes/$n/tmp"
+	nsenter --net="/var/run/netns/$NSPFX-$n" unshare --uts --mount --propagation private \
+		sh -c "mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/etc/hosts' /etc/hosts && hostname $n && exec slurmd -f '$conf' -N $n"
+}
+
+# A node failure for tests (--dl-retries): stop one slurmd only; its step daemons and
+# tasks keep running, as on a node whose daemon died. start-node brings it back
+# (ReturnToService=2 returns it to service) without touching the other daemons.
+cmd_stop_node() {
+	local n=${1:?usage: cluster.sh stop-node NODE}
+	pid_alive "$DIR/run/slurmd-$n.pid" || die "node $n is not running"
+	kill "$(cat "$DIR/run/slurmd-$n.pid")"
+	for _ in $(seq 50); do pid_alive "$DIR/run/slurmd-$n.pid" || return 0; sleep 0.1; done
+	kill -9 "$(cat "$DIR/run/slurmd-$n.pid")" 2>/dev/null || true
+}
+
+cmd_start_node() {
+	local n=${1:?usage: cluster.sh start-node NODE}
+	export_env
+	pid_alive "$DIR/run/slurmd-$n.pid" || start_slurmd "$n"
 }
 
 daemons_alive() {
@@ -305,5 +327,7 @@ logs) print_logs ;;
 env) echo "export SLURM_CONF=$DIR/etc/slurm.conf DLRT_CLUSTER_ID=$ID DLRT_CLUSTER_DIR=$DIR DLRT_TEST_USER=$TEST_USER PATH=$DIR/prefix/bin:\$PATH MANPATH=$DIR/prefix/share/man:" ;;
 prefix) echo "$DIR/prefix" ;;
 exec) shift; cmd_exec "$@" ;;
-*) echo "usage: $0 up|down|status|logs|env|prefix|exec NODE CMD..." >&2; exit 2 ;;
+stop-node) need_root; cmd_stop_node "${2:-}" ;;
+start-node) need_root; cmd_start_node "${2:-}" ;;
+*) echo "usage: $0 up|down|status|logs|env|prefix|exec NODE CMD...|stop-node NODE|start-node NODE" >&2; exit 2 ;;
 esac

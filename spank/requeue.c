@@ -1,0 +1,417 @@
+/* requeue.c - --dl-retries=N: when a node fails or a task is killed by a signal,
+ * record the node, exclude it and requeue the job, at most N times.
+ *
+ * Where this lives, and why (docs/ADMIN.md, "Retries"):
+ *  - Evidence is recorded where it happens: slurm_spank_task_exit of every srun
+ *    step's slurmstepd sees each task's wait status; a task killed by a signal
+ *    appends "attempt=A node=X ..." to the job's retry log.
+ *  - The decision is taken once, in slurm_spank_task_exit of the BATCH step, when
+ *    the script has ended (by itself, or because Slurm requeued the job after a
+ *    node stopped responding). Failed nodes = the log's entries of this attempt
+ *    plus the job's nodes Slurm now reports down or not responding.
+ *  - The requeue is Slurm's own: `scontrol requeuehold`, `scontrol update
+ *    ExcNodeList=`, `scontrol release`, run as the job's user (a user may do all
+ *    three to a job of theirs; no admin rights, no slurmctld hook). Holding first
+ *    means the job cannot start again before the exclusion is in place. When
+ *    Slurm already requeued the job itself (node failure), only the exclusion is
+ *    added. Slurm's restart counter is the attempt number (DLRT_ATTEMPT,
+ *    DMLC_NUM_ATTEMPT, RUN_ID), so it counts both kinds of requeue.
+ * The work runs in a child process that has dropped to the job's user and is
+ * killed after RQ_TIMEOUT_S, so slurmstepd never waits longer than that.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "logline.h"
+#include "plugin.h"
+
+#define RQ_TIMEOUT_S 60  /* the whole decision, from slurmstepd's point of view */
+#define CMD_TIMEOUT_S 15 /* one scontrol/sinfo call */
+
+struct rq_job {
+	uid_t uid;
+	gid_t gid;
+	uint32_t job_id, step_id, attempt;
+	char pwd[1024], slurm_conf[1024], path[2048], nodelist[4096];
+};
+
+static void getenv_job(spank_t sp, const char *name, char *buf, int len)
+{
+	if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS)
+		buf[0] = '\0';
+}
+
+/* The retry log: DIR/<job>/dlrt-retries.log with --dl-log-dir, else
+ * ~/.dlrt/jobs/<job>/dlrt-retries.log. Called as the user. */
+static int retry_log_path(const struct rq_job *j, char *out, size_t len)
+{
+	const char *d = dlrt_plugin.opts.log_dir;
+	char base[2048];
+	int n;
+
+	if (d[0] == '/')
+		n = snprintf(base, sizeof(base), "%s/%u", d, j->job_id);
+	else if (d[0] && j->pwd[0] == '/')
+		n = snprintf(base, sizeof(base), "%s/%s/%u", j->pwd, d, j->job_id);
+	else {
+		struct passwd *pw = getpwuid(j->uid);
+
+		if (!pw || !pw->pw_dir)
+			return -1;
+		n = snprintf(base, sizeof(base), "%s/.dlrt/jobs/%u", pw->pw_dir, j->job_id);
+	}
+	if (n < 0 || (size_t)n >= sizeof(base))
+		return -1;
+	for (char *p = base + 1;; p++) { /* mkdir -p */
+		if (*p == '/' || !*p) {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(base, 0750) < 0 && errno != EEXIST)
+				return -1;
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	n = snprintf(out, len, "%s/dlrt-retries.log", base);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+static void rq_note(const struct rq_job *j, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void rq_note(const struct rq_job *j, const char *fmt, ...)
+{
+	char line[1024], stamp[DLRT_LOGSTAMP_LEN + 1];
+	struct timespec ts;
+	va_list ap;
+	int fd, n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	dlrt_logline_stamp(stamp, &ts);
+	n = snprintf(line, sizeof(line), "%s ", stamp);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n >= (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	fd = open(j->path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0)
+		return;
+	if (write(fd, line, (size_t)n) != n) {
+		/* nothing better to do: the log is best effort */
+	}
+	close(fd);
+}
+
+/* Runs argv (scontrol, sinfo) with the job's Slurm config; stdout into out.
+ * Returns the exit status, or -1 (not started, killed after CMD_TIMEOUT_S). */
+static int run(const struct rq_job *j, char *out, size_t len, char *const argv[])
+{
+	int pfd[2], status = -1;
+	size_t got = 0;
+	time_t end = time(NULL) + CMD_TIMEOUT_S;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_RDWR);
+
+		dup2(devnull, STDIN_FILENO);
+		dup2(pfd[1], STDOUT_FILENO);
+		dup2(pfd[1], STDERR_FILENO);
+		if (j->slurm_conf[0])
+			setenv("SLURM_CONF", j->slurm_conf, 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (;;) {
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		int left = (int)(end - time(NULL));
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, left * 1000) <= 0)
+			break;
+		n = read(pfd[0], out + got, got + 1 < len ? len - got - 1 : 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(pfd[0]);
+	if (len)
+		out[got] = '\0';
+	/* Its output ended; give it the rest of its time to exit. */
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (time(NULL) >= end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		usleep(10 * 1000);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Adds `name` to the comma list `list` unless it is there already. */
+static void list_add(char *list, size_t len, const char *name)
+{
+	size_t n = strlen(name), l = strlen(list);
+
+	for (const char *p = list; *p;) {
+		size_t k = strcspn(p, ",");
+
+		if (k == n && !strncmp(p, name, n))
+			return;
+		p += k + (p[k] == ',');
+	}
+	if (n && l + n + 2 < len)
+		snprintf(list + l, len - l, "%s%s", l ? "," : "", name);
+}
+
+/* "JobState=RUNNING ... ExcNodeList=n2 ..." -> value of key (one word). */
+static void field(const char *text, const char *key, char *out, size_t len)
+{
+	const char *p = text;
+	size_t k = strlen(key);
+
+	out[0] = '\0';
+	while ((p = strstr(p, key)) && p != text && p[-1] != ' ' && p[-1] != '\n')
+		p += k;
+	if (p) {
+		size_t n = strcspn(p + k, " \n");
+
+		snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p + k);
+	}
+}
+
+/* Task signals that point at the node: not the SIGTERM/SIGINT/SIGHUP Slurm and
+ * users end steps with (SIGKILL stays: the OOM killer uses it). */
+static bool node_signal(int sig)
+{
+	return sig != SIGTERM && sig != SIGINT && sig != SIGHUP && sig != SIGPIPE;
+}
+
+static void job_state(const struct rq_job *j, char *state, size_t slen, char *exc, size_t elen)
+{
+	char buf[16384], jid[16];
+	char *show_job[] = { "scontrol", "show", "job", "-o", jid, NULL };
+
+	snprintf(jid, sizeof(jid), "%u", j->job_id);
+	state[0] = exc[0] = '\0';
+	if (run(j, buf, sizeof(buf), show_job) != 0)
+		return;
+	field(buf, "JobState=", state, slen);
+	field(buf, "ExcNodeList=", exc, elen);
+	if (!strcmp(exc, "(null)"))
+		exc[0] = '\0';
+}
+
+/* Slurm is requeueing the job itself (a node stopped responding). */
+static bool slurm_requeues(const char *state)
+{
+	return !strcmp(state, "PENDING") || !strcmp(state, "REQUEUED") ||
+	       !strcmp(state, "COMPLETING") || !strcmp(state, "NODE_FAIL");
+}
+
+/* Runs argv until it succeeds: while Slurm requeues the job on its own, the job
+ * turns pending only at some point of the batch step's end (bounded, 20 s). */
+static int run_retry(const struct rq_job *j, char *buf, size_t len, char *const argv[])
+{
+	for (int i = 0; i < 40; i++) {
+		if (run(j, buf, len, argv) == 0)
+			return 0;
+		usleep(500 * 1000);
+	}
+	return -1;
+}
+
+/* The batch step's decision (as the user). */
+static void decide(const struct rq_job *j)
+{
+	char failed[1024] = "", buf[16384], state[64], exc[1024], jid[16], line[512], want[32];
+	char *sinfo[] = { "sinfo", "-h", "-N", "-n", (char *)j->nodelist, "-o", "%N %t", NULL };
+	bool running, held = false;
+	FILE *f;
+
+	snprintf(jid, sizeof(jid), "%u", j->job_id);
+	job_state(j, state, sizeof(state), exc, sizeof(exc));
+	running = !strcmp(state, "RUNNING");
+	if (!running && !slurm_requeues(state))
+		return; /* cancelled, timed out, or slurmctld unreachable: not ours to retry */
+	/* 1. When the script ended by itself: tasks killed by a signal in this
+	 * attempt (recorded by the steps). When Slurm is requeueing the job, its
+	 * tasks were killed by Slurm, so only the node states below count. */
+	snprintf(want, sizeof(want), " attempt=%u node=", j->attempt);
+	if (running && (f = fopen(j->path, "r"))) {
+		while (fgets(line, sizeof(line), f)) {
+			char *p = strstr(line, want), node[128];
+
+			if (p && sscanf(p + strlen(want), "%127[^ \n]", node) == 1)
+				list_add(failed, sizeof(failed), node);
+		}
+		fclose(f);
+	}
+	/* 2. Nodes of the job Slurm reports down, failing or not responding ("*"). */
+	if (j->nodelist[0] && run(j, buf, sizeof(buf), sinfo) == 0) {
+		for (char *s = strtok(buf, "\n"); s; s = strtok(NULL, "\n")) {
+			char node[128], st[64];
+
+			if (sscanf(s, "%127s %63s", node, st) == 2 &&
+			    (strchr(st, '*') || !strncmp(st, "down", 4) || !strncmp(st, "fail", 4) ||
+			     !strncmp(st, "drain", 5)))
+				list_add(failed, sizeof(failed), node);
+		}
+	}
+	if (!failed[0])
+		return; /* no node to blame: an ordinary failure (or success) is the user's */
+	if (j->attempt >= dlrt_plugin.opts.retries) {
+		char *cancel[] = { "scancel", jid, NULL };
+
+		rq_note(j, "attempt=%u failed-nodes=%s no retry left (--dl-retries=%u)", j->attempt,
+			failed, dlrt_plugin.opts.retries);
+		/* Slurm itself requeues a batch job whose node failed: stop that too. */
+		if (!running)
+			run_retry(j, buf, sizeof(buf), cancel);
+		return;
+	}
+	if (running) {
+		char *hold[] = { "scontrol", "requeuehold", jid, NULL };
+
+		if (run(j, buf, sizeof(buf), hold) == 0)
+			held = true;
+		else
+			job_state(j, state, sizeof(state), exc, sizeof(exc));
+		if (!held && !slurm_requeues(state)) {
+			rq_note(j, "attempt=%u failed-nodes=%s requeue refused: %.200s (was the job "
+				"submitted with --no-requeue?)", j->attempt, failed, buf);
+			return;
+		}
+	}
+	for (char *p = failed; *p;) {
+		size_t k = strcspn(p, ",");
+		char one[128];
+
+		snprintf(one, sizeof(one), "%.*s", (int)(k < sizeof(one) ? k : sizeof(one) - 1), p);
+		list_add(exc, sizeof(exc), one);
+		p += k + (p[k] == ',');
+	}
+	{
+		char excarg[1100], jobarg[32];
+		char *update[] = { "scontrol", "update", jobarg, excarg, NULL };
+		char *release[] = { "scontrol", "release", jid, NULL };
+
+		snprintf(jobarg, sizeof(jobarg), "JobId=%u", j->job_id);
+		snprintf(excarg, sizeof(excarg), "ExcNodeList=%s", exc);
+		if (run_retry(j, buf, sizeof(buf), update) != 0) {
+			rq_note(j, "attempt=%u failed-nodes=%s cannot exclude %s: %.200s", j->attempt,
+				failed, exc, buf);
+			if (held)
+				run(j, buf, sizeof(buf), release);
+			return;
+		}
+		if (held && run(j, buf, sizeof(buf), release) != 0)
+			rq_note(j, "attempt=%u cannot release the held job: %.200s (scontrol release %u)",
+				j->attempt, buf, j->job_id);
+		rq_note(j, "attempt=%u failed-nodes=%s requeued exclude=%s next-attempt=%u",
+			j->attempt, failed, exc, j->attempt + 1);
+	}
+}
+
+/* Forks, drops to the job's user, runs fn; waits at most RQ_TIMEOUT_S. */
+static void as_user(const struct rq_job *j, void (*fn)(struct rq_job *, int), int arg)
+{
+	struct passwd *pw = getpwuid(j->uid);
+	time_t end = time(NULL) + RQ_TIMEOUT_S;
+	int status;
+	pid_t pid;
+
+	if (!pw)
+		return;
+	pid = fork();
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		struct rq_job copy = *j;
+
+		if ((getuid() == 0 && (initgroups(pw->pw_name, j->gid) < 0 || setgid(j->gid) < 0 ||
+				       setuid(j->uid) < 0)) || getuid() != j->uid ||
+		    (j->uid != 0 && setuid(0) == 0))
+			_exit(1);
+		if (j->pwd[0] && chdir(j->pwd) < 0) {
+			/* a relative --dl-log-dir then fails to resolve: handled by the path */
+		}
+		if (retry_log_path(&copy, copy.path, sizeof(copy.path)) < 0)
+			_exit(1);
+		fn(&copy, arg);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (time(NULL) >= end) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			slurm_error("dlrt: --dl-retries: the requeue decision for job %u took over %d s; "
+				    "killed it (is slurmctld reachable?)", j->job_id, RQ_TIMEOUT_S);
+			return;
+		}
+		usleep(50 * 1000);
+	}
+}
+
+static void record_signal(struct rq_job *j, int status)
+{
+	rq_note(j, "attempt=%u node=%s step=%u signal=%d", j->attempt,
+		dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id], j->step_id, WTERMSIG(status));
+}
+
+static void decide_cb(struct rq_job *j, int unused)
+{
+	(void)unused;
+	decide(j);
+}
+
+void dlrt_requeue_task_exit(spank_t sp)
+{
+	struct rq_job j = { 0 };
+	int status = 0;
+
+	if (!dlrt_plugin.opts.retries || !dlrt_plugin.opts.runtime)
+		return;
+	if (spank_get_item(sp, S_JOB_UID, &j.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &j.gid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ID, &j.job_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &j.step_id) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
+		return;
+	j.attempt = dlrt_restart_count(sp);
+	getenv_job(sp, "PWD", j.pwd, sizeof(j.pwd));
+	getenv_job(sp, "SLURM_CONF", j.slurm_conf, sizeof(j.slurm_conf));
+	if (j.step_id == SLURM_BATCH_SCRIPT) {
+		getenv_job(sp, "SLURM_JOB_NODELIST", j.nodelist, sizeof(j.nodelist));
+		as_user(&j, decide_cb, 0);
+	} else if (dlrt_plugin.active && WIFSIGNALED(status) && node_signal(WTERMSIG(status))) {
+		as_user(&j, record_signal, status);
+	}
+}
