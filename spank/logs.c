@@ -37,11 +37,10 @@ static int mkdir_p(char *path, struct dlrt_err *err)
 
 		*p = '\0';
 		if (mkdir(path, 0750) < 0 && errno != EEXIST) {
-			int e = errno;
-
+			dlrt_err_errno(err, errno, "--dl-log-dir: cannot create %s (check the "
+				       "folder exists and is yours)", path);
 			*p = c;
-			return dlrt_err_errno(err, e, "--dl-log-dir: cannot create %s (check the "
-					      "folder exists and is yours)", path);
+			return -1;
 		}
 		*p = c;
 		if (!c)
@@ -136,6 +135,7 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return 0;
 	}
+	dlrt_verbose(rank, "output also to %s", file);
 	/* The relay. Slurm signals every process of the step, so the program gets
 	 * the signal itself; the relay ignores them and reports what the program did. */
 	for (size_t i = 0; i < sizeof(quiet) / sizeof(*quiet); i++)

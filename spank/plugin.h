@@ -32,6 +32,7 @@ struct dlrt_plugin {
 	 * user_init failure does not fail srun (NVIDIA/pyxis does the same). */
 	int deferred_rc;
 	struct dlrt_err deferred_err;
+	double plan_ms;            /* --dl-verbose: time user_init took to build the table */
 };
 
 extern struct dlrt_plugin dlrt_plugin;
@@ -55,6 +56,10 @@ int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err);
 int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err);
 void dlrt_stepd_gpu_print(spank_t sp, FILE *f);
 void dlrt_stepd_gpu_free(void);
+
+/* verbose.c: --dl-verbose lines "dlrt: NODE task R: ..." on the task's stderr */
+double dlrt_verbose_now_ms(void);
+void dlrt_verbose(uint32_t rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* logs.c: --dl-log-dir, at the end of task_init (as the user) */
 int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);

@@ -117,10 +117,12 @@ int dlrt_stepd_user_init(spank_t sp)
 	    getenv_step(sp, "SLURM_DIST_PLANESIZE", plane_s, sizeof(plane_s)) == 0)
 		dlrt_parse_u32(plane_s, 1, 1u << 20, &plane);
 	spank_get_item(sp, S_JOB_NODEID, &dlrt_plugin.node_id);
+	dlrt_plugin.plan_ms = dlrt_verbose_now_ms();
 	if (dlrt_layout_init(&dlrt_plugin.layout, nodelist, tpn, dist, plane, &err) < 0 ||
 	    dlrt_plan_build(&dlrt_plugin.plan, dlrt_plugin.opts.runtime, &dlrt_plugin.layout,
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
+	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
 	if (dlrt_stepd_gpu_user_init(sp, &err) < 0)
 		return defer(&err);
 	return 0;
@@ -164,6 +166,7 @@ int dlrt_stepd_task_init(spank_t sp)
 	struct dlrt_addrs addrs = { .valid = false };
 	struct dlrt_env env;
 	struct dlrt_err err;
+	double t0 = dlrt_verbose_now_ms(), t1;
 
 	if (!dlrt_plugin.active && !dlrt_plugin.deferred_rc)
 		return 0;
@@ -183,9 +186,19 @@ int dlrt_stepd_task_init(spank_t sp)
 	};
 	if (dlrt_plugin.opts.dry_run)
 		dry_run(sp, rank, local, &req);
-	if (dlrt_plugin.opts.runtime->needs_root_addr &&
-	    dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0)
-		task_fail(local, err.msg);
+	if (local == 0)
+		dlrt_verbose(rank, "role table (%u tasks, %u nodes) built in %.2f ms",
+			     dlrt_plugin.layout.ntasks, dlrt_plugin.layout.nnodes, dlrt_plugin.plan_ms);
+	t1 = dlrt_verbose_now_ms();
+	if (dlrt_plugin.opts.runtime->needs_root_addr) {
+		if (dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0) {
+			dlrt_verbose(rank, "address exchange over PMIx failed after %.1f ms",
+				     dlrt_verbose_now_ms() - t1);
+			task_fail(local, err.msg);
+		}
+		dlrt_verbose(rank, "address exchange over PMIx: %.1f ms, root %s:%u",
+			     dlrt_verbose_now_ms() - t1, addrs.root_ip, addrs.root_port);
+	}
 
 	dlrt_env_init(&env);
 	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, &addrs, &env, &err) < 0)
@@ -203,12 +216,10 @@ int dlrt_stepd_task_init(spank_t sp)
 	/* Last: from here on the task's output goes to its log too. */
 	if (dlrt_logs_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
-	if (dlrt_plugin.opts.verbose)
-		fprintf(stderr, "dlrt: task %u on %s: %s %s %u\n", rank,
-			dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id],
-			dlrt_plugin.opts.runtime->name,
-			dlrt_role_name(dlrt_plugin.plan.task[rank].role),
-			dlrt_plugin.plan.task[rank].role_index);
+	dlrt_verbose(rank, "ready after %.1f ms in dlrt: %s %s %u, starting the program",
+		     dlrt_verbose_now_ms() - t0, dlrt_plugin.opts.runtime->name,
+		     dlrt_role_name(dlrt_plugin.plan.task[rank].role),
+		     dlrt_plugin.plan.task[rank].role_index);
 	dlrt_env_free(&env);
 	return 0;
 }
