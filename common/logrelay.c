@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,36 +27,56 @@ static void write_all(int fd, const char *p, size_t n)
 	}
 }
 
-static void emit(int file, const char *stream, const char *text, size_t n)
+static void flush_out(struct dlrt_logrelay *r)
 {
-	char out[DLRT_LOGSTAMP_LEN + 8 + DLRT_LOGRELAY_LINE + 2];
+	write_all(r->file, r->out, r->out_len);
+	r->out_len = 0;
+}
+
+static void set_stamp(struct dlrt_logrelay *r)
+{
 	struct timespec ts;
-	size_t off;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	dlrt_logline_stamp(out, &ts);
-	off = DLRT_LOGSTAMP_LEN;
-	off += (size_t)snprintf(out + off, sizeof(out) - off, " %s ", stream);
+	dlrt_logline_stamp(r->stamp, &ts);
+}
+
+/* Appends "STAMP STREAM TEXT\n" to the output buffer (flushed when full). */
+static void emit(struct dlrt_logrelay *r, const char *stream, const char *text, size_t n)
+{
+	size_t need;
+
 	if (n > DLRT_LOGRELAY_LINE)
 		n = DLRT_LOGRELAY_LINE;
-	memcpy(out + off, text, n);
-	off += n;
-	out[off++] = '\n';
-	write_all(file, out, off);
+	need = DLRT_LOGSTAMP_LEN + 1 + strlen(stream) + 1 + n + 1;
+	if (r->out_len + need > sizeof(r->out))
+		flush_out(r);
+	r->out_len += (size_t)snprintf(r->out + r->out_len, sizeof(r->out) - r->out_len, "%s %s ",
+				       r->stamp, stream);
+	memcpy(r->out + r->out_len, text, n);
+	r->out_len += n;
+	r->out[r->out_len++] = '\n';
 }
 
 void dlrt_logrelay_note(int file, const char *fmt, ...)
 {
+	struct dlrt_logrelay *r = calloc(1, sizeof(*r));
 	char text[512];
 	va_list ap;
 	int n;
 
+	if (!r)
+		return;
 	va_start(ap, fmt);
 	n = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	emit(file, "dlrt", text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+	if (n >= 0) {
+		r->file = file;
+		set_stamp(r);
+		emit(r, "dlrt", text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+		flush_out(r);
+	}
+	free(r);
 }
 
 /* Stamps every complete line in the buffer; keeps the unfinished rest. */
@@ -72,10 +93,10 @@ static void take(struct dlrt_logrelay *r, int s, const char *p, size_t n)
 		p += k;
 		n -= k;
 		if (nl) {
-			emit(r->file, stream_name[s], r->line[s], r->len[s] - 1);
+			emit(r, stream_name[s], r->line[s], r->len[s] - 1);
 			r->len[s] = 0;
 		} else if (r->len[s] == DLRT_LOGRELAY_LINE) {
-			emit(r->file, stream_name[s], r->line[s], r->len[s]);
+			emit(r, stream_name[s], r->line[s], r->len[s]);
 			r->len[s] = 0;
 		}
 	}
@@ -83,8 +104,11 @@ static void take(struct dlrt_logrelay *r, int s, const char *p, size_t n)
 
 static void flush_partial(struct dlrt_logrelay *r, int s)
 {
-	if (r->len[s])
-		emit(r->file, stream_name[s], r->line[s], r->len[s]);
+	if (r->len[s]) {
+		set_stamp(r);
+		emit(r, stream_name[s], r->line[s], r->len[s]);
+		flush_out(r);
+	}
 	r->len[s] = 0;
 }
 
@@ -149,7 +173,9 @@ int dlrt_logrelay_run(struct dlrt_logrelay *r, pid_t child, int drain_ms, int *s
 				continue;
 			}
 			write_all(r->tee[s], buf, (size_t)got);
+			set_stamp(r);
 			take(r, s, buf, (size_t)got);
+			flush_out(r);
 		}
 	}
 	for (int s = 0; s < 2; s++) {

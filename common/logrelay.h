@@ -24,6 +24,10 @@ struct dlrt_logrelay {
 	int file;    /* the log file, opened O_APPEND */
 	char line[2][DLRT_LOGRELAY_LINE];
 	size_t len[2];
+	/* Stamped lines are collected here and written once per read, not per line. */
+	char out[65536];
+	size_t out_len;
+	char stamp[32];   /* of the current read: its lines arrived together */
 };
 
 /* Runs until done (see above); *status is the program's wait status. */
