@@ -2,7 +2,7 @@
 # log-export.sh - what --dl-log-dir costs: 4 tasks on 2 nodes each print LINES lines
 # (64 bytes), timed end to end (srun start to exit), median of RUNS runs:
 #   no export      srun, output to srun only (the floor)
-#   srun -o        Slurm's own per-task files (-o DIR/%j/%s/%t.log): the baseline a user
+#   srun -o        Slurm's own per-task files (-o DIR/%j-%s-%t.log): the baseline a user
 #                  would use, without role names, time stamps or a copy on srun
 #   --dl-log-dir   dlrt: role-named files, every line stamped, and still passed to srun
 # Run by bench/run-all.sh (SLURM_CONF and SRUN from there). Timings are not pass/fail.
@@ -23,25 +23,26 @@ timeit() { # timeit ARGS...: prints seconds of one srun
 	t1=$(date +%s.%N)
 	echo "$t1 - $t0" | bc -l
 }
-measure() { # measure NAME ARGS...
-	local name=$1 i s
+measure() { # measure NAME ARGS...: median seconds; exits the script if a run fails
+	local name=$1 i s all=""
 	shift
 	for ((i = 0; i < RUNS; i++)); do
-		s=$(timeit "$@") || { echo "log-export: $name failed" >&2; exit 1; }
-		echo "$s"
-	done | median
+		s=$(timeit "$@") || { echo "log-export: $name: srun failed" >&2; exit 1; }
+		all+="$s"$'\n'
+	done
+	printf '%s' "$all" | median
 }
 
-none=$(measure none)
-slurm=$(measure slurm -o "$W/slurm/%j/%s/%t.log")
-dlrt=$(measure dlrt --dl-log-dir="$W/dlrt")
+none=$(measure none) || exit 1
+slurm=$(measure slurm -o "$W/slurm-%j-%s-%t.log") || exit 1
+dlrt=$(measure dlrt --dl-log-dir="$W/dlrt") || exit 1
 mb=$(echo "4 * $LINES * 64 / 1000000" | bc -l)
 echo "### Log export: 4 tasks x $LINES lines (64 B), 2 nodes, median of $RUNS runs"
 echo
 echo "| method | seconds | MB/s | vs srun -o |"
 echo "|---|---|---|---|"
 printf '| no export (floor) | %.2f | %.0f | %.2f |\n' "$none" "$(echo "$mb / $none" | bc -l)" "$(echo "$none / $slurm" | bc -l)"
-printf '| srun -o DIR/%%j/%%s/%%t.log (baseline) | %.2f | %.0f | 1.00 |\n' "$slurm" "$(echo "$mb / $slurm" | bc -l)"
+printf '| srun -o DIR/%%j-%%s-%%t.log (baseline) | %.2f | %.0f | 1.00 |\n' "$slurm" "$(echo "$mb / $slurm" | bc -l)"
 printf '| **--dl-log-dir** (stamped, role names, tee to srun) | %.2f | %.0f | %.2f |\n' "$dlrt" "$(echo "$mb / $dlrt" | bc -l)" "$(echo "$dlrt / $slurm" | bc -l)"
 echo
 printf 'dlrt over no export: %.2fx (the relay itself); srun -o is faster because slurmstepd\n' "$(echo "$dlrt / $none" | bc -l)"
