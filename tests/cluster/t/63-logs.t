@@ -50,6 +50,25 @@ is "$(as_user dlrt-logs --dir "$WORK/blogs" --step 1 --merge "$bjob" | grep -c '
 	"--step selects one step"
 like "$(cat "$WORK/job.out")" "first 0" "the batch output file still gets the output"
 
+# An MPI program (PMIx wire-up in MPI_Init) runs behind the relay as usual.
+run_srun -N2 -n4 --mpi=pmix --dl-runtime=horovod --dl-log-dir="$WORK/mpilogs" "$TESTS_BIN/mpi_allreduce"
+is "$RC" 0 "Open MPI allreduce with --dl-log-dir"
+is "$(cat "$WORK"/mpilogs/*/0/worker-*.log | grep -c 'out rank [0-3] of 4 .* allreduce sum=6 ok')" 4 \
+	"every rank's result is in its log"
+
+# A cancelled step ends at once; each log says how its task ended.
+as_user srun -N2 -n2 --dl-runtime=torch --dl-log-dir="$WORK/cancel" --job-name=dlrt-cancel-test \
+	bash -c 'echo started; sleep 300' >"$WORK/cancel.out" 2>&1 &
+spid=$!
+for _ in $(seq 60); do [ "$(grep -c started "$WORK/cancel.out" 2>/dev/null)" = 2 ] && break; sleep 0.5; done
+scancel --name=dlrt-cancel-test
+wait $spid # bounded by as_user's timeout: a relay that outlived its task would hang here
+src=$?
+ok "$([ $src -ne 0 ] && [ $src -ne 124 ] && [ $src -ne 137 ]; echo $?)" \
+	"scancel ends a step behind the relay (srun status $src, not a timeout)"
+is "$(cat "$WORK"/cancel/*/0/worker-*.log | grep -cE 'dlrt end task [01]: (killed by signal (15|9)|exit 143)')" 2 \
+	"both logs record the end of their task"
+
 # Never created as root: a folder the user cannot write fails the step with one line.
 run_srun -N1 -n1 --dl-runtime=torch --dl-log-dir=/root/dlrt-logs-test true
 is "$RC" 1 "an unwritable --dl-log-dir fails the step"
