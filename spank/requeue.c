@@ -397,7 +397,9 @@ void dlrt_requeue_task_exit(spank_t sp)
 	struct rq_job j = { 0 };
 	int status = 0;
 
-	if (!dlrt_plugin.opts.retries || !dlrt_plugin.opts.runtime)
+	/* The batch step has no runtime of its own: sbatch --dl-retries is enough
+	 * for node failures; signals are recorded only by dlrt steps (active). */
+	if (!dlrt_plugin.opts.retries)
 		return;
 	if (spank_get_item(sp, S_JOB_UID, &j.uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &j.gid) != ESPANK_SUCCESS ||
