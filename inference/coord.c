@@ -31,11 +31,13 @@
 
 #define NB 20               /* buckets per rate window */
 #define MAX_PREFETCH 64
+#define FEEDBACK_GAIN 0.02  /* per tick (25 ms at the default window): ~0.4 per window */
 
 struct inflight {
 	uint32_t job;
 	uint64_t task;
 	int64_t sent_us;
+	bool warmup; /* the worker's first task of the job: it loads the model first */
 };
 
 struct wk {
@@ -58,7 +60,8 @@ struct jrt {
 	uint32_t inflight;
 	int64_t bucket[NB];     /* bucket number each slot holds */
 	uint32_t bq[NB];        /* queries answered */
-	double bocc[NB];        /* worker-seconds spent on them */
+	uint32_t bqc[NB];       /* of which count for the cost (not warm-up tasks) */
+	double bocc[NB];        /* worker-seconds spent on those */
 	double bheld[NB];       /* sum of held samples */
 	uint32_t bsamples[NB];
 	double rate, held_avg;
@@ -92,9 +95,11 @@ struct coord {
 	uint32_t ndirty, capdirty;
 	bool kick_pending;
 	int64_t start_us, last_accrue_us, bucket_ms;
+	int64_t regime_us;      /* when the set of jobs last changed */
 	FILE *timeline, *events;
 	bool stopping;
 	int sfd;
+	double gain;            /* rate feedback per tick (DLRT_INFER_FEEDBACK) */
 };
 
 static int64_t now_us(void)
@@ -178,6 +183,19 @@ static void retarget(struct coord *c)
 	for (uint32_t i = 0; i < c->st.njobs; i++)
 		c->sj[i].runnable = job_runnable(c, i);
 	dlrt_sched_targets(c->sj, c->st.njobs, c->alive);
+}
+
+/* The set of jobs changed: rates are measured from now (up to the window), so
+ * they show the new shares at once instead of averaging in the old ones; and
+ * credit earned under the old targets is void (it would starve the job that
+ * held the workers until then). */
+static void regime_change(struct coord *c)
+{
+	c->regime_us = now_us();
+	for (uint32_t i = 0; i < c->st.njobs; i++) {
+		c->sj[i].credit = 0;
+		c->sj[i].trim = 1;
+	}
 }
 
 static int grow_jobs(struct coord *c)
@@ -286,6 +304,7 @@ static void job_ended(struct coord *c, uint32_t ji)
 	      dlrt_ip_job_state_name(j->state), j->done, j->sub.count, j->error[0] ? ": " : "",
 	      j->error);
 	event(c, j->id, dlrt_ip_job_state_name(j->state));
+	regime_change(c);
 	retarget(c);
 	kick(c);
 }
@@ -376,6 +395,7 @@ static void fill_worker(struct coord *c, struct wk *w)
 		struct dlrt_infer_job *j;
 		uint64_t task;
 		int ji;
+		bool warm;
 
 		accrue(c);
 		if (w->cur >= 0 && c->sj[w->cur].held > 0)
@@ -396,14 +416,15 @@ static void fill_worker(struct coord *c, struct wk *w)
 			continue;
 		}
 		j = &c->st.jobs[ji];
-		if (!worker_knows(w, j->id) && send_jobinfo(w, j) < 0)
+		warm = !worker_knows(w, j->id);
+		if (warm && send_jobinfo(w, j) < 0)
 			break;
 		t = (struct dlrt_ip_task){ .job = j->id, .task = task,
 					   .first = dlrt_infer_task_first(j, task),
 					   .n = dlrt_infer_task_size(j, task) };
 		if (dlrt_ip_put_task(&w->conn->out, &t) < 0)
 			break;
-		w->fl[w->n++] = (struct inflight){ j->id, task, now_us() };
+		w->fl[w->n++] = (struct inflight){ j->id, task, now_us(), warm };
 		c->jr[ji].inflight++;
 		if (!c->jr[ji].first_dispatch_us) {
 			c->jr[ji].first_dispatch_us = now_us();
@@ -446,7 +467,7 @@ static int64_t kick_timer(struct dlrt_evloop *loop, void *arg)
 
 /* ---- results -------------------------------------------------------------------- */
 
-static void bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ)
+static void bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ, bool cost)
 {
 	int64_t b = dlrt_now_ms() / c->bucket_ms;
 	int slot = (int)(b % NB);
@@ -454,12 +475,16 @@ static void bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ)
 	if (r->bucket[slot] != b) {
 		r->bucket[slot] = b;
 		r->bq[slot] = 0;
+		r->bqc[slot] = 0;
 		r->bocc[slot] = 0;
 		r->bheld[slot] = 0;
 		r->bsamples[slot] = 0;
 	}
 	r->bq[slot] += q;
-	r->bocc[slot] += occ;
+	if (cost) {
+		r->bqc[slot] += q;
+		r->bocc[slot] += occ;
+	}
 }
 
 static void write_csv(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch)
@@ -483,6 +508,7 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	int64_t t = now_us(), start;
 	uint32_t k, ji;
 	double occ;
+	bool warm;
 
 	for (k = 0; k < w->n; k++)
 		if (w->fl[k].job == res->job && w->fl[k].task == res->task)
@@ -494,6 +520,7 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	}
 	start = w->fl[k].sent_us > w->last_done_us ? w->fl[k].sent_us : w->last_done_us;
 	occ = (double)(t - start) / 1e6;
+	warm = w->fl[k].warmup;
 	ch.latency_us = (uint32_t)(t - w->fl[k].sent_us);
 	memmove(&w->fl[k], &w->fl[k + 1], (w->n - k - 1) * sizeof(w->fl[0]));
 	w->n--;
@@ -519,13 +546,14 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	if (commit(c, &ch) < 0)
 		return 0;
 	write_csv(c, ji, &ch);
-	bucket_add(c, &c->jr[ji], res->n, occ);
+	/* A warm-up task's time is mostly loading: it says nothing of the cost. */
+	bucket_add(c, &c->jr[ji], res->n, occ, !warm);
 	if (!c->jr[ji].first_result_us) {
 		c->jr[ji].first_result_us = t;
 		event(c, j->id, "first_result");
 	}
 	/* The first answer gives the job's cost: use it now, not a window later. */
-	if (c->sj[ji].cost <= 0 && res->n) {
+	if (c->sj[ji].cost <= 0 && res->n && !warm) {
 		c->sj[ji].cost = occ / res->n;
 		retarget(c);
 	}
@@ -587,6 +615,7 @@ static int on_submit(struct coord *c, struct dlrt_conn *conn, struct dlrt_ip_sub
 	      ch.job, ch.sub.name, s->model, s->count, s->inputs, s->batch, r->out);
 	event(c, ch.job, "submitted");
 	dlrt_ip_put_jobref(&conn->out, DLRT_IP_SUBMITTED, ch.job);
+	regime_change(c);
 	retarget(c);
 	kick(c);
 	return 0;
@@ -923,38 +952,62 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
 		struct jrt *r = &c->jr[ji];
 		struct dlrt_infer_job *j = &c->st.jobs[ji];
-		uint64_t q = 0;
-		double occ = 0, held = 0, age;
+		uint64_t q = 0, qall = 0, qc_now = 0;
+		double occ = 0, held = 0, age, occ_now = 0;
+		int nb_now = 0;
 		uint32_t samples = 0;
 		int slot = (int)(b % NB);
+		int64_t start, bmin;
 
 		if (j->state != DLRT_IP_JOB_RUNNING)
 			continue;
 		if (r->bucket[slot] != b) {
 			r->bucket[slot] = b;
 			r->bq[slot] = 0;
+			r->bqc[slot] = 0;
 			r->bocc[slot] = 0;
 			r->bheld[slot] = 0;
 			r->bsamples[slot] = 0;
 		}
 		r->bheld[slot] += c->sj[ji].held;
 		r->bsamples[slot]++;
+		/* The rate counts from the latest of: the window's start, the job's
+		 * first task, the last change of the set of jobs. */
+		start = t - (int64_t)(win * 1e6);
+		if (r->first_dispatch_us > start)
+			start = r->first_dispatch_us;
+		if (c->regime_us > start)
+			start = c->regime_us;
+		bmin = start / 1000 / c->bucket_ms;
 		for (int i = 0; i < NB; i++) {
 			if (r->bucket[i] <= b - NB || r->bucket[i] > b)
 				continue;
-			q += r->bq[i];
 			occ += r->bocc[i];
+			qall += r->bqc[i];
 			held += r->bheld[i];
 			samples += r->bsamples[i];
+			if (r->bucket[i] >= bmin) {
+				q += r->bq[i];
+				occ_now += r->bocc[i];
+				qc_now += r->bqc[i];
+				nb_now++;
+			}
 		}
-		/* A job younger than the window: divide by its age, not the window. */
-		age = r->first_dispatch_us ? (double)(t - r->first_dispatch_us) / 1e6 : 0;
+		/* Buckets are whole: count from the first bucket's start. */
+		age = r->first_dispatch_us ? (double)(t - bmin * c->bucket_ms * 1000) / 1e6 : 0;
 		if (age > win)
 			age = win;
-		r->rate = age > 0.01 ? (double)q / age : 0;
+		if (age < c->bucket_ms / 1000.0)
+			age = c->bucket_ms / 1000.0;
+		r->rate = r->first_dispatch_us ? (double)q / age : 0;
 		r->held_avg = samples ? held / samples : 0;
-		if (q)
-			c->sj[ji].cost = occ / (double)q;
+		/* Cost per query changes with the mix of jobs (the nodes' cores and
+		 * caches are shared), so once a few buckets since the last change have
+		 * answers, use only those; until then the whole window. */
+		if (nb_now >= 3 && qc_now >= 20)
+			c->sj[ji].cost = occ_now / (double)qc_now;
+		else if (qall)
+			c->sj[ji].cost = occ / (double)qall;
 		if (c->timeline)
 			fprintf(c->timeline, "%.3f\t%u\t%.1f\t%.2f\t%.2f\t%u\n", tsec(c, t), j->id,
 				r->rate, r->held_avg, c->sj[ji].target, j->done);
@@ -963,6 +1016,17 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 	}
 	if (c->timeline && b % 4 == 0)
 		fflush(c->timeline);
+	/* Close the loop on the rates themselves once they mean something. */
+	if (c->gain > 0 && t - c->regime_us > 150000 && c->st.njobs) {
+		double *rate = calloc(c->st.njobs, sizeof(*rate));
+
+		if (rate) {
+			for (uint32_t ji = 0; ji < c->st.njobs; ji++)
+				rate[ji] = c->st.jobs[ji].state == DLRT_IP_JOB_RUNNING ? c->jr[ji].rate : 0;
+			dlrt_sched_feedback(c->sj, c->st.njobs, rate, c->gain);
+			free(rate);
+		}
+	}
 	retarget(c);
 	return c->bucket_ms;
 }
@@ -1015,6 +1079,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 
 	c.start_us = now_us();
 	c.last_accrue_us = c.start_us;
+	c.gain = getenv("DLRT_INFER_FEEDBACK") ? atof(getenv("DLRT_INFER_FEEDBACK")) : FEEDBACK_GAIN;
 	c.bucket_ms = (int64_t)(window * 1000 / NB);
 	if (c.bucket_ms < 5)
 		c.bucket_ms = 5;

@@ -1,5 +1,36 @@
 #include "sched.h"
 
+#include <math.h>
+
+static double eff_trim(const struct dlrt_sched_job *j)
+{
+	return j->trim > 0 ? j->trim : 1.0;
+}
+
+void dlrt_sched_feedback(struct dlrt_sched_job *jobs, size_t n, const double *rate,
+			 double gain)
+{
+	double logsum = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].runnable && rate[i] > 0) {
+			logsum += log(rate[i]);
+			k++;
+		}
+	if (k < 2)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		double t;
+
+		if (!jobs[i].runnable || rate[i] <= 0)
+			continue;
+		/* Geometric mean: a job twice too fast and one twice too slow move alike. */
+		t = eff_trim(&jobs[i]) * exp(gain * (logsum / (double)k - log(rate[i])));
+		jobs[i].trim = t < 0.25 ? 0.25 : t > 4 ? 4 : t;
+	}
+}
+
 void dlrt_sched_targets(struct dlrt_sched_job *jobs, size_t n, uint32_t nworkers)
 {
 	double sum = 0, known = 0;
@@ -20,7 +51,7 @@ void dlrt_sched_targets(struct dlrt_sched_job *jobs, size_t n, uint32_t nworkers
 		if (!jobs[i].runnable)
 			continue;
 		c = jobs[i].cost > 0 ? jobs[i].cost : nknown ? known / (double)nknown : 1.0;
-		sum += c;
+		sum += c * eff_trim(&jobs[i]);
 	}
 	for (size_t i = 0; i < n; i++) {
 		double c;
@@ -30,7 +61,7 @@ void dlrt_sched_targets(struct dlrt_sched_job *jobs, size_t n, uint32_t nworkers
 			continue;
 		}
 		c = jobs[i].cost > 0 ? jobs[i].cost : nknown ? known / (double)nknown : 1.0;
-		jobs[i].target = (double)nworkers * c / sum;
+		jobs[i].target = (double)nworkers * c * eff_trim(&jobs[i]) / sum;
 	}
 	(void)nrun;
 }

@@ -26,6 +26,7 @@
 struct dlrt_sched_job {
 	bool runnable;  /* has tasks waiting to be dispatched */
 	double cost;    /* measured worker-seconds per query; <= 0 = unknown */
+	double trim;    /* feedback factor on cost (1 = none), see dlrt_sched_feedback */
 	double target;  /* out: share in workers */
 	double credit;  /* worker-seconds owed to the job (negative: it had more) */
 	uint32_t held;  /* workers assigned to it now */
@@ -33,13 +34,20 @@ struct dlrt_sched_job {
 
 /* Credit never exceeds this many worker-seconds either way, so a job that
  * could not use its share for a while does not starve the others later. */
-#define DLRT_SCHED_CREDIT_MAX 0.5
+#define DLRT_SCHED_CREDIT_MAX 0.1
 /* How strongly credit counts: HORIZON seconds of credit weigh one worker. */
-#define DLRT_SCHED_HORIZON 0.25
+#define DLRT_SCHED_HORIZON 0.05
 #define DLRT_SCHED_STICKY 0.05
 
 /* Recomputes target for every job (0 for jobs that are not runnable). */
 void dlrt_sched_targets(struct dlrt_sched_job *jobs, size_t n, uint32_t nworkers);
+
+/* Feedback: measured costs are biased (a job's cost changes with the mix of
+ * jobs sharing the cores), so nudge each runnable job's trim by
+ * (mean rate / its rate)^gain, within [1/4, 4]; targets then use cost * trim.
+ * Called once per rate tick with the current rates (0 = not measured yet). */
+void dlrt_sched_feedback(struct dlrt_sched_job *jobs, size_t n, const double *rate,
+			 double gain);
 
 /* Adds (target - held) * dt to every runnable job's credit (clamped); a job
  * that is not runnable has its credit reset. */
