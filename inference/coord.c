@@ -31,7 +31,7 @@
 
 #define NB 20               /* buckets per rate window */
 #define MAX_PREFETCH 64
-#define FEEDBACK_GAIN 0.02  /* per tick (25 ms at the default window): ~0.4 per window */
+#define FEEDBACK_GAIN 0.005 /* per tick (25 ms at the default window): ~0.1 per window */
 
 struct inflight {
 	uint32_t job;

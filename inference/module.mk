@@ -20,3 +20,5 @@ infer-cluster-models: models
 	install -d $$($(CLUSTER) prefix)/share/dlrt/models
 	install -m 0644 $(DLRT_MODEL_DIR)/lenet5.dlrtw $(DLRT_MODEL_DIR)/deepcnn.dlrtw \
 	    $$($(CLUSTER) prefix)/share/dlrt/models/
+	install -d $$($(CLUSTER) prefix)/share/dlrt/examples
+	install -m 0755 inference/models/examples/torch_model.py $$($(CLUSTER) prefix)/share/dlrt/examples/

@@ -18,15 +18,20 @@
 #include <unistd.h>
 
 #include "evloop.h"
+#include "extmodel.h"
 #include "inputs.h"
 #include "infer.h"
 #include "models/model.h"
 #include "pool.h"
 #include "proto.h"
 
+#define EXT_START_MS 120000 /* importing torch on a loaded node takes a while */
+#define EXT_TASK_MS 300000
+
 struct wjob {
 	uint32_t id;
-	struct dlrt_model *model;
+	struct dlrt_model *model;   /* built in, or: */
+	struct dlrt_extmodel *ext; /* an external command ("ext:CMD") */
 	struct dlrt_inputs *inputs; /* shared between jobs with the same file */
 	char inputs_path[DLRT_IP_STR_MAX + 1];
 	uint32_t first, count;
@@ -70,6 +75,7 @@ static void drop_job(struct wstate *s, uint32_t id)
 	if (!j)
 		return;
 	dlrt_model_free(j->model);
+	dlrt_extmodel_stop(j->ext);
 	for (uint32_t i = 0; i < s->njobs; i++)
 		if (&s->jobs[i] != j && s->jobs[i].inputs == j->inputs)
 			shared = true;
@@ -102,8 +108,14 @@ static void add_job(struct wstate *s, const struct dlrt_ip_jobinfo *ji)
 	j->first = ji->first;
 	j->count = ji->count;
 	snprintf(j->inputs_path, sizeof(j->inputs_path), "%s", ji->inputs);
-	if (dlrt_model_open(&j->model, ji->model, s->model_dir[0] ? s->model_dir : NULL,
-			    &err) < 0) {
+	if (!strncmp(ji->model, "ext:", 4)) {
+		if (dlrt_extmodel_start(&j->ext, ji->model + 4, EXT_START_MS, &err) < 0) {
+			j->ext = NULL;
+			snprintf(j->error, sizeof(j->error), "%s", err.msg);
+			return;
+		}
+	} else if (dlrt_model_open(&j->model, ji->model, s->model_dir[0] ? s->model_dir : NULL,
+				   &err) < 0) {
 		j->model = NULL;
 		snprintf(j->error, sizeof(j->error), "%s", err.msg);
 		return;
@@ -121,7 +133,9 @@ static void add_job(struct wstate *s, const struct dlrt_ip_jobinfo *ji)
 			return;
 		}
 	}
-	if (j->inputs->idx.item_size != dlrt_model_input_size(j->model))
+	if (j->ext)
+		; /* the command gets raw bytes; their meaning is its business */
+	else if (j->inputs->idx.item_size != dlrt_model_input_size(j->model))
 		snprintf(j->error, sizeof(j->error), "%.200s has %zu bytes per input but model %.100s "
 			 "takes %zu: use 28x28 images", ji->inputs, j->inputs->idx.item_size,
 			 ji->model, dlrt_model_input_size(j->model));
@@ -156,9 +170,13 @@ static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_t
 			return dlrt_err_set(err, "cannot queue a message");
 		return dlrt_ipc_flush(c, 30000, err);
 	}
-	if (dlrt_model_infer_u8(j->model,
-				j->inputs->idx.data + (size_t)(j->first + t->first) * j->inputs->idx.item_size,
-				t->n, (int *)s->pred, s->score, &merr) < 0) {
+	if ((j->ext ? dlrt_extmodel_infer(j->ext, j->inputs->idx.data + (size_t)(j->first + t->first) *
+					 j->inputs->idx.item_size, t->n,
+					 (uint32_t)j->inputs->idx.item_size, s->pred, s->score,
+					 EXT_TASK_MS, &merr)
+		   : dlrt_model_infer_u8(j->model, j->inputs->idx.data +
+					 (size_t)(j->first + t->first) * j->inputs->idx.item_size,
+					 t->n, (int *)s->pred, s->score, &merr)) < 0) {
 		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task };
 
 		snprintf(tf.error, sizeof(tf.error), "%s", merr.msg);

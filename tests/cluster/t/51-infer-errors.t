@@ -95,6 +95,25 @@ is "$(tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2 | sort -u | wc -l)" "$rows" \
 one_line "cancel it again" "already ended" infer cancel "$J"
 one_line "wait for a job that does not exist" "no such job" infer wait 999
 
+# An external model: the PyTorch example with the lenet5 weights, started once
+# per worker and job, answers as the built-in lenet5 does.
+P=$DLRT_CLUSTER_DIR/prefix/share/dlrt
+J=$(infer submit --model "ext:/usr/bin/python3 $P/examples/torch_model.py --weights $P/models/lenet5.dlrtw" \
+	--inputs $T/t10k-images-idx3-ubyte.gz --count 300 --batch 25)
+infer wait "$J" >"$WORK/w"
+is $? 0 "a job with an external PyTorch model completed"
+as_user dlrt-infer local --model lenet5 --model-dir "$P/models" --inputs $T/t10k-images-idx3-ubyte.gz \
+	--count 300 --out "$WORK/ref.csv" 2>/dev/null
+tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2,3 | sort -t, -k1n >"$WORK/ext.sorted"
+tail -n +2 "$WORK/ref.csv" | cut -d, -f1,2 | sort -t, -k1n >"$WORK/ref.sorted"
+is "$(wc -l <"$WORK/ext.sorted")" 300 "300 answers from the external model"
+ok "$(cmp -s "$WORK/ext.sorted" "$WORK/ref.sorted"; echo $?)" \
+	"its predictions equal the built-in lenet5's"
+J=$(infer submit --model "ext:/bin/false" --inputs $T/t10k-images-idx3-ubyte.gz --count 10 --batch 5)
+infer wait "$J" >"$WORK/w"
+like "$(cat "$WORK/w")" "failed: .*model command '/bin/false' did not get READY" \
+	"a model command that dies at start fails its job with the reason"
+
 infer pool stop >/dev/null
 ok $? "pool stop"
 for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
