@@ -153,7 +153,7 @@ static int cmd_submit(int argc, char **argv)
 	};
 	struct dlrt_ip_submit s = { .batch = 0 };
 	const char *model = NULL, *inputs = NULL, *labels = NULL, *out = NULL, *name = "";
-	bool no_labels = false, wait_end = false, have_count = false;
+	bool no_labels = false, wait_end = false, have_count = false, is_idx;
 	struct dlrt_idx img = { 0 }, lab = { 0 };
 	struct dlrt_err err;
 	struct dlrt_ipc c;
@@ -183,7 +183,9 @@ static int cmd_submit(int argc, char **argv)
 			       "             ext:COMMAND (a command each worker starts for the job;\n"
 			       "             protocol in docs/inference-models.md)\n"
 			       "  --inputs   an IDX image file (plain or .gz), e.g. Debian's\n"
-			       "             /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz\n"
+			       "             /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz,\n"
+			       "             or a text file listing one image file per line (28x28\n"
+			       "             binary PGM or 784 raw bytes)\n"
 			       "  --batch    queries per task\n"
 			       "  --labels   IDX labels for accuracy (default: the matching\n"
 			       "             *-labels-idx1-ubyte file next to the inputs, if any)\n"
@@ -205,7 +207,9 @@ static int cmd_submit(int argc, char **argv)
 		return die("--name is longer than %d characters", DLRT_IP_NAME_MAX) + 1;
 	if (!realpath(inputs, abs_in))
 		return die("--inputs %s: %s", inputs, strerror(errno));
-	if (dlrt_idx_load(&img, abs_in, &err) < 0)
+	/* An IDX file, or a text file listing one image file per line. */
+	is_idx = dlrt_inputs_is_idx(abs_in) == 1;
+	if ((is_idx ? dlrt_idx_load(&img, abs_in, &err) : dlrt_inputs_load_list(&img, abs_in, &err)) < 0)
 		return die("%s", err.msg);
 	if (img.ndims != 3 || img.item_size != 784) {
 		dlrt_idx_free(&img);
@@ -254,11 +258,15 @@ static int cmd_submit(int argc, char **argv)
 		/* Workers map a plain copy instead of each decompressing the file. */
 		char plain[PATH_MAX];
 
-		if (dlrt_inputs_unpack(&img, abs_in, dir, plain, sizeof(plain), &err) == 0)
+		if (dlrt_inputs_unpack(&img, abs_in, dir, plain, sizeof(plain), &err) == 0) {
 			snprintf(s.inputs, sizeof(s.inputs), "%s", plain);
-		else
+		} else if (!is_idx) {
+			die("%s (a list of images needs it)", err.msg);
+			goto out_close;
+		} else {
 			fprintf(stderr, "%s: warning: %s; workers read %s itself\n", prog, err.msg,
 				abs_in);
+		}
 	}
 	dlrt_idx_free(&img);
 	if (dlrt_ip_put_submit(&c.out, &s) < 0) {

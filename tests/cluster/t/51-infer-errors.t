@@ -109,10 +109,41 @@ tail -n +2 "$WORK/ref.csv" | cut -d, -f1,2 | sort -t, -k1n >"$WORK/ref.sorted"
 is "$(wc -l <"$WORK/ext.sorted")" 300 "300 answers from the external model"
 ok "$(cmp -s "$WORK/ext.sorted" "$WORK/ref.sorted"; echo $?)" \
 	"its predictions equal the built-in lenet5's"
+# Inputs as a list of image files (PGM and raw), relative to the list's folder.
+mkdir -p "$WORK/imgs"
+python3 - "$T/t10k-images-idx3-ubyte.gz" "$WORK/imgs" <<'PY'
+import gzip, sys
+d = gzip.open(sys.argv[1]).read()[16:]
+with open(sys.argv[2] + '/list.txt', 'w') as lst:
+    lst.write('# 40 Fashion-MNIST test images\n')
+    for i in range(40):
+        px = d[i * 784:(i + 1) * 784]
+        name = 'img%02d.%s' % (i, 'pgm' if i % 2 else 'raw')
+        with open(sys.argv[2] + '/' + name, 'wb') as f:
+            f.write((b'P5\n# from t10k\n28 28\n255\n' if i % 2 else b'') + px)
+        lst.write(name + '\n')
+PY
+chown -R "$DLRT_TEST_USER": "$WORK/imgs"
+J=$(infer submit --model lenet5 --inputs "$WORK/imgs/list.txt" --batch 8)
+infer wait "$J" >"$WORK/w"
+is $? 0 "a job whose inputs are a list of 40 image files completed"
+tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2,3 | sort -t, -k1n >"$WORK/list.sorted"
+head -40 "$WORK/ref.sorted" >"$WORK/ref40.sorted"
+ok "$(cmp -s "$WORK/list.sorted" "$WORK/ref40.sorted"; echo $?)" \
+	"its answers equal lenet5's on the same images from the IDX file"
+echo "img99.pgm" >>"$WORK/imgs/list.txt"
+one_line "a list naming a missing file" "list.txt line 42: cannot read .*img99.pgm" \
+	infer submit --model lenet5 --inputs "$WORK/imgs/list.txt" --batch 8
 J=$(infer submit --model "ext:/bin/false" --inputs $T/t10k-images-idx3-ubyte.gz --count 10 --batch 5)
 infer wait "$J" >"$WORK/w"
 like "$(cat "$WORK/w")" "failed: .*model command '/bin/false' did not get READY" \
 	"a model command that dies at start fails its job with the reason"
+
+timeout 20 runuser -u "$DLRT_TEST_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" \
+	DLRT_INFER_POOL="$POOL" dlrt-infer status --watch --interval 0.2 >"$WORK/watch"
+is $? 0 "status --watch ends by itself when no job runs"
+like "$(cat "$WORK/watch")" "^JOB +NAME +MODEL +STATE +DONE/TOTAL +PROGRESS +Q/S +WORKERS +ETA" \
+	"it shows the job table"
 
 infer pool stop >/dev/null
 ok $? "pool stop"
