@@ -282,7 +282,9 @@ t0=$(date +%s%N)
 got=$(timeout 2 redis-cli -p "$P" PING 2>&1)
 t1=$(date +%s%N)
 check "another client is served while one is stalled mid-command" "$got" "PONG"
-if [ $(((t1 - t0) / 1000000)) -lt 500 ]; then ok "...within $(((t1 - t0) / 1000000)) ms"
+# Served before the idle timeout could have freed a server blocked on the
+# stalled client: that, not a speed, is what proves it never blocked.
+if [ $(((t1 - t0) / 1000000)) -lt 1000 ]; then ok "...within $(((t1 - t0) / 1000000)) ms, before the idle timeout"
 else notok "the stalled client delayed another by $(((t1 - t0) / 1000000)) ms"; fi
 sleep 1.5
 if timeout 3 cat <&6 >/dev/null; then ok "the stalled client was closed after --idle-timeout-ms"

@@ -334,7 +334,9 @@ static void test_hostile(void)
 			worst = now_ms() - t;
 	}
 	TAP_IS_INT(bad, 0, "50 other requests served meanwhile");
-	TAP_OK(worst < 200, "none waited on the slow client (worst %lld ms)", (long long)worst);
+	/* Each answered before the slow client's idle timeout (400 ms) could have
+	 * unblocked a driver stuck on it: an ordering, not a speed. */
+	TAP_OK(worst < 400, "none waited on the slow client (worst %lld ms)", (long long)worst);
 	/* The idle timeout (400 ms) hangs up on it. */
 	n = recv(slow, buf, sizeof(buf), 0);
 	TAP_OK(n <= 0 && now_ms() - t0 < 3000,

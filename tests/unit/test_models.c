@@ -507,15 +507,11 @@ static void test_trained(const char *dir)
 		us[k] = time_per_query(m, x, n);
 		dlrt_model_free(m);
 	}
-#ifndef __SANITIZE_ADDRESS__
-	/* The pool's fairness tests need two clearly different costs; the
-	 * benchmark measures ~8x, a loaded machine blurs it, so ask for 4x. */
-	TAP_OK(us[0] > 0 && us[1] > 4 * us[0], "deepcnn costs %.1fx lenet5 per "
-	       "query (%.1f vs %.1f us)", us[0] > 0 ? us[1] / us[0] : 0, us[1],
-	       us[0]);
-#else
-	(void)us;
-#endif
+	/* Reported, never asserted: timings do not decide pass/fail (a loaded
+	 * machine blurs them). The deterministic cost difference the pool's
+	 * fairness tests need is asserted above in MACs; bench/ measures time. */
+	printf("# deepcnn costs %.1fx lenet5 per query here (%.1f vs %.1f us)\n",
+	       us[0] > 0 ? us[1] / us[0] : 0, us[1], us[0]);
 	free(x);
 	free(pred);
 	free(pred1);
