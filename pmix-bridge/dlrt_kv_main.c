@@ -25,6 +25,9 @@ static void usage(FILE *f)
 		"  fence            wait until every task of the step reaches its fence\n"
 		"  get RANK KEY     print the VALUE task RANK published (after a fence)\n"
 		"  getall KEY       print 'RANK VALUE' for every task (after a fence)\n"
+		"  await RANK KEY   like get, but without a fence: wait until task RANK\n"
+		"                   has put KEY (asks again until --timeout)\n"
+		"  awaitall KEY     like getall, waiting for each task in turn\n"
 		"  barrier          wait for the tasks on this node only\n"
 		"  rank | size      print this task's rank / the number of tasks\n"
 		"Example: dlrt-kv put host \"$(hostname)\" fence getall host\n"
@@ -41,12 +44,19 @@ static int op_args(const char *op)
 		const char *name;
 		int nargs;
 	} ops[] = { { "put", 2 }, { "get", 2 }, { "getall", 1 }, { "fence", 0 },
+		    { "await", 2 }, { "awaitall", 1 },
 		    { "barrier", 0 }, { "rank", 0 }, { "size", 0 } };
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(*ops); i++)
 		if (!strcmp(op, ops[i].name))
 			return ops[i].nargs;
 	return -1;
+}
+
+static void print_value(uint32_t rank, const char *value, void *arg)
+{
+	(void)arg;
+	printf("%u %s\n", rank, value);
 }
 
 static int run_op(struct dlrt_pmix *p, char **a, struct dlrt_err *err)
@@ -72,9 +82,12 @@ static int run_op(struct dlrt_pmix *p, char **a, struct dlrt_err *err)
 		}
 		return 0;
 	}
+	if (!strcmp(a[0], "awaitall"))
+		return dlrt_pmix_await_all(p, a[1], print_value, NULL, err);
 	if (dlrt_parse_u32(a[1], 0, UINT32_MAX - 1, &rank) < 0)
-		return dlrt_err_set(err, "get: '%s' is not a rank", a[1]);
-	if (dlrt_pmix_get(p, rank, a[2], value, sizeof(value), err) < 0)
+		return dlrt_err_set(err, "%s: '%s' is not a rank", a[0], a[1]);
+	if ((a[0][0] == 'g' ? dlrt_pmix_get : dlrt_pmix_await)(p, rank, a[2], value,
+							       sizeof(value), err) < 0)
 		return -1;
 	printf("%s\n", value);
 	return 0;

@@ -97,15 +97,133 @@ static void value_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
 	waiter_complete(cbdata, status, copy);
 }
 
+/* The job size arrives as a uint32; carried as text so one waiter type serves. */
+static void size_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+	char *copy = NULL;
+
+	if (status == PMIX_SUCCESS && kv && kv->type == PMIX_UINT32 &&
+	    asprintf(&copy, "%u", kv->data.uint32) < 0)
+		copy = NULL;
+	if (status == PMIX_SUCCESS && !copy)
+		status = PMIX_ERR_TYPE_MISMATCH;
+	waiter_complete(cbdata, status, copy);
+}
+
 bool dlrt_pmix_available(void)
 {
 	return getenv("PMIX_NAMESPACE") && getenv("PMIX_RANK");
 }
 
+/* The job size, read without blocking past the timeout. */
+static int job_size(struct dlrt_pmix *p, struct dlrt_err *err)
+{
+	pmix_proc_t wild;
+	struct waiter *w = waiter_new();
+	pmix_status_t rc;
+	char *end = NULL;
+
+	if (!w)
+		return dlrt_err_set(err, "out of memory");
+	PMIX_LOAD_PROCID(&wild, p->nspace, PMIX_RANK_WILDCARD);
+	rc = PMIx_Get_nb(&wild, PMIX_JOB_SIZE, NULL, 0, size_cb, w);
+	if (rc != PMIX_SUCCESS) {
+		waiter_free(w);
+		return dlrt_err_set(err, "PMIx did not report the job size: %s",
+				    PMIx_Error_string(rc));
+	}
+	if (waiter_wait(w, p->timeout_s) < 0) {
+		p->wedged = true;
+		return dlrt_err_set(err, "PMIx did not report the job size within %d s: is this "
+				    "process a fork of a PMIx server (never call dlrt_pmix_open "
+				    "in slurmstepd)?", p->timeout_s);
+	}
+	rc = w->status;
+	if (rc == PMIX_SUCCESS)
+		p->size = (uint32_t)strtoul(w->value, &end, 10);
+	waiter_free(w);
+	if (rc != PMIX_SUCCESS || !p->size)
+		return dlrt_err_set(err, "PMIx did not report the job size: %s",
+				    PMIx_Error_string(rc));
+	return 0;
+}
+
+/* PMIx_Init, PMIx_Commit and PMIx_Finalize block until the local server answers; a
+ * slurmstepd busy retrying messages to nodes that left the step answers only
+ * after tens of seconds (observed). They run in a thread here, waited for with
+ * the timeout; a call that overruns is abandoned (the process exits soon). */
+enum blocking_op { CALL_INIT, CALL_COMMIT, CALL_FINALIZE };
+
+struct blocking_call {
+	struct waiter *w;
+	enum blocking_op op;
+	pmix_proc_t me;
+};
+
+static void *blocking_call_run(void *arg)
+{
+	struct blocking_call *c = arg;
+	pmix_status_t rc = c->op == CALL_INIT	 ? PMIx_Init(&c->me, NULL, 0)
+			   : c->op == CALL_COMMIT ? PMIx_Commit()
+						  : PMIx_Finalize(NULL, 0);
+
+	waiter_complete(c->w, rc, NULL);
+	return NULL;
+}
+
+/* Returns the call's status, or PMIX_ERR_TIMEOUT if it did not return in time. */
+static pmix_status_t run_bounded(struct blocking_call *c, int timeout_s)
+{
+	pthread_t t;
+	pmix_status_t rc;
+
+	c->w = waiter_new();
+	if (!c->w)
+		return PMIX_ERR_NOMEM;
+	if (pthread_create(&t, NULL, blocking_call_run, c) != 0) {
+		waiter_free(c->w);
+		return PMIX_ERR_OUT_OF_RESOURCE;
+	}
+	pthread_detach(t);
+	if (waiter_wait(c->w, timeout_s) < 0)
+		return PMIX_ERR_TIMEOUT; /* c stays allocated: the thread may still use it */
+	rc = c->w->status;
+	waiter_free(c->w);
+	return rc;
+}
+
+static pmix_status_t commit_bounded(int timeout_s)
+{
+	struct blocking_call *c = calloc(1, sizeof(*c));
+	pmix_status_t rc;
+
+	if (!c)
+		return PMIX_ERR_NOMEM;
+	c->op = CALL_COMMIT;
+	rc = run_bounded(c, timeout_s);
+	if (rc != PMIX_ERR_TIMEOUT)
+		free(c);
+	return rc;
+}
+
+static pmix_status_t init_bounded(pmix_proc_t *me, int timeout_s)
+{
+	struct blocking_call *c = calloc(1, sizeof(*c));
+	pmix_status_t rc;
+
+	if (!c)
+		return PMIX_ERR_NOMEM;
+	rc = run_bounded(c, timeout_s);
+	if (rc == PMIX_ERR_TIMEOUT)
+		return rc;
+	*me = c->me;
+	free(c);
+	return rc;
+}
+
 int dlrt_pmix_open(struct dlrt_pmix *p, int timeout_s, struct dlrt_err *err)
 {
-	pmix_proc_t me, wild;
-	pmix_value_t *val = NULL;
+	pmix_proc_t me;
 	pmix_status_t rc;
 
 	memset(p, 0, sizeof(*p));
@@ -114,24 +232,20 @@ int dlrt_pmix_open(struct dlrt_pmix *p, int timeout_s, struct dlrt_err *err)
 		return dlrt_err_set(err, "this step has no PMIx, which dlrt needs to exchange "
 				    "addresses: add --mpi=pmix to srun, or ask your admin for "
 				    "MpiDefault=pmix");
-	rc = PMIx_Init(&me, NULL, 0);
+	rc = init_bounded(&me, p->timeout_s);
+	if (rc == PMIX_ERR_TIMEOUT)
+		return dlrt_err_set(err, "Slurm's PMIx server did not accept this task within %d s "
+				    "(is its slurmstepd overloaded or gone?)", p->timeout_s);
 	if (rc != PMIX_SUCCESS)
 		return dlrt_err_set(err, "cannot connect to Slurm's PMIx server: %s (is the "
 				    "step started with --mpi=pmix?)", PMIx_Error_string(rc));
 	p->open = true;
 	p->rank = me.rank;
 	snprintf(p->nspace, sizeof(p->nspace), "%s", me.nspace);
-	PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
-	rc = PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &val);
-	if (rc != PMIX_SUCCESS || !val || val->type != PMIX_UINT32) {
-		if (val)
-			PMIX_VALUE_RELEASE(val);
+	if (job_size(p, err) < 0) {
 		dlrt_pmix_close(p);
-		return dlrt_err_set(err, "PMIx did not report the job size: %s",
-				    PMIx_Error_string(rc));
+		return -1;
 	}
-	p->size = val->data.uint32;
-	PMIX_VALUE_RELEASE(val);
 	return 0;
 }
 
@@ -151,7 +265,13 @@ int dlrt_pmix_put(struct dlrt_pmix *p, const char *key, const char *value,
 	v.data.string = (char *)value;
 	rc = PMIx_Put(PMIX_GLOBAL, k, &v);
 	if (rc == PMIX_SUCCESS)
-		rc = PMIx_Commit();
+		rc = commit_bounded(p->timeout_s);
+	if (rc == PMIX_ERR_TIMEOUT) {
+		p->wedged = true;
+		return dlrt_err_set(err, "Slurm's PMIx server did not take %s within %d s (is its "
+				    "slurmstepd overloaded, or did the other nodes leave the step?)",
+				    k, p->timeout_s);
+	}
 	if (rc != PMIX_SUCCESS)
 		return dlrt_err_set(err, "PMIx put of %s failed: %s", k, PMIx_Error_string(rc));
 	return 0;
@@ -297,34 +417,34 @@ int dlrt_pmix_local_barrier(struct dlrt_pmix *p, struct dlrt_err *err)
 	}
 }
 
-int dlrt_pmix_get(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
-		  struct dlrt_err *err)
+/* One bounded get. Returns 0 (value in out), 1 if the key is not there (yet),
+ * -1 on a hard error or when the wait itself ran out (p->wedged is then set). */
+static int get_once(struct dlrt_pmix *p, uint32_t rank, const char *k, int wait_s, char *out,
+		    size_t len, struct dlrt_err *err)
 {
-	char k[PMIX_MAX_KEYLEN + 1];
 	pmix_proc_t proc;
 	pmix_info_t info[1];
-	struct waiter *w;
+	struct waiter *w = waiter_new();
 	pmix_status_t rc;
 
-	if (rank >= p->size)
-		return dlrt_err_set(err, "rank %u does not exist (the step has %u)", rank, p->size);
-	if (snprintf(k, sizeof(k), "dlrt.%s", key) >= (int)sizeof(k))
-		return dlrt_err_set(err, "PMIx key 'dlrt.%s' is too long", key);
-	w = waiter_new();
 	if (!w)
 		return dlrt_err_set(err, "out of memory");
 	PMIX_LOAD_PROCID(&proc, p->nspace, rank);
-	PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &p->timeout_s, PMIX_INT);
+	/* The server drops the request after wait_s, so a request lost between
+	 * slurmstepds does not swallow the retries that follow it. */
+	PMIX_INFO_LOAD(&info[0], PMIX_TIMEOUT, &wait_s, PMIX_INT);
 	rc = PMIx_Get_nb(&proc, k, info, 1, value_cb, w);
 	if (rc != PMIX_SUCCESS) {
 		waiter_free(w);
 		return dlrt_err_set(err, "PMIx get of %s from rank %u failed: %s", k, rank,
 				    PMIx_Error_string(rc));
 	}
-	if (waiter_wait(w, p->timeout_s) < 0) {
+	if (waiter_wait(w, wait_s + 1) < 0) {
+		/* The server did not answer (observed on Slurm 22.05 when a request
+		 * between slurmstepds is lost): ask again; the abandoned waiter is
+		 * freed by its late callback, if any. Finalize could then block. */
 		p->wedged = true;
-		return dlrt_err_set(err, "PMIx get of %s from rank %u timed out after %d s (did "
-				    "that task start?)", k, rank, p->timeout_s);
+		return 1;
 	}
 	rc = w->status;
 	if (rc == PMIX_SUCCESS && strlen(w->value) >= len)
@@ -332,16 +452,138 @@ int dlrt_pmix_get(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out
 	if (rc == PMIX_SUCCESS)
 		memcpy(out, w->value, strlen(w->value) + 1);
 	waiter_free(w);
-	if (rc != PMIX_SUCCESS)
-		return dlrt_err_set(err, "rank %u has no %s: %s", rank, k, PMIx_Error_string(rc));
+	if (rc == PMIX_SUCCESS)
+		return 0;
+	if (rc == PMIX_ERR_NOT_FOUND || rc == PMIX_ERR_TIMEOUT || rc == PMIX_ERR_PROC_ENTRY_NOT_FOUND)
+		return 1;
+	return dlrt_err_set(err, "rank %u has no %s: %s", rank, k, PMIx_Error_string(rc));
+}
+
+static int make_key(char k[PMIX_MAX_KEYLEN + 1], const char *key, struct dlrt_err *err)
+{
+	if (snprintf(k, PMIX_MAX_KEYLEN + 1, "dlrt.%s", key) >= PMIX_MAX_KEYLEN + 1)
+		return dlrt_err_set(err, "PMIx key 'dlrt.%s' is too long", key);
 	return 0;
+}
+
+int dlrt_pmix_get(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
+		  struct dlrt_err *err)
+{
+	char k[PMIX_MAX_KEYLEN + 1];
+	int rc;
+
+	if (rank >= p->size)
+		return dlrt_err_set(err, "rank %u does not exist (the step has %u)", rank, p->size);
+	if (make_key(k, key, err) < 0)
+		return -1;
+	rc = get_once(p, rank, k, p->timeout_s, out, len, err);
+	if (rc == 1)
+		return dlrt_err_set(err, "rank %u has no %s (did it put it before the fence? "
+				    "or, with no fence, use await)", rank, k);
+	return rc;
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
+		    struct dlrt_err *err)
+{
+	char k[PMIX_MAX_KEYLEN + 1];
+	double deadline = mono_now() + p->timeout_s;
+	long pause_ms = 10;
+
+	if (rank >= p->size)
+		return dlrt_err_set(err, "rank %u does not exist (the step has %u)", rank, p->size);
+	if (make_key(k, key, err) < 0)
+		return -1;
+	for (;;) {
+		double left = deadline - mono_now();
+		int rc;
+
+		if (left <= 0)
+			return dlrt_err_set(err, "rank %u did not publish %s within %d s (did that "
+					    "task start? see its node's slurmd log)", rank, k,
+					    p->timeout_s);
+		rc = get_once(p, rank, k, left < 2 ? 1 : 2, out, len, err);
+		if (rc <= 0)
+			return rc;
+		/* Not there yet: the other task is still starting. Back off a little
+		 * so a large step does not flood the root's slurmstepd. */
+		nanosleep(&(struct timespec){ 0, pause_ms * 1000 * 1000 }, NULL);
+		if (pause_ms < 200)
+			pause_ms *= 2;
+	}
+}
+
+int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
+			void (*got)(uint32_t rank, const char *value, void *arg), void *arg,
+			struct dlrt_err *err)
+{
+	char k[PMIX_MAX_KEYLEN + 1], value[4096], missing[128];
+	double deadline = mono_now() + p->timeout_s, give_up;
+	size_t off = 0;
+	uint32_t r, nmissing = 0;
+	long pause_ms = 10;
+
+	if (make_key(k, key, err) < 0)
+		return -1;
+	for (r = 0; r < p->size;) {
+		double left = deadline - mono_now();
+		int rc;
+
+		if (left <= 0)
+			break;
+		rc = get_once(p, r, k, left < 2 ? 1 : 2, value, sizeof(value), err);
+		if (rc < 0)
+			return -1;
+		if (rc == 0) {
+			got(r++, value, arg);
+			pause_ms = 10;
+			continue;
+		}
+		nanosleep(&(struct timespec){ 0, pause_ms * 1000 * 1000 }, NULL);
+		if (pause_ms < 100)
+			pause_ms *= 2;
+	}
+	if (r == p->size)
+		return 0;
+	/* Name the ranks still missing: one quick look at each, bounded in total. */
+	missing[0] = '\0';
+	give_up = mono_now() + 4;
+	for (; r < p->size && mono_now() < give_up; r++) {
+		if (get_once(p, r, k, 1, value, sizeof(value), err) == 0)
+			continue;
+		if (nmissing++ < 8) {
+			int n = snprintf(missing + off, sizeof(missing) - off, "%s%u",
+					 off ? ", " : "", r);
+
+			if (n > 0 && (size_t)n < sizeof(missing) - off)
+				off += (size_t)n;
+		}
+	}
+	return dlrt_err_set(err, "tasks %s%s did not publish %s within %d s (did they start? "
+			    "see their node's slurmd log)", missing[0] ? missing : "?",
+			    nmissing > 8 || r < p->size ? " and maybe more" : "", k, p->timeout_s);
 }
 
 void dlrt_pmix_close(struct dlrt_pmix *p)
 {
 	/* After a timeout the server may not answer; Finalize could then block, and
-	 * the caller is about to fail the task anyway. */
-	if (p->open && !p->wedged)
-		PMIx_Finalize(NULL, 0);
+	 * the caller is about to fail the task anyway. Otherwise it is bounded too. */
+	if (p->open && !p->wedged) {
+		struct blocking_call *c = calloc(1, sizeof(*c));
+
+		if (c) {
+			c->op = CALL_FINALIZE;
+			if (run_bounded(c, p->timeout_s) != PMIX_ERR_TIMEOUT)
+				free(c);
+		}
+	}
 	p->open = false;
 }

@@ -53,6 +53,19 @@ int dlrt_pmix_fence(struct dlrt_pmix *p, struct dlrt_err *err);
 int dlrt_pmix_get(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
 		  struct dlrt_err *err);
 
+/* Reads `key` of `rank` without a fence: asks again (with a short back-off)
+ * until that rank has published it, for at most the session's timeout. This
+ * is what the plugin's address exchange uses: no collective, so a task that
+ * starts late only delays those that need its key. */
+int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
+		    struct dlrt_err *err);
+
+/* Like dlrt_pmix_await for every rank in turn, calling got() for each; on
+ * timeout the error names the ranks that did not publish. */
+int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
+			void (*got)(uint32_t rank, const char *value, void *arg), void *arg,
+			struct dlrt_err *err);
+
 /* Waits for the ranks on this node only. */
 int dlrt_pmix_local_barrier(struct dlrt_pmix *p, struct dlrt_err *err);
 

@@ -2,93 +2,291 @@
  *
  * Runtimes whose tasks must find a root (the mxnet scheduler, torch rank 0)
  * learn its address from the root task itself through one PMIx fence: the root
- * picks a port that is free on its node right now and publishes "ip:port";
- * every task publishes its node's address too. No redis, ZooKeeper or file.
+ * picks a port that is free on its node right now (or passes the port of a
+ * service the plugin started) and publishes "ip:port"; every task publishes its
+ * node's address too. No redis, ZooKeeper or file.
+ *
+ * Why a separate process: this code runs in the task, a fork of slurmstepd.
+ * slurmstepd's mpi/pmix plugin has loaded the same libpmix and initialised it
+ * as the step's PMIx server, so in the fork PMIx_Init "succeeds" at once with
+ * the server's identity, and the next blocking call waits forever for a
+ * progress thread that did not survive fork() (observed: tasks stuck before
+ * exec in PMIx_Get, t/04-roles.t hung). So the task runs dlrt-kv, a fresh
+ * PMIx client, with the task's future environment (which holds the PMIX_*
+ * coordinates) and reads its answer from a pipe; the task kills it at the
+ * deadline, so no PMIx wait can outlive exchange_timeout by more than a few
+ * seconds.
+ *
  * Only for runtimes whose programs do not use PMIx themselves (see
  * pmix_bridge.h for why).
  */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "exchange.h"
+#include "exchange_reply.h"
 #include "netaddr.h"
-#include "pmix_bridge.h"
 
-/* slurmstepd put the PMIx server's coordinates into the task's future
- * environment (S_JOB_ENV), not into this process's: copy them over so the
- * PMIx client library, which reads environ, finds its server. */
-static void import_pmix_env(spank_t sp)
+/* Time dlrt-kv may take beyond exchange_timeout: connecting, and naming the
+ * ranks that did not arrive after a timed-out fence (bounded at 5 s there). */
+#define EXCHANGE_SLACK_S 8
+
+static char **job_env(spank_t sp)
 {
 	char **env = NULL;
 
-	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
-		return;
-	for (; *env; env++) {
-		const char *eq = strchr(*env, '=');
-		char name[256];
-
-		if (strncmp(*env, "PMIX_", 5) || !eq || (size_t)(eq - *env) >= sizeof(name))
-			continue;
-		memcpy(name, *env, (size_t)(eq - *env));
-		name[eq - *env] = '\0';
-		setenv(name, eq + 1, 1);
-	}
+	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS)
+		return NULL;
+	return env;
 }
 
+static const char *env_find(char **env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; env && *env; env++)
+		if (!strncmp(*env, name, n) && (*env)[n] == '=')
+			return *env + n + 1;
+	return NULL;
+}
+
+/* slurmstepd puts the PMIx server's coordinates into the task's future
+ * environment (S_JOB_ENV) before task_init; with --mpi=none they are absent. */
 bool dlrt_exchange_possible(spank_t sp)
 {
-	import_pmix_env(sp);
-	return dlrt_pmix_available();
+	char **env = job_env(sp);
+
+	return env_find(env, "PMIX_NAMESPACE") && env_find(env, "PMIX_RANK");
+}
+
+/* dlrt-kv lives in <prefix>/bin; the plugin in <prefix>/lib/dlrt/dlrt.so (or,
+ * in a build tree, <build>/dlrt.so next to <build>/bin). */
+static int find_kv(char *out, size_t len, struct dlrt_err *err)
+{
+	Dl_info info;
+	char dir[4096], *slash;
+
+	if (!dladdr((void *)dlrt_exchange_root, &info) || !info.dli_fname)
+		return dlrt_err_set(err, "cannot tell where the dlrt plugin is installed");
+	snprintf(dir, sizeof(dir), "%s", info.dli_fname);
+	for (int up = 0; up < 3 && (slash = strrchr(dir, '/')); up++) {
+		*slash = '\0';
+		if (snprintf(out, len, "%s/bin/dlrt-kv", dir) < (int)len && access(out, X_OK) == 0)
+			return 0;
+	}
+	return dlrt_err_set(err, "dlrt-kv is missing next to the plugin %s: reinstall dlrt "
+			    "(make install) so <prefix>/bin/dlrt-kv exists", info.dli_fname);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void __attribute__((noreturn)) child_exec(const char *path, char **argv, char **env,
+						 int out_fd)
+{
+	sigset_t all;
+	int devnull = open("/dev/null", O_RDONLY);
+
+	if (devnull >= 0)
+		dup2(devnull, 0);
+	dup2(out_fd, 1);
+	dup2(out_fd, 2);
+	close_range(3, ~0U, 0);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	execve(path, argv, env);
+	dprintf(1, "dlrt-kv: cannot run %s: %s\n", path, strerror(errno));
+	_exit(127);
+}
+
+/* Runs dlrt-kv with `argv`, collecting what it prints, for at most
+ * `limit_s` seconds. */
+static int run_kv(const char *path, char **argv, char **env, int limit_s, char **out,
+		  size_t *outlen, size_t cap, struct dlrt_err *err)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
+	double deadline = now_s() + limit_s;
+	size_t len = 0;
+	char *buf = malloc(cap + 1);
+	int fds[2], status = 0, rc = -1;
+	bool timed_out = false;
+	pid_t pid;
+
+	if (!buf)
+		return dlrt_err_set(err, "out of memory");
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		free(buf);
+		return dlrt_err_errno(err, errno, "cannot create a pipe for the PMIx exchange");
+	}
+	/* A task may inherit SIGCHLD=ignore, which would make waitpid fail. */
+	sigaction(SIGCHLD, &dfl, &old);
+	pid = fork();
+	if (pid < 0) {
+		dlrt_err_errno(err, errno, "cannot fork dlrt-kv for the PMIx exchange");
+		close(fds[0]);
+		close(fds[1]);
+		goto out;
+	}
+	if (pid == 0)
+		child_exec(path, argv, env, fds[1]);
+	close(fds[1]);
+	for (;;) {
+		double left = deadline - now_s();
+		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
+		ssize_t n;
+
+		if (left <= 0) {
+			timed_out = true;
+			break;
+		}
+		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!pfd.revents)
+			continue;
+		n = read(fds[0], buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* EOF (or a full buffer: the answer is malformed anyway) */
+		len += (size_t)n;
+		if (len == cap)
+			break;
+	}
+	close(fds[0]);
+	/* Output ended: dlrt-kv is exiting; give it a moment, then stop it. */
+	while (!timed_out) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			status = 0;
+			break;
+		}
+		if (now_s() > deadline) {
+			timed_out = true;
+			break;
+		}
+		nanosleep(&(struct timespec){ 0, 5 * 1000 * 1000 }, NULL);
+	}
+	if (timed_out) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		dlrt_err_set(err, "the PMIx exchange did not finish within %d s and was stopped: "
+			     "is Slurm's PMIx working? (try srun --mpi=pmix -n2 dlrt-kv put a b "
+			     "fence)", limit_s);
+		goto out;
+	}
+	buf[len] = '\0';
+	if (WIFSIGNALED(status)) {
+		dlrt_err_set(err, "dlrt-kv died of signal %d during the PMIx exchange",
+			     WTERMSIG(status));
+		goto out;
+	}
+	*out = buf;
+	*outlen = len;
+	buf = NULL;
+	rc = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+out:
+	sigaction(SIGCHLD, &old, NULL);
+	free(buf);
+	return rc;
 }
 
 int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 		       struct dlrt_addrs *all, struct dlrt_err *err)
 {
-	char launch_ip[64] = "", buf[64];
-	struct dlrt_pmix p;
-	int rc = -1;
+	char launch_ip[64] = "", kv[4096], timeout_s[16], root_s[64], rank_s[16];
+	char *argv[24], *text = NULL, **env = job_env(sp);
+	size_t n = 0, textlen = 0;
+	int status;
 
 	memset(mine, 0, sizeof(*mine));
-	import_pmix_env(sp);
+	if (!dlrt_exchange_possible(sp))
+		return dlrt_err_set(err, "this step has no PMIx, which dlrt needs to tell every task "
+				    "the root's address: add --mpi=pmix to srun, or ask your admin "
+				    "for MpiDefault=pmix in slurm.conf");
 	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
 	if (dlrt_net_node_ipv4(req->iface, launch_ip, mine->node_ip, err) < 0)
 		return -1;
 	snprintf(mine->iface, sizeof(mine->iface), "%s", req->iface ? req->iface : "");
-	if (dlrt_pmix_open(&p, req->timeout_s, err) < 0)
+	if (find_kv(kv, sizeof(kv), err) < 0)
 		return -1;
-	if (p.rank != req->rank) {
-		dlrt_err_set(err, "PMIx rank %u differs from Slurm's task id %u", p.rank, req->rank);
-		goto out;
+	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
+	snprintf(rank_s, sizeof(rank_s), "%u", req->root);
+	/* The order matters on Slurm 22.05, whose PMIx plugin loses messages
+	 * sent to a node whose slurmstepd does not exist yet or is still starting
+	 * its tasks (with the user's uid it then rejects the munge credential of
+	 * a new connection): a fence at task start hangs now and then under load.
+	 * So the tasks first only *ask* (await: retried, each try bounded), and
+	 * the root publishes its address only once every task has published its
+	 * host, i.e. once every node has started its tasks. The closing fence
+	 * then runs between running slurmstepds, and keeps the root's node in the
+	 * step until every task has read the address. */
+	argv[n++] = "dlrt-kv";
+	argv[n++] = "--timeout";
+	argv[n++] = timeout_s;
+	argv[n++] = "put";
+	argv[n++] = "host";
+	argv[n++] = mine->node_ip;
+	if (req->rank == req->root || all) {
+		argv[n++] = "awaitall";
+		argv[n++] = "host";
 	}
-	if (dlrt_pmix_put(&p, "host", mine->node_ip, err) < 0)
-		goto out;
 	if (req->rank == req->root) {
-		uint16_t port;
+		uint16_t port = req->root_port;
 
-		if (dlrt_net_free_port(mine->node_ip, &port, err) < 0)
-			goto out;
-		snprintf(buf, sizeof(buf), "%s:%u", mine->node_ip, port);
-		if (dlrt_pmix_put(&p, "root", buf, err) < 0)
-			goto out;
+		if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
+			return -1;
+		snprintf(root_s, sizeof(root_s), "%s:%u", mine->node_ip, port);
+		argv[n++] = "put";
+		argv[n++] = "root";
+		argv[n++] = root_s;
 	}
-	if (dlrt_pmix_fence(&p, err) < 0 ||
-	    dlrt_pmix_get(&p, req->root, "root", buf, sizeof(buf), err) < 0)
-		goto out;
-	if (dlrt_net_parse_hostport(buf, mine->root_ip, &mine->root_port) < 0) {
-		dlrt_err_set(err, "task %u published a bad root address '%s'", req->root, buf);
-		goto out;
+	argv[n++] = "await";
+	argv[n++] = rank_s;
+	argv[n++] = "root";
+	argv[n++] = "fence";
+	argv[n] = NULL;
+	/* Two waits (the start, the closing fence), each bounded by the timeout. */
+	status = run_kv(kv, argv, env, 2 * req->timeout_s + EXCHANGE_SLACK_S, &text, &textlen,
+			(size_t)req->ntasks * 48 + 4096, err);
+	if (status < 0)
+		return -1;
+	if (dlrt_exchange_reply_parse(text, textlen, req->ntasks, mine, all, err) < 0) {
+		free(text);
+		return -1;
 	}
+	free(text);
+	if (status != 0)
+		return dlrt_err_set(err, "dlrt-kv exited with status %d during the PMIx exchange",
+				    status);
 	mine->valid = true;
-	/* The dry run shows every task's address: fetch them from the local store. */
-	for (uint32_t t = 0; all && t < p.size; t++) {
+	for (uint32_t t = 0; all && t < req->ntasks; t++) {
+		char ip[sizeof(all[t].node_ip)];
+
+		memcpy(ip, all[t].node_ip, sizeof(ip));
 		all[t] = *mine;
-		if (dlrt_pmix_get(&p, t, "host", all[t].node_ip, sizeof(all[t].node_ip), err) < 0)
-			goto out;
+		memcpy(all[t].node_ip, ip, sizeof(ip));
 	}
-	rc = 0;
-out:
-	dlrt_pmix_close(&p);
-	return rc;
+	return 0;
 }

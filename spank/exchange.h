@@ -1,4 +1,4 @@
-/* exchange.h - the PMIx address exchange run by each task before exec. */
+/* exchange.h - the PMIx address exchange of each task, just before exec. */
 #ifndef DLRT_EXCHANGE_H
 #define DLRT_EXCHANGE_H
 
@@ -9,7 +9,13 @@
 
 struct dlrt_exchange_req {
 	uint32_t rank;      /* this task */
+	uint32_t ntasks;    /* tasks in the step */
 	uint32_t root;      /* the task whose node hosts the root (scheduler, rank 0) */
+	/* Only read in the root task. 0: it picks a port free on its node now
+	 * (mxnet's scheduler, torch's store). Non-zero: the port of a service the
+	 * plugin already started on the root's node (Horovod rendezvous driver,
+	 * Caffe2 helper store), which every task then gets as root_port. */
+	uint16_t root_port;
 	const char *iface;  /* --dl-iface or NULL */
 	int timeout_s;      /* bound of every wait */
 };
@@ -17,7 +23,9 @@ struct dlrt_exchange_req {
 /* True if the step has PMIx (srun --mpi=pmix or MpiDefault=pmix). */
 bool dlrt_exchange_possible(spank_t sp);
 
-/* Fills `mine` (and, if not NULL, `all[ntasks]` with every task's node address). */
+/* Fills `mine` (and, if not NULL, `all[ntasks]` with every task's node address).
+ * Fails at once, with the fix, when the step has no PMIx; never waits longer
+ * than about req->timeout_s. */
 int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 		       struct dlrt_addrs *all, struct dlrt_err *err);
 

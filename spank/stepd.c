@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfneeds.h"
 #include "exchange.h"
 #include "plan_print.h"
 #include "plugin.h"
@@ -128,17 +129,79 @@ int dlrt_stepd_user_init(spank_t sp)
 	return 0;
 }
 
+static const char *env_get(char **env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; env && *env; env++)
+		if (!strncmp(*env, name, n) && (*env)[n] == '=')
+			return *env + n + 1;
+	return NULL;
+}
+
+/* The program this task will exec, found as execvp would (PATH of the job). */
+static bool program_path(spank_t sp, char *out, size_t len)
+{
+	int argc = 0;
+	char **argv = NULL, **env = NULL;
+	const char *path;
+
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
+	    !argv[0] || !argv[0][0])
+		return false;
+	if (strchr(argv[0], '/'))
+		return snprintf(out, len, "%s", argv[0]) < (int)len;
+	spank_get_item(sp, S_JOB_ENV, &env);
+	path = env_get(env, "PATH");
+	while (path && *path) {
+		const char *colon = strchr(path, ':');
+		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
+
+		if (snprintf(out, len, "%.*s/%s", (int)dlen, path, argv[0]) < (int)len &&
+		    access(out, X_OK) == 0)
+			return true;
+		path = colon ? colon + 1 : NULL;
+	}
+	return false;
+}
+
+/* Whether this task learns the root's address through PMIx before exec. Not
+ * when its program speaks PMIx itself (MPI): a PMIx session of the same rank
+ * before exec makes Open MPI's MPI_Init fail (pmix_bridge.h), so MPI does the
+ * wire-up. DLRT_EXCHANGE=pmix|none in the job's environment overrides the
+ * guess, which only sees programs that link libmpi/libpmix directly (not a
+ * script that runs one). */
+static bool exchange_wanted(spank_t sp, uint32_t rank)
+{
+	char mode[16] = "", prog[4096];
+
+	if (!dlrt_plugin.opts.runtime->needs_root_addr)
+		return false;
+	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
+	if (!strcmp(mode, "none"))
+		return false;
+	if (!strcmp(mode, "pmix"))
+		return true;
+	if (program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
+		if (dlrt_plugin.opts.verbose && rank == 0)
+			fprintf(stderr, "dlrt: %s links MPI/PMIx: no PMIx exchange before exec, "
+				"the program's MPI does the wire-up (DLRT_EXCHANGE=pmix forces "
+				"it)\n", prog);
+		return false;
+	}
+	return true;
+}
+
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
  * exec'ing the program. task_init runs in the forked task process, so _exit
  * ends only that task, never slurmstepd. When the step has PMIx, the exchange
  * runs as for real, so the table shows the real addresses. */
 static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exchange_req *req)
 {
-	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
 	struct dlrt_addrs mine, *all = NULL;
 	struct dlrt_err err;
 
-	if (rt->needs_root_addr && dlrt_exchange_possible(sp)) {
+	if (exchange_wanted(sp, rank) && dlrt_exchange_possible(sp)) {
 		all = rank == 0 ? calloc(dlrt_plugin.layout.ntasks, sizeof(*all)) : NULL;
 		if (dlrt_exchange_root(sp, req, &mine, all, &err) < 0) {
 			fprintf(stderr, "dlrt: %s\n", err.msg);
@@ -180,7 +243,9 @@ int dlrt_stepd_task_init(spank_t sp)
 		task_fail(local, err.msg);
 	req = (struct dlrt_exchange_req){
 		.rank = rank,
+		.ntasks = dlrt_plugin.layout.ntasks,
 		.root = 0, /* mxnet's scheduler and torch's store host are task 0 */
+		.root_port = 0, /* 0: the root task picks a port free on its node */
 		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
 		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
 	};
@@ -190,7 +255,7 @@ int dlrt_stepd_task_init(spank_t sp)
 		dlrt_verbose(rank, "role table (%u tasks, %u nodes) built in %.2f ms",
 			     dlrt_plugin.layout.ntasks, dlrt_plugin.layout.nnodes, dlrt_plugin.plan_ms);
 	t1 = dlrt_verbose_now_ms();
-	if (dlrt_plugin.opts.runtime->needs_root_addr) {
+	if (exchange_wanted(sp, rank)) {
 		if (dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0) {
 			dlrt_verbose(rank, "address exchange over PMIx failed after %.1f ms",
 				     dlrt_verbose_now_ms() - t1);

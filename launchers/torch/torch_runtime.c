@@ -46,7 +46,7 @@ const struct dlrt_runtime dlrt_runtime_torch = {
 	.name = "torch",
 	.summary = "PyTorch torch.distributed (env://): torchrun's worker variables",
 	.program_uses_pmix = false,
-	.needs_root_addr = false, /* on once the PMIx exchange passes on the cluster (issue 3) */
+	.needs_root_addr = true,  /* MASTER_ADDR/PORT from the PMIx exchange */
 	.assign = torch_assign,
 	.task_env = torch_task_env,
 };

@@ -58,7 +58,7 @@ CredType=cred/munge
 SlurmUser=root
 SlurmdUser=root
 StateSaveLocation=$DIR/state
-SlurmdSpoolDir=$DIR/spool/%n
+SlurmdSpoolDir=$DIR/spool/node
 SlurmctldPidFile=$DIR/run/slurmctld.pid
 SlurmdPidFile=$DIR/run/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
@@ -220,10 +220,14 @@ start_daemons() {
 
 start_slurmd() {
 	local n=$1 conf="$DIR/etc/slurm.conf"
-	mkdir -p "$DIR/spool/$n" "$DIR/nodes/$n/tmp"
+	mkdir -p "$DIR/spool/$n" "$DIR/spool/node" "$DIR/nodes/$n/tmp"
 	chmod 1777 "$DIR/nodes/$n/tmp"
+	# The spool folder has ONE literal name on every node (each node mounts its
+	# own there): Slurm's PMIx plugin sends node-to-node messages to
+	# <SlurmdSpoolDir>/stepd.slurm.pmix.J.S on the other node without
+	# expanding %n, so a per-node "%n" path loses them (ENOENT).
 	nsenter --net="/var/run/netns/$NSPFX-$n" unshare --uts --mount --propagation private \
-		sh -c "mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/etc/hosts' /etc/hosts && hostname $n && exec slurmd -f '$conf' -N $n"
+		sh -c "mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/spool/$n' '$DIR/spool/node' && mount --bind '$DIR/etc/hosts' /etc/hosts && hostname $n && exec slurmd -f '$conf' -N $n"
 }
 
 # A node failure for tests (--dl-retries): stop one slurmd only; its step daemons and

@@ -1,0 +1,101 @@
+#!/bin/bash
+# The PMIx address exchange of --dl-runtime=mxnet|torch on real steps: every
+# task learns the root's numeric address and a port checked free on the root's
+# node, the address is reachable from the other nodes (a real ps-lite-contract
+# job and a real torch.distributed gloo all_reduce across 3 nodes), concurrent
+# steps get different ports, --mpi=none fails at once with the fix, and the
+# exchange's waits end with the ranks that are missing.
+. "$(dirname "$0")/../lib.sh"
+
+PRINT='echo T=$SLURM_PROCID N=$SLURMD_NODENAME IPS="$(hostname -I | tr " " ,)" R=$DMLC_ROLE U=$DMLC_PS_ROOT_URI P=$DMLC_PS_ROOT_PORT H=$DMLC_NODE_HOST MA=$MASTER_ADDR MP=$MASTER_PORT'
+
+field() { # field LINE NAME
+	echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"
+}
+
+# --- mxnet: every task agrees on the scheduler's address, which is task 0's node
+run_srun -N3 -n7 --dl-runtime=mxnet bash -c "$PRINT"
+is "$RC" 0 "mxnet -N3 -n7: the step ran with the exchange"
+is "$(grep -c '^T=' "$OUT")" 7 "mxnet: all 7 tasks printed"
+t0=$(grep '^T=0 ' "$OUT")
+uri=$(field "$t0" U)
+port=$(field "$t0" P)
+like "$uri" '^10\.77\.[0-9]+\.[0-9]+$' "mxnet: DMLC_PS_ROOT_URI '$uri' is a numeric address of the cluster network"
+is "$(field "$t0" H)" "$uri" "mxnet: the root URI is the scheduler's own node address"
+like "$port" '^[0-9]+$' "mxnet: DMLC_PS_ROOT_PORT '$port' is numeric"
+is "$(grep -c " U=$uri P=$port " "$OUT")" 7 "mxnet: every task got the same root address and port"
+bad=0
+while read -r line; do
+	h=$(field "$line" H)
+	case ",$(field "$line" IPS)," in *",$h,"*) ;; *)
+		bad=1
+		echo "#   $line"
+		;;
+	esac
+done <"$OUT"
+ok $bad "mxnet: every task's DMLC_NODE_HOST is an address of its own node"
+is "$(grep -o ' N=n[0-9]* ' "$OUT" | sort -u | wc -l)" 3 "mxnet: the step spans 3 nodes"
+
+# --- the address is reachable across nodes: a real ps-lite-contract job
+run_srun -N3 -n6 --dl-runtime=mxnet --dl-servers=2 "$TESTS_BIN/pslite_contract" --timeout-s 20
+is "$RC" 0 "ps-lite contract job across 3 nodes with no address typed by the user"
+is "$(grep -c 'rounds ok' "$OUT")" 3 "ps-lite: the 3 workers checked every pulled value"
+like "$(cat "$OUT")" 'scheduler on n1 .*all finalized' "ps-lite: the scheduler saw everyone finalize"
+
+# --- torch: MASTER_ADDR/MASTER_PORT numeric and shared; a real gloo all_reduce
+run_srun -N3 -n4 --dl-runtime=torch bash -c "$PRINT"
+is "$RC" 0 "torch -N3 -n4: the step ran with the exchange"
+t0=$(grep '^T=0 ' "$OUT")
+ma=$(field "$t0" MA)
+mp=$(field "$t0" MP)
+like "$ma" '^10\.77\.[0-9]+\.[0-9]+$' "torch: MASTER_ADDR '$ma' is numeric"
+case ",$(field "$t0" IPS)," in *",$ma,"*) ok 0 "torch: MASTER_ADDR is rank 0's node" ;;
+*) ok 1 "torch: MASTER_ADDR is rank 0's node" ;; esac
+is "$(grep -c " MA=$ma MP=$mp" "$OUT")" 4 "torch: all ranks got the same MASTER_ADDR:MASTER_PORT"
+run_srun -N1 -n2 --export=ALL,MASTER_PORT=23456 --dl-runtime=torch printenv MASTER_PORT
+is "$(sort -u "$OUT")" 23456 "torch: a MASTER_PORT the user exported wins"
+if /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+	run_srun -N3 -n3 --dl-runtime=torch /usr/bin/python3 -c '
+import torch, torch.distributed as d
+d.init_process_group("gloo")
+t = torch.ones(1) * (d.get_rank() + 1)
+d.all_reduce(t)
+print("sum", int(t.item()))'
+	is "$RC" 0 "torch gloo init_process_group(env://) across 3 nodes"
+	is "$(grep -c '^sum 6$' "$OUT")" 3 "torch: every rank got the all_reduce sum"
+else
+	ok 1 "python3-torch is installed on the nodes (tests/cluster/install-deps.sh)"
+fi
+
+# --- two concurrent mxnet steps in one job get different ports
+run_batch -N3 -n12 -O --dl-runtime=mxnet <<'JOB'
+#!/bin/bash
+for s in a b; do
+	srun -N3 -n6 -O bash -c 'echo $DMLC_PS_ROOT_URI:$DMLC_PS_ROOT_PORT; sleep 2' >"step.$s" &
+done
+wait
+sort -u step.a | sed 's/^/A /'
+sort -u step.b | sed 's/^/B /'
+JOB
+is "$RC" 0 "two concurrent mxnet steps in one job ran"
+a=$(sed -n 's/^A //p' "$WORK/job.out")
+b=$(sed -n 's/^B //p' "$WORK/job.out")
+is "$(echo "$a" | wc -l):$(echo "$b" | wc -l)" "1:1" "each step agreed on one root address ($a, $b)"
+ok "$([ -n "$a" ] && [ "$a" != "$b" ] && echo 0 || echo 1)" "the concurrent steps got different root ports"
+
+# --- no PMIx: fail at once, before the program runs, with the fix
+run_srun -N3 -n4 --mpi=none --dl-runtime=mxnet echo PROGRAM-RAN
+ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "--mpi=none: srun exits non-zero"
+like "$(cat "$ERR")" 'dlrt: this step has no PMIx.*add --mpi=pmix to srun.*MpiDefault=pmix' "--mpi=none: one line with the fix"
+unlike "$(cat "$OUT")" PROGRAM-RAN "--mpi=none: the program never ran"
+run_srun -N1 -n1 --mpi=none --dl-runtime=torch echo PROGRAM-RAN
+like "$(cat "$ERR")" 'add --mpi=pmix' "--mpi=none with torch: the same hint"
+
+# --- bounded waits name the missing ranks (dlrt-kv, the same bridge code)
+run_srun -N3 -n3 --mpi=pmix bash -c '[ $SLURM_PROCID = 2 ] && sleep 9; exec dlrt-kv --timeout 3 put a b fence'
+ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "a fence with a late rank fails instead of hanging"
+like "$(cat "$ERR")" 'fence timed out after 3 s; ranks that did not arrive: 2' "the fence timeout names rank 2"
+run_srun -N3 -n3 --mpi=pmix bash -c '[ $SLURM_PROCID = 1 ] && exec sleep 8; exec dlrt-kv --timeout 3 put a b awaitall a'
+like "$(cat "$ERR")" 'tasks 1 did not publish dlrt.a within 3 s' "awaitall names the rank that never published"
+
+done_testing
