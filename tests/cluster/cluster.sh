@@ -225,9 +225,11 @@ start_slurmd() {
 	# The spool folder has ONE literal name on every node (each node mounts its
 	# own there): Slurm's PMIx plugin sends node-to-node messages to
 	# <SlurmdSpoolDir>/stepd.slurm.pmix.J.S on the other node without
-	# expanding %n, so a per-node "%n" path loses them (ENOENT).
+	# expanding %n, so a per-node "%n" path loses them (ENOENT). A private
+	# /dev/shm too: Open MPI names its shared-memory segments after the node
+	# name and job id, which repeat across nodes of other clusters on this host.
 	nsenter --net="/var/run/netns/$NSPFX-$n" unshare --uts --mount --propagation private \
-		sh -c "mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/spool/$n' '$DIR/spool/node' && mount --bind '$DIR/etc/hosts' /etc/hosts && hostname $n && exec slurmd -f '$conf' -N $n"
+		sh -c "mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/spool/$n' '$DIR/spool/node' && mount -t tmpfs -o mode=1777,size=256m tmpfs /dev/shm && mount --bind '$DIR/etc/hosts' /etc/hosts && hostname $n && exec slurmd -f '$conf' -N $n"
 }
 
 # A node failure for tests (--dl-retries): stop one slurmd only; its step daemons and

@@ -23,9 +23,10 @@ for rt in horovod torch caffe2; do
 	got=$(grep '^ENV ' "$OUT.clean" | sed 's/^ENV //' | grep -v '^DLRT_VERBOSE=')
 	run_srun -N1 -n1 --dl-runtime=$rt bash -c \
 		'env | grep -E "^(DLRT_|HOROVOD_|RANK=|WORLD_SIZE=|MASTER_|NUM_SHARDS=|SHARD_ID=|RUN_ID=|CAFFE2_)" | sort'
-	# RUN_ID names the step, which differs between the two runs.
-	want=$(sed 's/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/' "$OUT")
-	got=$(sed 's/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/' <<<"$got")
+	# RUN_ID names the step, and MASTER_PORT is a port found free for the step:
+	# both differ between the two runs.
+	want=$(sed 's/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/; s/^MASTER_PORT=[0-9]*$/MASTER_PORT=P/' "$OUT")
+	got=$(sed 's/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/; s/^MASTER_PORT=[0-9]*$/MASTER_PORT=P/' <<<"$got")
 	like "$got" "^DLRT_RUNTIME=$rt$" "$rt: the shell has the dlrt environment"
 	is "$got" "$want" "$rt: exactly the environment a task gets without --pty"
 done
