@@ -5,3 +5,4 @@ $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-kv,pmix-bridge/dlrt_kv_main.c,-lpth
 UNIT_TESTS += $(BUILD)/tests/test_exchange_reply
 FUZZERS += exchange_reply
 FUZZERS += elfneeds  # common/elfneeds.c: which programs get the exchange (spank/stepd.c)
+MANPAGES += docs/man/dlrt-kv.1

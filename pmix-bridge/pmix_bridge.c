@@ -496,7 +496,7 @@ int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *o
 {
 	char k[PMIX_MAX_KEYLEN + 1];
 	double deadline = mono_now() + p->timeout_s;
-	long pause_ms = 10;
+	long pause_ms = 2;
 
 	if (rank >= p->size)
 		return dlrt_err_set(err, "rank %u does not exist (the step has %u)", rank, p->size);
@@ -516,7 +516,7 @@ int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *o
 		/* Not there yet: the other task is still starting. Back off a little
 		 * so a large step does not flood the root's slurmstepd. */
 		nanosleep(&(struct timespec){ 0, pause_ms * 1000 * 1000 }, NULL);
-		if (pause_ms < 200)
+		if (pause_ms < 25)
 			pause_ms *= 2;
 	}
 }
@@ -529,7 +529,7 @@ int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
 	double deadline = mono_now() + p->timeout_s, give_up;
 	size_t off = 0;
 	uint32_t r, nmissing = 0;
-	long pause_ms = 10;
+	long pause_ms = 2;
 
 	if (make_key(k, key, err) < 0)
 		return -1;
@@ -544,11 +544,11 @@ int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
 			return -1;
 		if (rc == 0) {
 			got(r++, value, arg);
-			pause_ms = 10;
+			pause_ms = 2;
 			continue;
 		}
 		nanosleep(&(struct timespec){ 0, pause_ms * 1000 * 1000 }, NULL);
-		if (pause_ms < 100)
+		if (pause_ms < 25)
 			pause_ms *= 2;
 	}
 	if (r == p->size)
