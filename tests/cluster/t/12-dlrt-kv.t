@@ -1,0 +1,29 @@
+#!/bin/bash
+# dlrt-kv from job scripts (the same PMIx bridge the plugin uses), and the rule
+# for MPI programs started through a script: DLRT_EXCHANGE=none leaves the
+# wire-up to MPI.
+. "$(dirname "$0")/../lib.sh"
+
+run_batch -N3 -n3 <<'JOB'
+#!/bin/bash
+srun --mpi=pmix bash -c 'dlrt-kv put host "$(hostname)" fence getall host' | sort -u
+srun --mpi=pmix bash -c 'dlrt-kv put me "x$SLURM_PROCID" await 2 me' | sort -u | sed 's/^/AWAIT /'
+JOB
+is "$RC" 0 "a job script ran dlrt-kv in two steps"
+is "$(grep -E '^[0-2] n[1-3]$' "$WORK/job.out" | sort -u | tr '\n' ' ')" "0 n1 1 n2 2 n3 " \
+	"fence + getall: every task read every task's host"
+is "$(grep '^AWAIT' "$WORK/job.out")" "AWAIT x2" "await without a fence: every task read task 2's value"
+
+run_batch -N3 -n6 --dl-runtime=mxnet <<'JOB'
+#!/bin/bash
+srun bash -c 'dlrt-kv put r "$DMLC_ROLE" fence getall r' | sort -u
+JOB
+is "$RC" 0 "dlrt-kv inside a --dl-runtime=mxnet job (after the plugin's own exchange)"
+is "$(grep -c -E '^[0-5] (scheduler|server|worker)$' "$WORK/job.out")" 6 "every task read every role"
+
+run_srun -N3 -n6 -c5 --export=ALL,DLRT_EXCHANGE=none --dl-runtime=torch bash -c "exec $TESTS_BIN/mpi_allreduce"
+is "$RC" 0 "an MPI program behind a script runs under torch with DLRT_EXCHANGE=none"
+is "$(grep -c 'sum=15 ok' "$OUT")" 6 "DLRT_EXCHANGE=none: all six ranks computed the right sum"
+run_srun -N1 -n2 --export=ALL,DLRT_EXCHANGE=none --dl-runtime=torch printenv MASTER_ADDR
+is "$(cat "$OUT")" "" "DLRT_EXCHANGE=none: no MASTER_ADDR is invented"
+done_testing
