@@ -32,7 +32,25 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 			       "[dlrt] task output to DIR/job/step/role-N.log" },
 	[DLRT_OPT_RETRIES] = { "dl-retries", "N",
 			       "[dlrt] requeue up to N times if a node fails" },
+	[DLRT_OPT_HOROVOD] = { "dl-horovod", "MODE",
+			       "[dlrt] horovod: gloo (default) or mpi" },
 };
+
+const char *dlrt_hvd_mode_name(int mode)
+{
+	return mode == DLRT_HVD_MPI ? "mpi" : "gloo";
+}
+
+static int parse_hvd_mode(const char *s, int *mode)
+{
+	if (s && !strcmp(s, "gloo"))
+		*mode = DLRT_HVD_GLOO;
+	else if (s && !strcmp(s, "mpi"))
+		*mode = DLRT_HVD_MPI;
+	else
+		return -1;
+	return 0;
+}
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 {
@@ -133,6 +151,9 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->max_servers = 1024;
 	cfg->exchange_timeout = 30;
+	cfg->service_timeout = 10;
+	cfg->service_max_lifetime = 7 * 24 * 3600;
+	cfg->horovod_mode = DLRT_HVD_GLOO;
 	cfg->allowed = ~0u;
 	snprintf(cfg->gpu_bind, sizeof(cfg->gpu_bind), "closest");
 	for (int i = 0; i < ac; i++) {
@@ -156,6 +177,17 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 			if (dlrt_parse_u32(v, 1, 3600, &cfg->exchange_timeout) < 0)
 				return dlrt_err_set(err, "plugstack.conf: exchange_timeout='%s' is not "
 						    "seconds from 1 to 3600", v);
+		} else if (KEY("service_timeout")) {
+			if (dlrt_parse_u32(v, 1, 600, &cfg->service_timeout) < 0)
+				return dlrt_err_set(err, "plugstack.conf: service_timeout='%s' is not "
+						    "seconds from 1 to 600", v);
+		} else if (KEY("service_max_lifetime")) {
+			if (dlrt_parse_u32(v, 60, 1u << 30, &cfg->service_max_lifetime) < 0)
+				return dlrt_err_set(err, "plugstack.conf: service_max_lifetime='%s' is "
+						    "not seconds, at least 60", v);
+		} else if (KEY("horovod")) {
+			if (parse_hvd_mode(v, &cfg->horovod_mode) < 0)
+				return dlrt_err_set(err, "plugstack.conf: horovod='%s' is not gloo or mpi", v);
 		} else if (KEY("verbose")) {
 			if (dlrt_parse_bool(v, &cfg->verbose) < 0)
 				return dlrt_err_set(err, "plugstack.conf: verbose='%s' is not yes or no", v);
@@ -173,7 +205,8 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 		} else {
 			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: "
 					    "default_servers, max_servers, runtimes, verbose, exchange_timeout, "
-					    "gpu_bind, topology_xml)", (int)klen, kv);
+					    "gpu_bind, topology_xml, service_timeout, service_max_lifetime, "
+					    "horovod)", (int)klen, kv);
 		}
 #undef KEY
 	}
@@ -186,6 +219,7 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 	o->servers = -1;
 	o->verbose = cfg->verbose;
 	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
+	o->horovod_mode = cfg->horovod_mode;
 }
 
 /* helper | file:DIR. DIR must be absolute: the tasks of a step may start in
@@ -277,6 +311,12 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 			return dlrt_err_set(err, "--dl-retries=%s: must be a number from 0 to 100",
 					    arg ? arg : "");
 		o->retries = v;
+		return 0;
+	case DLRT_OPT_HOROVOD:
+		if (parse_hvd_mode(arg, &o->horovod_mode) < 0)
+			return dlrt_err_set(err, "--dl-horovod=%.64s: must be gloo (dlrt's rendezvous "
+					    "driver) or mpi (MPI_Init under srun --mpi=pmix)",
+					    arg ? arg : "");
 		return 0;
 	case DLRT_OPT_COUNT:
 		break;

@@ -23,7 +23,18 @@ struct dlrt_config {
 	uint32_t exchange_timeout; /* seconds any PMIx wait of the exchange may take */
 	char gpu_bind[256];       /* gpu_bind=: --dl-gpu-bind when a job gives none */
 	char topology_xml[1024];  /* topology_xml=: hwloc XML instead of the live node ("%n" = node) */
+	uint32_t service_timeout;  /* seconds a node service may take to listen */
+	uint32_t service_max_lifetime; /* seconds after which a node service is killed anyway */
+	int horovod_mode;          /* default of --dl-horovod (enum dlrt_hvd_mode) */
 };
+
+/* --dl-horovod: who wires up Horovod's workers. */
+enum dlrt_hvd_mode {
+	DLRT_HVD_GLOO, /* dlrt's rendezvous driver, HOROVOD_CONTROLLER=gloo (TonY's way, no MPI) */
+	DLRT_HVD_MPI,  /* MPI_Init under srun --mpi=pmix; dlrt opens no PMIx session in the task */
+};
+
+const char *dlrt_hvd_mode_name(int mode);
 
 enum dlrt_opt_id {
 	DLRT_OPT_RUNTIME,
@@ -37,6 +48,7 @@ enum dlrt_opt_id {
 	DLRT_OPT_STORE,
 	DLRT_OPT_LOG_DIR,
 	DLRT_OPT_RETRIES,
+	DLRT_OPT_HOROVOD,
 	DLRT_OPT_COUNT
 };
 
@@ -69,6 +81,7 @@ struct dlrt_opts {
 	char store_dir[1024];               /* --dl-store=file:DIR, an absolute path */
 	char log_dir[1024];                 /* --dl-log-dir: "" = no log export (spank/logs.c) */
 	uint32_t retries;                   /* --dl-retries: requeues allowed (spank/requeue.c) */
+	int horovod_mode;                   /* --dl-horovod (enum dlrt_hvd_mode) */
 };
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */

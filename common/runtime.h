@@ -19,6 +19,7 @@
 #include "env.h"
 #include "layout.h"
 #include "opts.h"
+#include "service.h"
 
 enum dlrt_role {
 	DLRT_ROLE_WORKER,
@@ -82,6 +83,13 @@ struct dlrt_runtime {
 			uint32_t nnodes, struct dlrt_err *err);
 	/* Fills plan->task[].role and plan->servers; role indices are numbered after. */
 	void (*assign)(struct dlrt_plan *plan, const struct dlrt_config *cfg);
+	/* A node service this step needs (see common/service.h), or NULL. Called on
+	 * every node, since every node must know whether the exchange carries the
+	 * service's port: returns true and fills `spec` (program and the runtime's
+	 * own arguments) when the step needs one. The plugin starts it on the
+	 * root task's node before any task, as the user, for the step's lifetime;
+	 * the tasks get its address in addrs->root_ip/root_port. */
+	bool (*service)(const struct dlrt_plan *plan, struct dlrt_service_spec *spec);
 	/* Adds the variables of the runtime's launch contract for task `rank`. */
 	void (*task_env)(const struct dlrt_plan *plan, uint32_t rank,
 			 const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,

@@ -11,10 +11,20 @@
 #include <slurm/spank.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "layout.h"
 #include "opts.h"
 #include "runtime.h"
+
+/* A node service started by this slurmstepd (service.c). */
+struct dlrt_svc {
+	pid_t pid;         /* 0 = none */
+	int life_fd;       /* write end of the lifetime pipe; closing it ends the service */
+	uint16_t port;     /* from its readiness line */
+	char ip[16];       /* the address it listens on */
+	const char *what;
+};
 
 struct dlrt_plugin {
 	struct dlrt_config cfg;
@@ -28,6 +38,9 @@ struct dlrt_plugin {
 	uint32_t node_id;
 	struct dlrt_layout layout;
 	struct dlrt_plan plan;
+	bool has_service;          /* the runtime needs a node service in this step */
+	struct dlrt_svc svc;       /* started here if this node hosts task 0 */
+	long svc_start_us;         /* how long starting it took (--dl-verbose) */
 	/* Errors found in user_init are raised in task_init: on Slurm 22.05 a
 	 * user_init failure does not fail srun (NVIDIA/pyxis does the same). */
 	int deferred_rc;
@@ -36,6 +49,11 @@ struct dlrt_plugin {
 };
 
 extern struct dlrt_plugin dlrt_plugin;
+
+/* service.c: a runtime's node service, on the root task's node */
+int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct dlrt_svc *svc,
+		       struct dlrt_err *err);
+void dlrt_service_stop(struct dlrt_svc *svc);
 
 /* options.c */
 int dlrt_options_register(spank_t sp);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elfneeds.h"
@@ -96,6 +97,31 @@ int dlrt_stepd_post_opt(spank_t sp)
 	return 0;
 }
 
+/* The runtime's node service, if this step needs one: every node learns that
+ * it does (its tasks then run the exchange), the node of task 0 starts it
+ * here, before any task of the step exists (service.c). */
+static int start_service(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	struct dlrt_service_spec spec;
+	struct timespec t0, t1;
+	int rc = 0;
+
+	if (!rt->service)
+		return 0;
+	dlrt_service_spec_init(&spec, NULL, NULL);
+	dlrt_plugin.has_service = rt->service(&dlrt_plugin.plan, &spec);
+	if (dlrt_plugin.has_service && dlrt_plugin.layout.task_node[0] == dlrt_plugin.node_id) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = dlrt_service_start(sp, &spec, &dlrt_plugin.svc, err);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		dlrt_plugin.svc_start_us = (t1.tv_sec - t0.tv_sec) * 1000000L +
+					   (t1.tv_nsec - t0.tv_nsec) / 1000;
+	}
+	dlrt_service_spec_free(&spec);
+	return rc;
+}
+
 int dlrt_stepd_user_init(spank_t sp)
 {
 	char nodelist[ENV_MAX], tpn[ENV_MAX], dist_s[128] = "", plane_s[32] = "";
@@ -124,9 +150,16 @@ int dlrt_stepd_user_init(spank_t sp)
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
-	if (dlrt_stepd_gpu_user_init(sp, &err) < 0)
+	if (dlrt_stepd_gpu_user_init(sp, &err) < 0 || start_service(sp, &err) < 0)
 		return defer(&err);
 	return 0;
+}
+
+/* The tasks need the root's address: the runtime says so, or the step has a
+ * node service whose port only the root's node knows. */
+static bool needs_exchange(void)
+{
+	return dlrt_plugin.opts.runtime->needs_root_addr || dlrt_plugin.has_service;
 }
 
 static const char *env_get(char **env, const char *name)
@@ -175,7 +208,7 @@ static bool exchange_wanted(spank_t sp, uint32_t rank)
 {
 	char mode[16] = "", prog[4096];
 
-	if (!dlrt_plugin.opts.runtime->needs_root_addr)
+	if (!needs_exchange())
 		return false;
 	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none"))
@@ -245,10 +278,19 @@ int dlrt_stepd_task_init(spank_t sp)
 		.rank = rank,
 		.ntasks = dlrt_plugin.layout.ntasks,
 		.root = 0, /* mxnet's scheduler and torch's store host are task 0 */
-		.root_port = 0, /* 0: the root task picks a port free on its node */
 		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
 		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
+		.root_port = dlrt_plugin.svc.port, /* non-zero on the root's node only */
 	};
+	if (dlrt_plugin.has_service && !dlrt_exchange_possible(sp))
+		task_fail(local, "this runtime's tasks learn the address of its service (started "
+			  "by dlrt on the first node) through PMIx, and the step has none: run "
+			  "srun --mpi=pmix, or ask your admin for MpiDefault=pmix");
+	if (dlrt_plugin.has_service && !exchange_wanted(sp, rank))
+		task_fail(local, "this runtime's tasks learn the address of its service through a "
+			  "PMIx exchange before exec, which dlrt skips for this program (it links "
+			  "MPI, or DLRT_EXCHANGE=none): run MPI programs in MPI mode (Horovod: "
+			  "--dl-horovod=mpi), or set DLRT_EXCHANGE=pmix");
 	if (dlrt_plugin.opts.dry_run)
 		dry_run(sp, rank, local, &req);
 	if (local == 0)
@@ -285,12 +327,18 @@ int dlrt_stepd_task_init(spank_t sp)
 		     dlrt_verbose_now_ms() - t0, dlrt_plugin.opts.runtime->name,
 		     dlrt_role_name(dlrt_plugin.plan.task[rank].role),
 		     dlrt_plugin.plan.task[rank].role_index);
+	if (dlrt_plugin.svc.pid > 0 && local == 0)
+		dlrt_verbose(rank, "%s listening on %s:%u (pid %d), started in %ld.%03ld ms",
+			     dlrt_plugin.svc.what, dlrt_plugin.svc.ip, dlrt_plugin.svc.port,
+			     (int)dlrt_plugin.svc.pid, dlrt_plugin.svc_start_us / 1000,
+			     dlrt_plugin.svc_start_us % 1000);
 	dlrt_env_free(&env);
 	return 0;
 }
 
 void dlrt_stepd_exit(void)
 {
+	dlrt_service_stop(&dlrt_plugin.svc);
 	dlrt_stepd_gpu_free();
 	dlrt_plan_free(&dlrt_plugin.plan);
 	dlrt_layout_free(&dlrt_plugin.layout);

@@ -5,8 +5,24 @@
  * role model computes cross ranks that way, also for unequal tasks per node),
  * and HOROVOD_HOSTNAME equal within a node and distinct across nodes: the
  * Slurm node name is exactly that.
+ *
+ * --dl-horovod=gloo (default): as TonY and horovodrun's gloo mode do, a
+ * rendezvous driver (dlrt-hvd-driver, this folder) runs on the first node
+ * before any worker, with the host plan registered; every worker gets its
+ * address and HOROVOD_CONTROLLER=gloo, so no MPI and no ssh are involved.
+ * --dl-horovod=mpi: Horovod calls MPI_Init itself (srun --mpi=pmix does the
+ * wire-up); dlrt starts nothing and opens no PMIx session in the task.
  */
+#include <stdio.h>
+
+#include "buf.h"
+#include "netaddr.h"
 #include "runtime.h"
+
+/* A worker waits this long for its peers at each rendezvous. Horovod's default
+ * is 30 s (TonY sets 2000 for YARN's slow starts); srun starts every task at
+ * once, but a loaded node can take longer than 30 s to exec Python. */
+#define HVD_GLOO_TIMEOUT_S 120
 
 static void horovod_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 {
@@ -15,15 +31,36 @@ static void horovod_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg
 		plan->task[t].role = DLRT_ROLE_WORKER;
 }
 
+/* The driver registers the scopes of the same plan the workers get: hosts in
+ * step order, slots = the node's task count, names = HOROVOD_HOSTNAME. */
+static bool horovod_service(const struct dlrt_plan *plan, struct dlrt_service_spec *spec)
+{
+	const struct dlrt_layout *l = plan->layout;
+	struct dlrt_buf hosts;
+
+	if (plan->opts->horovod_mode != DLRT_HVD_GLOO)
+		return false;
+	dlrt_service_spec_init(spec, "dlrt-hvd-driver", "the Horovod rendezvous driver");
+	dlrt_buf_init(&hosts, 1u << 26);
+	for (uint32_t i = 0; i < l->nnodes; i++)
+		dlrt_buf_printf(&hosts, "%s%s:%u", i ? "," : "", l->nodes.names[i], l->node_ntasks[i]);
+	if (dlrt_buf_append(&hosts, "", 1) < 0)
+		spec->failed = true;
+	else
+		dlrt_service_spec_add(spec, "--hosts=%s", (const char *)dlrt_buf_head(&hosts));
+	dlrt_buf_free(&hosts);
+	return true;
+}
+
 static void horovod_task_env(const struct dlrt_plan *plan, uint32_t rank,
 			     const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
 			     struct dlrt_env *env)
 {
 	const struct dlrt_layout *l = plan->layout;
 	uint32_t node = l->task_node[rank];
+	char iface[32] = "";
 
 	(void)step;
-	(void)addrs;
 	dlrt_env_set(env, "HOROVOD_RANK", "%u", rank);
 	dlrt_env_set(env, "HOROVOD_SIZE", "%u", l->ntasks);
 	dlrt_env_set(env, "HOROVOD_LOCAL_RANK", "%u", l->task_local[rank]);
@@ -31,12 +68,33 @@ static void horovod_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set(env, "HOROVOD_CROSS_RANK", "%u", plan->task[rank].cross_rank);
 	dlrt_env_set(env, "HOROVOD_CROSS_SIZE", "%u", plan->task[rank].cross_size);
 	dlrt_env_set(env, "HOROVOD_HOSTNAME", "%s", l->nodes.names[node]);
+	if (plan->opts->horovod_mode != DLRT_HVD_GLOO || !addrs || !addrs->valid)
+		return;
+	dlrt_env_set(env, "HOROVOD_GLOO_RENDEZVOUS_ADDR", "%s", addrs->root_ip);
+	dlrt_env_set(env, "HOROVOD_GLOO_RENDEZVOUS_PORT", "%u", addrs->root_port);
+	dlrt_env_set(env, "HOROVOD_CONTROLLER", "gloo");
+	dlrt_env_set(env, "HOROVOD_CPU_OPERATIONS", "gloo");
+	/* The NIC of the address the other nodes reach this one at (--dl-iface if
+	 * given): gloo's pairs and NCCL's sockets then use the same network. */
+	if (addrs->iface[0])
+		snprintf(iface, sizeof(iface), "%s", addrs->iface);
+	else
+		dlrt_net_iface_of(addrs->node_ip, iface, sizeof(iface));
+	if (iface[0]) {
+		dlrt_env_set(env, "HOROVOD_GLOO_IFACE", "%s", iface);
+		dlrt_env_set_default(env, "NCCL_SOCKET_IFNAME", "%s", iface);
+	}
+	dlrt_env_set_default(env, "HOROVOD_GLOO_TIMEOUT_SECONDS", "%d", HVD_GLOO_TIMEOUT_S);
 }
 
 const struct dlrt_runtime dlrt_runtime_horovod = {
 	.name = "horovod",
-	.summary = "Horovod: every task a worker with Horovod's rank/local/cross variables",
-	.program_uses_pmix = true, /* MPI mode: Horovod calls MPI_Init itself */
+	.summary = "Horovod: every task a worker; gloo mode with dlrt's rendezvous driver, or MPI",
+	/* MPI mode: Horovod calls MPI_Init itself. Gloo mode needs the root's address,
+	 * which the service (horovod_service) turns on through the exchange. */
+	.program_uses_pmix = true,
+	.needs_root_addr = false,
+	.service = horovod_service,
 	.assign = horovod_assign,
 	.task_env = horovod_task_env,
 };

@@ -183,6 +183,7 @@ int main(void)
 	TAP_IS_INT(init(&h, 0, NULL), 0, "init");
 	/* horovod (MPI mode) needs no PMIx exchange, which this host cannot give. */
 	TAP_IS_INT(set_opt("dl-runtime", "horovod"), 0, "--dl-runtime=horovod");
+	TAP_IS_INT(set_opt("dl-horovod", "mpi"), 0, "--dl-horovod=mpi (gloo would start a driver)");
 	TAP_IS_INT(set_opt("dl-topology", topo), 0, "--dl-topology=2s2g.xml");
 	set_env("SLURM_STEP_NODELIST", "n1");
 	set_env("SLURM_STEP_TASKS_PER_NODE", "4");

@@ -173,6 +173,11 @@ int main(void)
 	 * give; the exchange is tested on the real cluster. */
 	TAP_IS_INT(cb(val, "horovod", 1), 0, "option callback horovod");
 	TAP_IS_INT(cb(val, "horovod", 1), 0, "option callback again, same value");
+	cb = find_cb("dl-horovod", &val);
+	TAP_OK(cb != NULL, "--dl-horovod registered");
+	if (!cb)
+		return tap_done();
+	TAP_IS_INT(cb(val, "mpi", 1), 0, "option callback --dl-horovod=mpi");
 	step_env[0][0] = "SLURM_STEP_NODELIST"; step_env[0][1] = "n[1-3]";
 	step_env[1][0] = "SLURM_STEP_TASKS_PER_NODE"; step_env[1][1] = "3,1,2";
 	step_env[2][0] = "SLURM_DISTRIBUTION"; step_env[2][1] = "block";

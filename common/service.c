@@ -1,0 +1,102 @@
+#include "service.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void dlrt_service_spec_init(struct dlrt_service_spec *s, const char *program, const char *what)
+{
+	memset(s, 0, sizeof(*s));
+	s->program = program;
+	s->what = what;
+}
+
+void dlrt_service_spec_add(struct dlrt_service_spec *s, const char *fmt, ...)
+{
+	va_list ap;
+	char *a = NULL;
+	int n;
+
+	if (s->failed || s->nargs == DLRT_SERVICE_MAX_ARGS) {
+		s->failed = true;
+		return;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&a, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		s->failed = true;
+		return;
+	}
+	s->args[s->nargs++] = a;
+}
+
+void dlrt_service_spec_free(struct dlrt_service_spec *s)
+{
+	for (size_t i = 0; i < s->nargs; i++)
+		free(s->args[i]);
+	s->nargs = 0;
+}
+
+char **dlrt_service_argv(const struct dlrt_service_spec *s, const struct dlrt_service_common *c,
+			 struct dlrt_err *err)
+{
+	char life[16], ready[16];
+	const char *fixed[] = {
+		c->path, "--bind", c->bind_ip, "--port", "0", "--allow", c->allow,
+		"--lifetime-fd", life, "--ready-fd", ready,
+	};
+	size_t nfixed = sizeof(fixed) / sizeof(*fixed), n = nfixed + s->nargs + 2, bytes = 0, k = 0;
+	const char **src = NULL;
+	char **argv = NULL, *p;
+
+	if (s->failed)
+		return dlrt_err_set(err, "out of memory or too many arguments building the command "
+				    "line of %s", s->what), NULL;
+	snprintf(life, sizeof(life), "%d", c->lifetime_fd);
+	snprintf(ready, sizeof(ready), "%d", c->ready_fd);
+	src = calloc(n, sizeof(*src));
+	if (!src)
+		goto oom;
+	for (size_t i = 0; i < nfixed; i++)
+		src[k++] = fixed[i];
+	if (c->verbose)
+		src[k++] = "--verbose";
+	for (size_t i = 0; i < s->nargs; i++)
+		src[k++] = s->args[i];
+	for (size_t i = 0; i < k; i++)
+		bytes += strlen(src[i]) + 1;
+	/* One block: the pointers, then the strings, so the caller frees once. */
+	argv = malloc((k + 1) * sizeof(*argv) + bytes);
+	if (!argv)
+		goto oom;
+	p = (char *)(argv + k + 1);
+	for (size_t i = 0; i < k; i++) {
+		size_t l = strlen(src[i]) + 1;
+
+		memcpy(p, src[i], l);
+		argv[i] = p;
+		p += l;
+	}
+	argv[k] = NULL;
+	free(src);
+	return argv;
+oom:
+	free(src);
+	dlrt_err_set(err, "out of memory building the command line of %s", s->what);
+	return NULL;
+}
+
+int dlrt_service_parse_ready(const char *buf, size_t len, uint16_t *port)
+{
+	unsigned long v = 0;
+	size_t i = 0;
+
+	while (i < len && buf[i] >= '0' && buf[i] <= '9' && i < 5)
+		v = v * 10 + (unsigned long)(buf[i++] - '0');
+	if (i == 0 || i >= len || buf[i] != '\n' || i + 1 != len || v == 0 || v > 65535)
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}

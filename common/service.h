@@ -1,0 +1,64 @@
+/* service.h - node services: programs a runtime needs on the root task's node.
+ *
+ * Some runtimes need a server running before any of their tasks starts and
+ * for exactly as long as the step: Horovod's rendezvous driver
+ * (dlrt-hvd-driver), Caffe2's key/value store (dlrt-store). A runtime
+ * describes its service here (program name and its own arguments); the
+ * plugin (spank/service.c) starts it from the install's libexec/dlrt as the
+ * job user, waits for its port, and ends it with the step. The tasks learn
+ * "ip:port" through the address exchange (root_port), see docs/ARCHITECTURE.md.
+ *
+ * Every service program takes this common command line, then the runtime's
+ * own arguments:
+ *   --bind IPV4          listen on this address only
+ *   --port 0             any free port
+ *   --allow IP,IP,...    the step's nodes; refuse every other peer
+ *   --lifetime-fd FD     exit when FD reaches end of file (the step ended)
+ *   --ready-fd FD        once listening, write "<port>\n" to FD and close it
+ *   [--verbose]          log to stderr
+ * Pure: no SPANK symbol, no process handling (that is spank/service.c).
+ */
+#ifndef DLRT_SERVICE_H
+#define DLRT_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlrt_err.h"
+
+#define DLRT_SERVICE_MAX_ARGS 32
+
+struct dlrt_service_spec {
+	const char *program; /* file name in <prefix>/libexec/dlrt, e.g. "dlrt-hvd-driver" */
+	const char *what;    /* for messages, e.g. "the Horovod rendezvous driver" */
+	char *args[DLRT_SERVICE_MAX_ARGS]; /* the runtime's own arguments */
+	size_t nargs;
+	bool failed;         /* an argument could not be added (sticky) */
+};
+
+void dlrt_service_spec_init(struct dlrt_service_spec *s, const char *program, const char *what);
+/* Appends one argument (errors are sticky, reported by dlrt_service_argv). */
+void dlrt_service_spec_add(struct dlrt_service_spec *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void dlrt_service_spec_free(struct dlrt_service_spec *s);
+
+/* What the plugin adds to every service's command line. */
+struct dlrt_service_common {
+	const char *path;    /* absolute path of the program */
+	const char *bind_ip; /* numeric IPv4 */
+	const char *allow;   /* comma list of numeric IPv4s */
+	int lifetime_fd;
+	int ready_fd;
+	bool verbose;
+};
+
+/* The whole argv (NULL-terminated, one allocation: free() it), built before
+ * fork so the child only execs. */
+char **dlrt_service_argv(const struct dlrt_service_spec *s, const struct dlrt_service_common *c,
+			 struct dlrt_err *err);
+
+/* Parses the readiness line "<port>\n" (1-65535). */
+int dlrt_service_parse_ready(const char *buf, size_t len, uint16_t *port);
+
+#endif

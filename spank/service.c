@@ -1,0 +1,356 @@
+/* service.c - starts and ends a runtime's node service (common/service.h).
+ *
+ * In slurm_spank_user_init on the node of the root task (task 0), slurmstepd
+ * forks the service program from the install's libexec/dlrt, as the job user,
+ * and waits (bounded) for the port on a readiness pipe: the service listens
+ * before any task of the step starts. It lives exactly as long as the step:
+ *   - slurm_spank_exit closes the lifetime pipe (the service exits on EOF) and
+ *     reaps it, SIGKILL after a grace period;
+ *   - if slurmstepd dies, the pipe closes too, and PR_SET_PDEATHSIG kills it;
+ *   - alarm() set before exec is kept across execve: a last-resort bound
+ *     (plugstack.conf service_max_lifetime) even if everything else failed.
+ * Only the step's nodes may connect: their IPv4 addresses go to --allow.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "buf.h"
+#include "netaddr.h"
+#include "plugin.h"
+
+#define STOP_GRACE_MS 1000
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* <prefix>/lib/dlrt/dlrt.so -> <prefix>/libexec/dlrt/<program>: the services
+ * are found next to the plugin that starts them, wherever it was installed. */
+static int program_path(const char *program, char *out, size_t len, struct dlrt_err *err)
+{
+	Dl_info info;
+	char dir[4096];
+	struct stat st;
+	char *slash;
+
+	if (!dladdr((void *)program_path, &info) || !info.dli_fname ||
+	    strlen(info.dli_fname) >= sizeof(dir))
+		return dlrt_err_set(err, "cannot find where dlrt.so is installed, so not %s: "
+				    "reinstall dlrt with make install", program);
+	snprintf(dir, sizeof(dir), "%s", info.dli_fname);
+	for (int up = 0; up < 3; up++) { /* strip dlrt.so, dlrt, lib */
+		slash = strrchr(dir, '/');
+		if (!slash)
+			return dlrt_err_set(err, "dlrt.so is not installed under <prefix>/lib/dlrt "
+					    "(%s): reinstall dlrt with make install", info.dli_fname);
+		*slash = '\0';
+	}
+	if ((size_t)snprintf(out, len, "%s/libexec/dlrt/%s", dir, program) >= len)
+		return dlrt_err_set(err, "the install path of %s is too long", program);
+	if (stat(out, &st) < 0)
+		return dlrt_err_errno(err, errno, "cannot find %s: reinstall dlrt (make install)", out);
+	/* Run as the user, but never a program anyone else could have replaced. */
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR) || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return dlrt_err_set(err, "%s is not an executable file writable only by its owner: "
+				    "ask your admin to reinstall dlrt", out);
+	return 0;
+}
+
+/* The IPv4 addresses of the step's nodes, as "a,b,c" (plus the bind address). */
+static int allow_list(const struct dlrt_layout *l, const char *bind_ip, struct dlrt_buf *b,
+		      struct dlrt_err *err)
+{
+	dlrt_buf_printf(b, "%s", bind_ip);
+	for (uint32_t i = 0; i < l->nnodes; i++) {
+		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+		struct addrinfo *res = NULL;
+		int rc = getaddrinfo(l->nodes.names[i], NULL, &hints, &res);
+
+		if (rc != 0)
+			return dlrt_err_set(err, "cannot resolve step node %s (%s), so the service "
+					    "cannot admit it: fix the nodes' names in DNS or /etc/hosts",
+					    l->nodes.names[i], gai_strerror(rc));
+		for (struct addrinfo *a = res; a; a = a->ai_next) {
+			char ip[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, ip, sizeof(ip));
+			dlrt_buf_printf(b, ",%s", ip);
+		}
+		freeaddrinfo(res);
+	}
+	if (dlrt_buf_append(b, "", 1) < 0)
+		return dlrt_err_set(err, "the step has too many nodes for the service's allow list");
+	return 0;
+}
+
+/* Moves fd above stdio and keeps it close-on-exec in slurmstepd. */
+static int high_fd(int fd)
+{
+	int n = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+
+	close(fd);
+	return n;
+}
+
+struct child_args {
+	char **argv;
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups;
+	int ngroups;
+	int life_r, ready_w;
+	pid_t parent;
+	unsigned max_lifetime;
+	const char *log;
+};
+
+/* In the forked child of slurmstepd: only async-signal-safe calls until exec. */
+static void __attribute__((noreturn)) child(const struct child_args *a)
+{
+	static char *const envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	int fd;
+
+	/* user_init runs with only the effective ids switched to the user. Make the
+	 * switch permanent (real and saved too) before anything else, so the
+	 * service can never regain root. */
+	if (geteuid() == 0 && setgroups((size_t)a->ngroups, a->groups) < 0)
+		_exit(120);
+	if (setresgid(a->gid, a->gid, a->gid) < 0 || setresuid(a->uid, a->uid, a->uid) < 0)
+		_exit(120);
+	if (getuid() != a->uid || geteuid() != a->uid || getgid() != a->gid ||
+	    a->uid == 0 || setresuid(0, 0, 0) == 0)
+		_exit(120);
+	/* Cleared by the credential change above, so set it after. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != a->parent)
+		_exit(121);
+	setsid();
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (chdir("/") < 0)
+		_exit(122);
+	umask(077);
+	fd = open("/dev/null", O_RDWR);
+	if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0)
+		_exit(122);
+	if (a->log) {
+		/* Never follow a link someone planted in /tmp; never reuse a file. */
+		int lfd = open(a->log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		dup2(lfd >= 0 ? lfd : fd, 2);
+	} else {
+		dup2(fd, 2);
+	}
+	if (fcntl(a->life_r, F_SETFD, 0) < 0 || fcntl(a->ready_w, F_SETFD, 0) < 0)
+		_exit(122);
+	alarm(a->max_lifetime);
+	execve(a->argv[0], a->argv, envp);
+	_exit(127);
+}
+
+static const char *exit_reason(int status, char *buf, size_t len)
+{
+	if (WIFSIGNALED(status)) {
+		snprintf(buf, len, "killed by signal %d", WTERMSIG(status));
+		return buf;
+	}
+	switch (WEXITSTATUS(status)) {
+	case 2: return "exit 2: bad arguments";
+	case 3: return "exit 3: cannot listen on the node's address";
+	case 120: return "could not switch to the job user";
+	case 121: return "could not tie its life to slurmstepd";
+	case 122: return "could not set up its descriptors";
+	case 127: return "cannot execute the program";
+	default:
+		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
+		return buf;
+	}
+}
+
+/* Waits up to `ms` for the child; true once it is reaped (or gone). */
+static bool reap(pid_t pid, int ms, int *status)
+{
+	int64_t end = now_ms() + ms;
+
+	*status = -1;
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid || (r < 0 && errno == ECHILD)) /* slurmstepd may reap it first */
+			return true;
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+}
+
+static int read_ready(int fd, int timeout_ms, uint16_t *port)
+{
+	char buf[16];
+	size_t n = 0;
+	int64_t end = now_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = end - now_ms();
+		ssize_t r;
+
+		if (left <= 0)
+			return -1;
+		if (poll(&p, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (!p.revents)
+			continue;
+		r = read(fd, buf + n, sizeof(buf) - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) /* EOF: the line is complete, or the service died */
+			return dlrt_service_parse_ready(buf, n, port);
+		n += (size_t)r;
+		if (n == sizeof(buf))
+			return -1;
+	}
+}
+
+int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct dlrt_svc *svc,
+		       struct dlrt_err *err)
+{
+	struct dlrt_plugin *pl = &dlrt_plugin;
+	const char *node = pl->layout.nodes.names[pl->node_id];
+	char path[4096], launch_ip[64] = "", log[256], why[64];
+	struct dlrt_service_common c = { .path = path, .verbose = pl->opts.verbose };
+	struct child_args a = { .max_lifetime = pl->cfg.service_max_lifetime };
+	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, status, rc = -1;
+	struct dlrt_buf allow;
+	char **argv = NULL;
+	pid_t pid;
+
+	memset(svc, 0, sizeof(*svc));
+	svc->life_fd = -1;
+	dlrt_buf_init(&allow, 1u << 24);
+	if (spank_get_item(sp, S_JOB_UID, &a.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &a.gid) != ESPANK_SUCCESS) {
+		dlrt_err_set(err, "cannot read the job's user from Slurm, so not starting %s",
+			     spec->what);
+		goto out;
+	}
+	if (a.uid == 0) {
+		dlrt_err_set(err, "dlrt never runs %s as root: submit the job as a regular user",
+			     spec->what);
+		goto out;
+	}
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &a.groups, &a.ngroups) != ESPANK_SUCCESS)
+		a.ngroups = 0;
+	if (program_path(spec->program, path, sizeof(path), err) < 0)
+		goto out;
+	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
+	if (dlrt_net_node_ipv4(pl->opts.iface[0] ? pl->opts.iface : NULL, launch_ip, svc->ip,
+			       err) < 0)
+		goto out;
+	if (allow_list(&pl->layout, svc->ip, &allow, err) < 0)
+		goto out;
+	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
+	    (life[0] = high_fd(life[0])) < 0 || (ready[1] = high_fd(ready[1])) < 0) {
+		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", spec->what);
+		goto out;
+	}
+	c.bind_ip = svc->ip;
+	c.allow = (const char *)dlrt_buf_head(&allow);
+	c.lifetime_fd = life[0];
+	c.ready_fd = ready[1];
+	argv = dlrt_service_argv(spec, &c, err);
+	if (!argv)
+		goto out;
+	a.argv = argv;
+	a.life_r = life[0];
+	a.ready_w = ready[1];
+	a.parent = getpid();
+	if (pl->opts.verbose) {
+		snprintf(log, sizeof(log), "/tmp/%s.%u.%u.log", spec->program, pl->step.job_id,
+			 pl->step.step_id);
+		a.log = log;
+	}
+	pid = fork();
+	if (pid < 0) {
+		dlrt_err_errno(err, errno, "cannot fork to start %s", spec->what);
+		goto out;
+	}
+	if (pid == 0)
+		child(&a);
+	close(life[0]);
+	close(ready[1]);
+	life[0] = ready[1] = -1;
+	if (read_ready(ready[0], (int)pl->cfg.service_timeout * 1000, &svc->port) < 0) {
+		bool exited = reap(pid, 200, &status);
+
+		if (!exited) {
+			kill(pid, SIGKILL);
+			reap(pid, STOP_GRACE_MS, &status);
+		}
+		if (exited && status != -1)
+			dlrt_err_set(err, "%s (%s) did not start on %s (%s)%s%s", spec->what, path,
+				     node, exit_reason(status, why, sizeof(why)),
+				     a.log ? "; its log: " : "; rerun with --dl-verbose for its log",
+				     a.log ? a.log : "");
+		else
+			dlrt_err_set(err, "%s (%s) did not report its port within %u s on %s: the "
+				     "node is overloaded, or raise service_timeout in plugstack.conf",
+				     spec->what, path, pl->cfg.service_timeout, node);
+		goto out;
+	}
+	svc->pid = pid;
+	svc->life_fd = life[1];
+	life[1] = -1;
+	svc->what = spec->what;
+	rc = 0;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (life[i] >= 0)
+			close(life[i]);
+		if (ready[i] >= 0)
+			close(ready[i]);
+	}
+	free(argv);
+	dlrt_buf_free(&allow);
+	return rc;
+}
+
+void dlrt_service_stop(struct dlrt_svc *svc)
+{
+	int status;
+
+	if (svc->pid <= 0)
+		return;
+	close(svc->life_fd); /* the service sees EOF and exits within ~100 ms */
+	svc->life_fd = -1;
+	if (!reap(svc->pid, STOP_GRACE_MS, &status)) {
+		kill(svc->pid, SIGKILL);
+		reap(svc->pid, STOP_GRACE_MS, &status);
+	}
+	svc->pid = 0;
+}

@@ -1,0 +1,144 @@
+/* Unit tests: node service descriptions (common/service.c) and the Horovod
+ * runtime's service and gloo-mode environment. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostlist.h"
+#include "layout.h"
+#include "runtime.h"
+#include "service.h"
+#include "tap.h"
+
+static int argv_has(char **argv, const char *a, const char *b)
+{
+	for (int i = 0; argv[i]; i++)
+		if (!strcmp(argv[i], a) && (!b || (argv[i + 1] && !strcmp(argv[i + 1], b))))
+			return 1;
+	return 0;
+}
+
+int main(void)
+{
+	struct dlrt_service_spec s;
+	struct dlrt_service_common c = {
+		.path = "/p/libexec/dlrt/svc", .bind_ip = "10.0.0.1", .allow = "10.0.0.1,10.0.0.2",
+		.lifetime_fd = 11, .ready_fd = 12,
+	};
+	struct dlrt_err err = { "" };
+	char **argv;
+	uint16_t port = 0;
+
+	/* the readiness line */
+	TAP_IS_INT(dlrt_service_parse_ready("4242\n", 5, &port), 0, "ready line parsed");
+	TAP_IS_INT(port, 4242, "port");
+	TAP_IS_INT(dlrt_service_parse_ready("65535\n", 6, &port), 0, "highest port");
+	TAP_IS_INT(dlrt_service_parse_ready("65536\n", 6, &port), -1, "port out of range");
+	TAP_IS_INT(dlrt_service_parse_ready("0\n", 2, &port), -1, "port 0 refused");
+	TAP_IS_INT(dlrt_service_parse_ready("4242", 4, &port), -1, "no newline (service died mid-line)");
+	TAP_IS_INT(dlrt_service_parse_ready("", 0, &port), -1, "nothing (service died)");
+	TAP_IS_INT(dlrt_service_parse_ready("42x\n", 4, &port), -1, "junk");
+	TAP_IS_INT(dlrt_service_parse_ready("42\n7", 4, &port), -1, "bytes after the line");
+	TAP_IS_INT(dlrt_service_parse_ready("1234567\n", 8, &port), -1, "too many digits");
+
+	/* the command line */
+	dlrt_service_spec_init(&s, "svc", "the test service");
+	dlrt_service_spec_add(&s, "--hosts=%s:%d", "n1", 3);
+	argv = dlrt_service_argv(&s, &c, &err);
+	TAP_OK(argv != NULL, "argv built");
+	if (argv) {
+		TAP_IS_STR(argv[0], "/p/libexec/dlrt/svc", "argv[0] is the path");
+		TAP_OK(argv_has(argv, "--bind", "10.0.0.1"), "--bind");
+		TAP_OK(argv_has(argv, "--port", "0"), "--port 0");
+		TAP_OK(argv_has(argv, "--allow", "10.0.0.1,10.0.0.2"), "--allow");
+		TAP_OK(argv_has(argv, "--lifetime-fd", "11"), "--lifetime-fd");
+		TAP_OK(argv_has(argv, "--ready-fd", "12"), "--ready-fd");
+		TAP_OK(!argv_has(argv, "--verbose", NULL), "no --verbose unless asked");
+		TAP_OK(argv_has(argv, "--hosts=n1:3", NULL), "the runtime's own argument");
+		free(argv);
+	}
+	c.verbose = true;
+	argv = dlrt_service_argv(&s, &c, &err);
+	TAP_OK(argv && argv_has(argv, "--verbose", NULL), "--verbose with --dl-verbose");
+	free(argv);
+	dlrt_service_spec_free(&s);
+	dlrt_service_spec_init(&s, "svc", "the test service");
+	for (int i = 0; i < DLRT_SERVICE_MAX_ARGS + 1; i++)
+		dlrt_service_spec_add(&s, "-x");
+	TAP_OK(s.failed, "too many arguments is sticky");
+	TAP_OK(dlrt_service_argv(&s, &c, &err) == NULL && strstr(err.msg, "the test service"),
+	       "and reported: %s", err.msg);
+	dlrt_service_spec_free(&s);
+
+	/* Horovod: gloo mode has a driver with the host plan, MPI mode none. */
+	{
+		struct dlrt_config cfg;
+		struct dlrt_opts o;
+		struct dlrt_layout l;
+		struct dlrt_plan p;
+		struct dlrt_step_info step = { .job_id = 1 };
+		struct dlrt_addrs a = { .valid = true, .root_ip = "10.0.0.1", .root_port = 4242,
+					.node_ip = "10.0.0.2", .iface = "ib0" };
+		struct dlrt_env env;
+		const struct dlrt_runtime *rt = dlrt_runtimes[dlrt_runtime_index("horovod")];
+
+		dlrt_config_parse(&cfg, 0, NULL, &err);
+		dlrt_opts_init(&o, &cfg);
+		TAP_IS_INT(o.horovod_mode, DLRT_HVD_GLOO, "gloo is the default mode");
+		TAP_IS_INT(dlrt_layout_init(&l, "n[1-3]", "3,1,2", DLRT_DIST_BLOCK, 0, &err), 0,
+			   "layout 3,1,2");
+		TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "horovod plan");
+		TAP_OK(rt->service && rt->service(&p, &s), "gloo mode needs a service");
+		TAP_IS_STR(s.program, "dlrt-hvd-driver", "the rendezvous driver");
+		TAP_IS_INT((int)s.nargs, 1, "one runtime argument");
+		TAP_IS_STR(s.nargs ? s.args[0] : "", "--hosts=n1:3,n2:1,n3:2",
+			   "the host plan: step order, tasks per node");
+		dlrt_service_spec_free(&s);
+
+		dlrt_env_init(&env);
+		TAP_IS_INT(dlrt_plan_task_env(&p, 4, &step, &a, &env, &err), 0, "env of task 4");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_GLOO_RENDEZVOUS_ADDR"), "10.0.0.1", "driver address");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_GLOO_RENDEZVOUS_PORT"), "4242", "driver port");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CONTROLLER"), "gloo", "controller");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CPU_OPERATIONS"), "gloo", "cpu operations");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_GLOO_IFACE"), "ib0", "gloo iface = --dl-iface");
+		TAP_IS_STR(dlrt_env_get(&env, "NCCL_SOCKET_IFNAME"), "ib0", "NCCL iface");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_GLOO_TIMEOUT_SECONDS"), "120", "gloo timeout");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_HOSTNAME"), "n3", "hostname of task 4");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CROSS_RANK"), "2", "cross rank of task 4 (n3, lr 0: third node with one)");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CROSS_SIZE"), "3", "cross size of local rank 0");
+		dlrt_env_free(&env);
+		dlrt_env_init(&env);
+		dlrt_plan_task_env(&p, 5, &step, &a, &env, &err);
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CROSS_RANK"), "1", "task 5 (n3, lr 1): cross rank");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CROSS_SIZE"), "2", "local rank 1 exists on 2 nodes");
+		dlrt_env_free(&env);
+		dlrt_plan_free(&p);
+
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_HOROVOD, "mpi", &err), 0, "--dl-horovod=mpi");
+		TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "MPI-mode plan");
+		TAP_OK(!rt->service(&p, &s), "MPI mode starts no service");
+		TAP_OK(!rt->needs_root_addr, "and needs no exchange (no PMIx session in the task)");
+		dlrt_env_init(&env);
+		dlrt_plan_task_env(&p, 0, &step, NULL, &env, &err);
+		TAP_OK(!dlrt_env_get(&env, "HOROVOD_CONTROLLER") &&
+		       !dlrt_env_get(&env, "HOROVOD_GLOO_RENDEZVOUS_ADDR"), "no gloo variables in MPI mode");
+		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_RANK"), "0", "slot variables still set");
+		dlrt_env_free(&env);
+		dlrt_plan_free(&p);
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_HOROVOD, "nccl", &err), -1, "bad mode refused");
+		TAP_OK(strstr(err.msg, "gloo") && strstr(err.msg, "mpi"), "names the choices: %s", err.msg);
+		dlrt_layout_free(&l);
+	}
+	{
+		struct dlrt_config cfg;
+		char *mpi[] = { "horovod=mpi", "service_timeout=5", "service_max_lifetime=3600" };
+		char *bad[] = { "horovod=tcp" };
+
+		TAP_IS_INT(dlrt_config_parse(&cfg, 3, mpi, &err), 0, "site keys horovod, service_*");
+		TAP_IS_INT(cfg.horovod_mode, DLRT_HVD_MPI, "site default mpi");
+		TAP_IS_INT((int)cfg.service_timeout, 5, "service_timeout");
+		TAP_IS_INT((int)cfg.service_max_lifetime, 3600, "service_max_lifetime");
+		TAP_IS_INT(dlrt_config_parse(&cfg, 1, bad, &err), -1, "horovod=tcp refused");
+	}
+	return tap_done();
+}
