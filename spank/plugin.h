@@ -39,6 +39,7 @@ struct dlrt_plugin {
 	struct dlrt_layout layout;
 	struct dlrt_plan plan;
 	bool has_service;          /* the runtime needs a node service in this step */
+	const char *service_what;  /* its description, for messages */
 	struct dlrt_svc svc;       /* started here if this node hosts task 0 */
 	long svc_start_us;         /* how long starting it took (--dl-verbose) */
 	/* Errors found in user_init are raised in task_init: on Slurm 22.05 a

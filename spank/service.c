@@ -189,17 +189,26 @@ static const char *exit_reason(int status, char *buf, size_t len)
 	}
 }
 
-/* Waits up to `ms` for the child; true once it is reaped (or gone). */
+/* Waits up to `ms` for the child to exit, then kills what is left of its
+ * process group (setsid in child(): helpers it started) and reaps it. The
+ * group is killed before the reap, while the pid cannot have been reused.
+ * True once it is reaped (or gone: slurmstepd may reap it first). */
 static bool reap(pid_t pid, int ms, int *status)
 {
 	int64_t end = now_ms() + ms;
 
 	*status = -1;
 	for (;;) {
-		pid_t r = waitpid(pid, status, WNOHANG);
+		siginfo_t si = { .si_pid = 0 };
 
-		if (r == pid || (r < 0 && errno == ECHILD)) /* slurmstepd may reap it first */
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
+			return errno == ECHILD;
+		if (si.si_pid == pid) {
+			kill(-pid, SIGKILL);
+			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+				;
 			return true;
+		}
 		if (now_ms() >= end)
 			return false;
 		usleep(5000);
@@ -309,7 +318,8 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 		bool exited = reap(pid, 200, &status);
 
 		if (!exited) {
-			kill(pid, SIGKILL);
+			kill(-pid, SIGKILL); /* its own process group (setsid): helpers too */
+			kill(pid, SIGKILL);  /* in case it had not reached setsid yet */
 			reap(pid, STOP_GRACE_MS, &status);
 		}
 		if (exited && status != -1)
@@ -349,6 +359,7 @@ void dlrt_service_stop(struct dlrt_svc *svc)
 	close(svc->life_fd); /* the service sees EOF and exits within ~100 ms */
 	svc->life_fd = -1;
 	if (!reap(svc->pid, STOP_GRACE_MS, &status)) {
+		kill(-svc->pid, SIGKILL);
 		kill(svc->pid, SIGKILL);
 		reap(svc->pid, STOP_GRACE_MS, &status);
 	}

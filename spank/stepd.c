@@ -111,6 +111,7 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 		return 0;
 	dlrt_service_spec_init(&spec, NULL, NULL);
 	dlrt_plugin.has_service = rt->service(&dlrt_plugin.plan, &spec);
+	dlrt_plugin.service_what = spec.what;
 	if (dlrt_plugin.has_service && dlrt_plugin.layout.task_node[0] == dlrt_plugin.node_id) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		rc = dlrt_service_start(sp, &spec, &dlrt_plugin.svc, err);
@@ -282,15 +283,20 @@ int dlrt_stepd_task_init(spank_t sp)
 		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
 		.root_port = dlrt_plugin.svc.port, /* non-zero on the root's node only */
 	};
-	if (dlrt_plugin.has_service && !dlrt_exchange_possible(sp))
-		task_fail(local, "this runtime's tasks learn the address of its service (started "
-			  "by dlrt on the first node) through PMIx, and the step has none: run "
-			  "srun --mpi=pmix, or ask your admin for MpiDefault=pmix");
-	if (dlrt_plugin.has_service && !exchange_wanted(sp, rank))
-		task_fail(local, "this runtime's tasks learn the address of its service through a "
-			  "PMIx exchange before exec, which dlrt skips for this program (it links "
-			  "MPI, or DLRT_EXCHANGE=none): run MPI programs in MPI mode (Horovod: "
-			  "--dl-horovod=mpi), or set DLRT_EXCHANGE=pmix");
+	if (dlrt_plugin.has_service && !dlrt_exchange_possible(sp)) {
+		dlrt_err_set(&err, "the tasks learn the address of %s (which dlrt starts on the "
+			     "node of task 0) through PMIx, and the step has none: run srun "
+			     "--mpi=pmix, or ask your admin for MpiDefault=pmix",
+			     dlrt_plugin.service_what);
+		task_fail(local, err.msg);
+	}
+	if (dlrt_plugin.has_service && !exchange_wanted(sp, rank)) {
+		dlrt_err_set(&err, "the tasks learn the address of %s through a PMIx exchange "
+			     "before exec, which dlrt skips for this program (it links MPI, or "
+			     "DLRT_EXCHANGE=none): run MPI programs in MPI mode (Horovod: "
+			     "--dl-horovod=mpi), or set DLRT_EXCHANGE=pmix", dlrt_plugin.service_what);
+		task_fail(local, err.msg);
+	}
 	if (dlrt_plugin.opts.dry_run)
 		dry_run(sp, rank, local, &req);
 	if (local == 0)

@@ -4,3 +4,9 @@ TEST_PROGS += $(BUILD)/testprogs/mpi_allreduce
 $(BUILD)/testprogs/mpi_allreduce: tests/cluster/progs/mpi_allreduce.c
 	@mkdir -p $(@D)
 	mpicc -std=gnu11 -O2 -Wall -Wextra -Werror -o $@ $<
+
+# Horovod driver conformance client (t/21-hvd-driver.t): a script, installed as is.
+TEST_PROGS += $(BUILD)/testprogs/hvd_proto.py
+$(BUILD)/testprogs/hvd_proto.py: tests/cluster/progs/hvd_proto.py
+	@mkdir -p $(@D)
+	install -m 0755 $< $@
