@@ -17,6 +17,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -237,10 +238,20 @@ std::shared_ptr<gloo::rendezvous::Context> rendezvous(
   return ctx;
 }
 
+// Wall clock in ns, comparable across the nodes of the local test cluster
+// (one kernel): the benchmark takes the latest rank's time past "global".
+long long nowNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 }  // namespace
 
-int main() {
+// --times: also print "rank R: past global at <ns>" (bench/hvd-wireup.sh).
+int main(int argc, char** argv) {
   int rank = -1;
+  bool times = argc > 1 && !strcmp(argv[1], "--times");
   try {
     // Defaults as gloo_context.cc.
     std::string hostname = envStr("HOROVOD_HOSTNAME", "localhost");
@@ -275,6 +286,8 @@ int main() {
     auto dev = gloo::transport::tcp::CreateDevice(attr);
 
     auto global = rendezvous("global", addr, port, rank, size, dev, timeout_s);
+    if (times)
+      printf("rank %d: past global at %lld\n", rank, nowNs());
     auto local = rendezvous("local_" + hostname, addr, port, local_rank, local_size, dev, timeout_s);
     auto cross = rendezvous("cross_" + std::to_string(local_rank), addr, port, cross_rank,
                             cross_size, dev, timeout_s);
