@@ -78,7 +78,8 @@ for n in $TASKS; do
 		continue
 	fi
 	awk -v n="$n" -v p="$plain" -v d="$dl" 'BEGIN {
-		printf "| %d | %d | %d | %.2f |\n", n, p, d, p > 0 ? d / p : 0 }'
+		r = p > 0 ? d / p : 0
+		printf "| %d | %d | %d | %.2f |\n", n, p, d, r }'
 done
 echo
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores shared by all ranks of all nodes, load $(cut -d' ' -f1-3 /proc/loadavg)"
