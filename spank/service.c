@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/close_range.h>
 
 #include "buf.h"
 #include "netaddr.h"
@@ -74,6 +75,24 @@ static int program_path(const char *program, char *out, size_t len, struct dlrt_
 	return 0;
 }
 
+/* Is ",ip" already in the comma list? (a node's name and the bind address
+ * usually resolve to the same address) */
+static bool already_listed(const struct dlrt_buf *b, const char *comma_ip)
+{
+	const char *list = (const char *)dlrt_buf_head(b), *end = list + b->len;
+	size_t n = strlen(comma_ip + 1);
+
+	for (const char *p = list; p < end;) {
+		const char *q = memchr(p, ',', (size_t)(end - p));
+		size_t len = q ? (size_t)(q - p) : (size_t)(end - p);
+
+		if (len == n && !memcmp(p, comma_ip + 1, n))
+			return true;
+		p += len + 1;
+	}
+	return false;
+}
+
 /* The IPv4 addresses of the step's nodes, as "a,b,c" (plus the bind address). */
 static int allow_list(const struct dlrt_layout *l, const char *bind_ip, struct dlrt_buf *b,
 		      struct dlrt_err *err)
@@ -89,10 +108,13 @@ static int allow_list(const struct dlrt_layout *l, const char *bind_ip, struct d
 					    "cannot admit it: fix the nodes' names in DNS or /etc/hosts",
 					    l->nodes.names[i], gai_strerror(rc));
 		for (struct addrinfo *a = res; a; a = a->ai_next) {
-			char ip[INET_ADDRSTRLEN];
+			char ip[INET_ADDRSTRLEN + 2];
 
-			inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, ip, sizeof(ip));
-			dlrt_buf_printf(b, ",%s", ip);
+			inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, ip + 1,
+				  INET_ADDRSTRLEN);
+			ip[0] = ',';
+			if (!already_listed(b, ip))
+				dlrt_buf_printf(b, "%s", ip);
 		}
 		freeaddrinfo(res);
 	}
@@ -163,6 +185,9 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 	} else {
 		dup2(fd, 2);
 	}
+	/* slurmstepd's own descriptors (task stdio, slurmd sockets) must not live on
+	 * in the service: mark everything close-on-exec but the two it is given. */
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	if (fcntl(a->life_r, F_SETFD, 0) < 0 || fcntl(a->ready_w, F_SETFD, 0) < 0)
 		_exit(122);
 	alarm(a->max_lifetime);

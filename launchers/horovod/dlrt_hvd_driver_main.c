@@ -229,6 +229,16 @@ static int64_t lifetime_tick(struct dlrt_evloop *loop, void *arg)
 	return LIFETIME_POLL_MS;
 }
 
+/* EOF on the lifetime pipe ends the driver at once, not at the next tick:
+ * slurmstepd waits for it in slurm_spank_exit, and the next step of a batch
+ * script may be waiting for this step's nodes. */
+static void lifetime_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
+{
+	(void)fd;
+	(void)events;
+	lifetime_tick(loop, arg);
+}
+
 static void signal_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
 {
 	struct driver *d = arg;
@@ -478,7 +488,9 @@ int main(int argc, char **argv)
 	d.loop = dlrt_evloop_create();
 	if (!d.loop || sfd < 0 ||
 	    dlrt_evloop_add_fd(d.loop, sfd, DLRT_EV_READ, signal_event, &d) < 0 ||
-	    dlrt_evloop_add_timer(d.loop, LIFETIME_POLL_MS, lifetime_tick, &d) < 0) {
+	    dlrt_evloop_add_timer(d.loop, LIFETIME_POLL_MS, lifetime_tick, &d) < 0 ||
+	    (d.lifetime_fd >= 0 &&
+	     dlrt_evloop_add_fd(d.loop, d.lifetime_fd, DLRT_EV_READ, lifetime_event, &d) < 0)) {
 		fprintf(stderr, PROG ": cannot set up the event loop: %s\n", strerror(errno));
 		goto out;
 	}

@@ -25,6 +25,10 @@ ok $((RC == 0)) "gloo mode with --mpi=none exits non-zero (rc=$RC)"
 like "$(grep dlrt: "$ERR")" "the Horovod rendezvous driver .* through PMIx, and the step has none: run srun --mpi=pmix" \
 	"the error names the cause and the fix"
 ok "$([ ! -e "$WORK/ran" ]; echo $?)" "the program never ran"
+for _ in $(seq 100); do # an earlier test's job may still be completing
+	[ "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" -eq 0 ] && break
+	sleep 0.1
+done
 is "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" 0 "srun left no allocation behind"
 left=$(pgrep -u "$DLRT_TEST_USER" -f "dlrt-hvd-driver --bind $(echo "$DLRT_CLUSTER_ID" | sed 's/^/10.77./')\\." | wc -l)
 is "$left" 0 "no driver left running"
