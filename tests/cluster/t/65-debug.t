@@ -23,10 +23,11 @@ for rt in horovod torch caffe2; do
 	got=$(grep '^ENV ' "$OUT.clean" | sed 's/^ENV //' | grep -v '^DLRT_VERBOSE=')
 	run_srun -N1 -n1 --dl-runtime=$rt bash -c \
 		'env | grep -E "^(DLRT_|HOROVOD_|RANK=|WORLD_SIZE=|MASTER_|NUM_SHARDS=|SHARD_ID=|RUN_ID=|CAFFE2_)" | sort'
-	# RUN_ID names the step, and MASTER_PORT is a port found free for the step:
-	# both differ between the two runs.
-	want=$(sed 's/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/; s/^MASTER_PORT=[0-9]*$/MASTER_PORT=P/' "$OUT")
-	got=$(sed 's/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/; s/^MASTER_PORT=[0-9]*$/MASTER_PORT=P/' <<<"$got")
+	# RUN_ID names the step, and each step has its own ports (Horovod's driver,
+	# torch's store): they differ between the two runs.
+	norm='s/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/; s/^\(HOROVOD_GLOO_RENDEZVOUS_PORT\|MASTER_PORT\)=[0-9]*$/\1=P/'
+	want=$(sed "$norm" "$OUT")
+	got=$(sed "$norm" <<<"$got")
 	like "$got" "^DLRT_RUNTIME=$rt$" "$rt: the shell has the dlrt environment"
 	is "$got" "$want" "$rt: exactly the environment a task gets without --pty"
 done
