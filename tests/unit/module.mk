@@ -5,3 +5,7 @@ UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_roles $(BUILD)/te
 TEST_LDFLAGS_plugin_load := -rdynamic -ldl
 $(BUILD)/tests/test_plugin_load $(SAN_BUILD)/tests/test_plugin_load: $(PLUGIN)
 FUZZERS += slurmenv
+# The fake SPANK host shared by the tests that drive the real dlrt.so.
+FAKE_SPANK_TESTS := test_plugin_load test_plugin_gpu
+$(FAKE_SPANK_TESTS:%=$(BUILD)/tests/%): $(BUILD)/obj/tests/unit/fake_spank.o
+$(FAKE_SPANK_TESTS:%=$(SAN_BUILD)/tests/%): $(SAN_BUILD)/obj/tests/unit/fake_spank.o
