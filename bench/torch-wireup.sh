@@ -1,0 +1,92 @@
+#!/bin/bash
+# torch-wireup.sh - wire-up time of a torch step: srun --dl-runtime=torch against a
+# plain srun whose job script sets the env:// variables by hand.
+#
+# Two rows, each the median of REPEAT runs after one discarded warm-up:
+#   true        a no-op step: what the plugin itself costs (role plan, port choice,
+#               PMIx exchange in every task) against the same srun without it;
+#   torch init  bench/torch_init.py (import torch.distributed, init_process_group
+#               with gloo over env://, one barrier) on 3 nodes x 2 tasks. The plain
+#               column is what a user writes without dlrt: RANK/WORLD_SIZE/LOCAL_RANK
+#               from SLURM_*, MASTER_ADDR = first host of SLURM_STEP_NODELIST
+#               resolved with getent, MASTER_PORT = a fixed 29500.
+#
+#   SRUN="runuser -u dlrtu -- srun" bench/torch-wireup.sh   (bench/run-all.sh sets SRUN)
+#
+# Environment: SRUN, SRUN_ARGS (default: --mpi=pmix -N3 -n6 -c2), REPEAT (default 5),
+# STEP_TIMEOUT (default 120 s). Timings are reported, never judged.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+
+SRUN=${SRUN:-srun}
+SRUN_ARGS=${SRUN_ARGS:---mpi=pmix -N3 -n6 -c2}
+REPEAT=${REPEAT:-5}
+STEP_TIMEOUT=${STEP_TIMEOUT:-120}
+# The tasks run the scripts from here: it must be on a filesystem the nodes share
+# (the test cluster's work folder; each of its nodes has a private /tmp).
+base=${TMPDIR:-/tmp}
+[ -n "${DLRT_CLUSTER_DIR:-}" ] && base=$DLRT_CLUSTER_DIR/work
+T=$(mktemp -d "$base/dlrt-torch-wireup.XXXXXX")
+chmod 0755 "$T"
+trap 'rm -rf "$T"' EXIT
+cp bench/torch_init.py "$T/"
+cat >"$T/by-hand.sh" <<'SH'
+#!/bin/bash
+# What a job script does without dlrt (the Lightning/idr_torch way, step nodes).
+export RANK=$SLURM_PROCID WORLD_SIZE=$SLURM_NTASKS LOCAL_RANK=$SLURM_LOCALID
+export MASTER_ADDR=$(getent ahostsv4 "$(scontrol show hostnames "$SLURM_STEP_NODELIST" | head -1)" | awk 'NR==1{print $1}')
+export MASTER_PORT=29500
+exec /usr/bin/python3 "$(dirname "$0")/torch_init.py"
+SH
+chmod 0755 "$T/by-hand.sh" "$T/torch_init.py"
+
+if ! /usr/bin/python3 -c 'import torch.distributed' 2>/dev/null; then
+	echo "torch-wireup: python3-torch is missing (tests/cluster/install-deps.sh)" >&2
+	exit 1
+fi
+
+# run_ms ARGS...: one step; prints its wall time in ms, fails if srun failed.
+run_ms() {
+	local t0 t1
+	t0=$(date +%s%N)
+	# shellcheck disable=SC2086  # SRUN and SRUN_ARGS are word lists on purpose
+	if ! (cd "$T" && timeout -k 5 "$STEP_TIMEOUT" $SRUN $SRUN_ARGS "$@" >"$T/out" 2>"$T/err"); then
+		echo "torch-wireup: '$SRUN $SRUN_ARGS $*' failed:" >&2
+		sed 's/^/  /' "$T/err" | head -20 >&2
+		return 1
+	fi
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
+
+median_ms() {
+	local v all=()
+	run_ms "$@" >/dev/null || return 1
+	for ((i = 0; i < REPEAT; i++)); do
+		v=$(run_ms "$@") || return 1
+		all+=("$v")
+	done
+	printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 } END {
+		print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'
+}
+
+echo "# torch wire-up: $SRUN $SRUN_ARGS, median of $REPEAT runs, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "| step | plain srun ms | srun --dl-runtime=torch ms | ratio dlrt/plain |"
+echo "|------|---------------|----------------------------|------------------|"
+rc=0
+# row NAME "PLAIN ARGS" "DLRT ARGS" (word lists)
+row() {
+	local plain dl
+	# shellcheck disable=SC2086  # word lists on purpose
+	if ! plain=$(median_ms $2) || ! dl=$(median_ms $3); then
+		rc=1
+		return
+	fi
+	awk -v n="$1" -v p="$plain" -v d="$dl" 'BEGIN {
+		printf "| %s | %d | %d | %.2f |\n", n, p, d, (p > 0 ? d / p : 0) }'
+}
+row "true" "true" "--dl-runtime=torch true"
+row "torch init (6 ranks)" "./by-hand.sh" "--dl-runtime=torch /usr/bin/python3 ./torch_init.py"
+echo "# last dlrt run: $(grep '^rank0' "$T/out")"
+echo "# machine: $(nproc) cores shared with other jobs (load $(cut -d' ' -f1-3 /proc/loadavg)), $(uname -r)"
+exit $rc
