@@ -1,5 +1,6 @@
 #include "service.h"
 
+#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,5 +99,36 @@ int dlrt_service_parse_ready(const char *buf, size_t len, uint16_t *port)
 	if (i == 0 || i >= len || buf[i] != '\n' || i + 1 != len || v == 0 || v > 65535)
 		return -1;
 	*port = (uint16_t)v;
+	return 0;
+}
+
+int dlrt_service_parse_allow(const char *list, uint32_t **out, size_t *n, struct dlrt_err *err)
+{
+	size_t cap = 2, k = 1;
+	char *copy = strdup(list), *save = NULL;
+	uint32_t *a;
+
+	for (const char *p = list; *p; p++)
+		cap += *p == ',';
+	a = calloc(cap, sizeof(*a));
+	if (!copy || !a) {
+		free(copy);
+		free(a);
+		return dlrt_err_set(err, "out of memory reading --allow");
+	}
+	a[0] = htonl(INADDR_LOOPBACK);
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (inet_pton(AF_INET, t, &a[k]) != 1) {
+			dlrt_err_set(err, "--allow: '%s' is not a numeric IPv4 address: pass the step "
+				     "nodes' addresses, comma-separated", t);
+			free(copy);
+			free(a);
+			return -1;
+		}
+		k++;
+	}
+	free(copy);
+	*out = a;
+	*n = k;
 	return 0;
 }

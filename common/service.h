@@ -58,6 +58,11 @@ struct dlrt_service_common {
 char **dlrt_service_argv(const struct dlrt_service_spec *s, const struct dlrt_service_common *c,
 			 struct dlrt_err *err);
 
+/* The service side of --allow: "IP,IP,..." (numeric IPv4, may be empty) into
+ * a malloc'ed list in network order, loopback first, so the list is never
+ * empty (an empty allow list means "everyone" to tcpserver). */
+int dlrt_service_parse_allow(const char *list, uint32_t **out, size_t *n, struct dlrt_err *err);
+
 /* Parses the readiness line "<port>\n" (1-65535). */
 int dlrt_service_parse_ready(const char *buf, size_t len, uint16_t *port);
 

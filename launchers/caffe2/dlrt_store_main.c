@@ -21,6 +21,7 @@
 #include "evloop.h"
 #include "kvstore.h"
 #include "store_session.h"
+#include "service.h"
 #include "tcpserver.h"
 
 #define PROG "dlrt-store"
@@ -82,35 +83,6 @@ static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out
 		return -1;
 	}
 	*out = v;
-	return 0;
-}
-
-static int parse_allow(const char *list, uint32_t **allow, size_t *nallow)
-{
-	char *copy = strdup(list), *save = NULL, *tok;
-	size_t n = 1;
-
-	if (!copy)
-		return -1;
-	for (const char *p = list; *p; p++)
-		n += *p == ',';
-	*allow = calloc(n + 1, sizeof(**allow));
-	if (!*allow) {
-		free(copy);
-		return -1;
-	}
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct in_addr a;
-
-		if (inet_pton(AF_INET, tok, &a) != 1) {
-			fprintf(stderr, PROG ": --allow entry '%s' is not a numeric IPv4 address: "
-				"pass the step nodes' addresses, comma-separated\n", tok);
-			free(copy);
-			return -1;
-		}
-		(*allow)[(*nallow)++] = a.s_addr;
-	}
-	free(copy);
 	return 0;
 }
 
@@ -339,8 +311,10 @@ int main(int argc, char **argv)
 			free(allow);
 			allow = NULL;
 			nallow = 0;
-			if (parse_allow(optarg, &allow, &nallow) < 0)
+			if (dlrt_service_parse_allow(optarg, &allow, &nallow, &err) < 0) {
+				fprintf(stderr, PROG ": %s\n", err.msg);
 				return 2;
+			}
 			break;
 		case O_ALLOW_ANY:
 			allow_any = true;

@@ -29,6 +29,7 @@
 #include "http.h"
 #include "hvd_plan.h"
 #include "rendezvous.h"
+#include "service.h"
 #include "tcpserver.h"
 
 #define PROG "dlrt-hvd-driver"
@@ -251,41 +252,6 @@ static void signal_event(struct dlrt_evloop *loop, int fd, unsigned events, void
 	}
 }
 
-static int parse_allow(const char *list, uint32_t **out, size_t *n)
-{
-	char *copy = strdup(list), *save = NULL;
-	size_t cap = 2;
-	uint32_t *a = calloc(cap, sizeof(*a));
-
-	if (!copy || !a)
-		goto fail;
-	/* Loopback first: nallow == 0 would mean "everyone" to tcpserver. */
-	inet_pton(AF_INET, "127.0.0.1", &a[0]);
-	*n = 1;
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (*n == cap) {
-			uint32_t *p = realloc(a, cap * 2 * sizeof(*a));
-
-			if (!p)
-				goto fail;
-			a = p;
-			cap *= 2;
-		}
-		if (inet_pton(AF_INET, t, &a[*n]) != 1) {
-			usage_error("--allow: '%s' is not a numeric IPv4 address", t);
-			goto fail;
-		}
-		(*n)++;
-	}
-	free(copy);
-	*out = a;
-	return 0;
-fail:
-	free(copy);
-	free(a);
-	return -1;
-}
-
 static bool fd_is_open(int fd)
 {
 	return fcntl(fd, F_GETFD) >= 0;
@@ -453,7 +419,8 @@ int main(int argc, char **argv)
 		}
 		have_plan = true;
 	}
-	if (parse_allow(allow, &allow_ips, &nallow) < 0) {
+	if (dlrt_service_parse_allow(allow, &allow_ips, &nallow, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
 		rv = EXIT_USAGE;
 		goto out;
 	}

@@ -1,5 +1,6 @@
 /* Unit tests: node service descriptions (common/service.c) and the Horovod
  * runtime's service and gloo-mode environment. */
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,28 @@ int main(void)
 		TAP_IS_INT((int)cfg.service_timeout, 5, "service_timeout");
 		TAP_IS_INT((int)cfg.service_max_lifetime, 3600, "service_max_lifetime");
 		TAP_IS_INT(dlrt_config_parse(&cfg, 1, bad, &err), -1, "horovod=tcp refused");
+	}
+	/* --allow on the service side: loopback first, never an empty list. */
+	{
+		uint32_t *ips = NULL;
+		size_t n = 0;
+
+		TAP_IS_INT(dlrt_service_parse_allow("10.77.0.11,10.77.0.12", &ips, &n, &err), 0,
+			   "allow list parsed");
+		TAP_OK(n == 3 && ips[0] == htonl(INADDR_LOOPBACK) && ips[1] == inet_addr("10.77.0.11") &&
+		       ips[2] == inet_addr("10.77.0.12"), "loopback first, then the nodes in order");
+		free(ips);
+		ips = NULL;
+		TAP_IS_INT(dlrt_service_parse_allow("", &ips, &n, &err), 0, "empty allow list");
+		TAP_OK(n == 1 && ips[0] == htonl(INADDR_LOOPBACK), "empty means loopback only, never everyone");
+		free(ips);
+		ips = NULL;
+		TAP_IS_INT(dlrt_service_parse_allow("10.77.0.11,n2", &ips, &n, &err), -1, "a name is refused");
+		TAP_OK(strstr(err.msg, "'n2'") && !strchr(err.msg, '\n'), "one line naming it: %s", err.msg);
+		TAP_OK(ips == NULL, "nothing returned on error");
+		TAP_IS_INT(dlrt_service_parse_allow("10.77.0.11,,", &ips, &n, &err), 0, "empty entries skipped");
+		TAP_OK(n == 2, "two entries");
+		free(ips);
 	}
 	return tap_done();
 }
