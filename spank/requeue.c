@@ -38,6 +38,7 @@
 
 #include "logline.h"
 #include "plugin.h"
+#include "retrylog.h"
 
 #define RQ_TIMEOUT_S 60  /* the whole decision, from slurmstepd's point of view */
 #define CMD_TIMEOUT_S 15 /* one scontrol/sinfo call */
@@ -175,38 +176,6 @@ static int run(const struct rq_job *j, char *out, size_t len, char *const argv[]
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* Adds `name` to the comma list `list` unless it is there already. */
-static void list_add(char *list, size_t len, const char *name)
-{
-	size_t n = strlen(name), l = strlen(list);
-
-	for (const char *p = list; *p;) {
-		size_t k = strcspn(p, ",");
-
-		if (k == n && !strncmp(p, name, n))
-			return;
-		p += k + (p[k] == ',');
-	}
-	if (n && l + n + 2 < len)
-		snprintf(list + l, len - l, "%s%s", l ? "," : "", name);
-}
-
-/* "JobState=RUNNING ... ExcNodeList=n2 ..." -> value of key (one word). */
-static void field(const char *text, const char *key, char *out, size_t len)
-{
-	const char *p = text;
-	size_t k = strlen(key);
-
-	out[0] = '\0';
-	while ((p = strstr(p, key)) && p != text && p[-1] != ' ' && p[-1] != '\n')
-		p += k;
-	if (p) {
-		size_t n = strcspn(p + k, " \n");
-
-		snprintf(out, len, "%.*s", (int)(n < len ? n : len - 1), p + k);
-	}
-}
-
 /* Task signals that point at the node: not the SIGTERM/SIGINT/SIGHUP Slurm and
  * users end steps with (SIGKILL stays: the OOM killer uses it). */
 static bool node_signal(int sig)
@@ -223,8 +192,8 @@ static void job_state(const struct rq_job *j, char *state, size_t slen, char *ex
 	state[0] = exc[0] = '\0';
 	if (run(j, buf, sizeof(buf), show_job) != 0)
 		return;
-	field(buf, "JobState=", state, slen);
-	field(buf, "ExcNodeList=", exc, elen);
+	dlrt_retry_field(buf, "JobState=", state, slen);
+	dlrt_retry_field(buf, "ExcNodeList=", exc, elen);
 	if (!strcmp(exc, "(null)"))
 		exc[0] = '\0';
 }
@@ -251,7 +220,7 @@ static int run_retry(const struct rq_job *j, char *buf, size_t len, char *const 
 /* The batch step's decision (as the user). */
 static void decide(const struct rq_job *j)
 {
-	char failed[1024] = "", buf[16384], state[64], exc[1024], jid[16], line[512], want[32];
+	char failed[1024] = "", buf[16384], state[64], exc[1024], jid[16];
 	char *sinfo[] = { "sinfo", "-h", "-N", "-n", (char *)j->nodelist, "-o", "%N %t", NULL };
 	bool running, held = false;
 	FILE *f;
@@ -264,27 +233,27 @@ static void decide(const struct rq_job *j)
 	/* 1. When the script ended by itself: tasks killed by a signal in this
 	 * attempt (recorded by the steps). When Slurm is requeueing the job, its
 	 * tasks were killed by Slurm, so only the node states below count. */
-	snprintf(want, sizeof(want), " attempt=%u node=", j->attempt);
 	if (running && (f = fopen(j->path, "r"))) {
-		while (fgets(line, sizeof(line), f)) {
-			char *p = strstr(line, want), node[128];
+		/* This attempt's lines are the last ones: read the tail, from a line start. */
+		long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
+		size_t n;
+		char *from = buf;
 
-			if (p && sscanf(p + strlen(want), "%127[^ \n]", node) == 1)
-				list_add(failed, sizeof(failed), node);
-		}
+		if (size > (long)sizeof(buf) - 1)
+			fseek(f, size - (long)sizeof(buf) + 1, SEEK_SET);
+		else
+			rewind(f);
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
 		fclose(f);
+		if (size > (long)sizeof(buf) - 1 && (from = strchr(buf, '\n')))
+			from++;
+		if (from)
+			dlrt_retry_log_nodes(from, j->attempt, failed, sizeof(failed));
 	}
 	/* 2. Nodes of the job Slurm reports down, failing or not responding ("*"). */
-	if (j->nodelist[0] && run(j, buf, sizeof(buf), sinfo) == 0) {
-		for (char *s = strtok(buf, "\n"); s; s = strtok(NULL, "\n")) {
-			char node[128], st[64];
-
-			if (sscanf(s, "%127s %63s", node, st) == 2 &&
-			    (strchr(st, '*') || !strncmp(st, "down", 4) || !strncmp(st, "fail", 4) ||
-			     !strncmp(st, "drain", 5)))
-				list_add(failed, sizeof(failed), node);
-		}
-	}
+	if (j->nodelist[0] && run(j, buf, sizeof(buf), sinfo) == 0)
+		dlrt_retry_down_nodes(buf, failed, sizeof(failed));
 	if (!failed[0])
 		return; /* no node to blame: an ordinary failure (or success) is the user's */
 	if (j->attempt >= dlrt_plugin.opts.retries) {
@@ -315,7 +284,7 @@ static void decide(const struct rq_job *j)
 		char one[128];
 
 		snprintf(one, sizeof(one), "%.*s", (int)(k < sizeof(one) ? k : sizeof(one) - 1), p);
-		list_add(exc, sizeof(exc), one);
+		dlrt_retry_list_add(exc, sizeof(exc), one);
 		p += k + (p[k] == ',');
 	}
 	{

@@ -5,3 +5,6 @@ MANPAGES += docs/man/dlrt-logs.1
 FUZZERS  += logline
 UNIT_TESTS += $(BUILD)/tests/test_logs
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-logs,tools/dlrt_logs_main.c))
+# --dl-retries' readers (common/retrylog.c, used by spank/requeue.c).
+FUZZERS    += retrylog
+UNIT_TESTS += $(BUILD)/tests/test_retrylog
