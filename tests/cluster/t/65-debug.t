@@ -56,4 +56,12 @@ is "$(grep -c '^dlrt:' "$ERR")" 0 "without --dl-verbose dlrt prints nothing"
 run_srun -N2 -n4 --dl-runtime=mxnet --dl-servers=1 --dl-dry-run touch "$WORK/ran"
 like "$(head -1 "$OUT")" "^dlrt dry run: job [0-9]+ step [0-9]+, runtime mxnet, 4 tasks on 2 nodes" "dry run plan"
 ok "$([ ! -e "$WORK/ran" ]; echo $?)" "and the program did not run"
+# The node service's start: which, where, and how long it took (gloo mode
+# starts the Horovod rendezvous driver on the node of task 0).
+run_srun -N3 -n3 --dl-runtime=horovod --dl-horovod=gloo --dl-verbose true
+is "$RC" 0 "srun --dl-runtime=horovod --dl-verbose"
+like "$(cat "$ERR")" "dlrt: n1 task 0: the Horovod rendezvous driver listening on 10\.77\.$DLRT_CLUSTER_ID\.11:[0-9]+ \(pid [0-9]+\), started in [0-9]+\.[0-9]{3} ms" \
+	"--dl-verbose logs the service start with its address and timing"
+is "$(grep -c 'rendezvous driver listening' "$ERR")" 1 "once, from the node that runs it"
+
 done_testing
