@@ -46,6 +46,7 @@ struct dlrt_plan {
 	struct dlrt_task_role *task;          /* [layout->ntasks] */
 	uint32_t role_count[DLRT_ROLE_COUNT];
 	uint32_t servers;                     /* mxnet: resolved server count */
+	bool user_service;                    /* the user exported runtime->user_service_var */
 };
 
 /* Addresses learned through the PMIx exchange (pmix-bridge), per task. */
@@ -90,6 +91,10 @@ struct dlrt_runtime {
 	 * root task's node before any task, as the user, for the step's lifetime;
 	 * the tasks get its address in addrs->root_ip/root_port. */
 	bool (*service)(const struct dlrt_plan *plan, struct dlrt_service_spec *spec);
+	/* A variable whose presence in the user's environment means "I run this
+	 * service myself" (caffe2: REDIS_HOST): the plugin sets plan->user_service
+	 * before calling service(). May be NULL. */
+	const char *user_service_var;
 	/* Adds the variables of the runtime's launch contract for task `rank`. */
 	void (*task_env)(const struct dlrt_plan *plan, uint32_t rank,
 			 const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,

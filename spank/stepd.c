@@ -109,6 +109,12 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 
 	if (!rt->service)
 		return 0;
+	if (rt->user_service_var) {
+		char v[256];
+		spank_err_t e = spank_getenv(sp, rt->user_service_var, v, sizeof(v));
+
+		dlrt_plugin.plan.user_service = e == ESPANK_NOSPACE || (e == ESPANK_SUCCESS && v[0]);
+	}
 	dlrt_service_spec_init(&spec, NULL, NULL);
 	dlrt_plugin.has_service = rt->service(&dlrt_plugin.plan, &spec);
 	dlrt_plugin.service_what = spec.what;

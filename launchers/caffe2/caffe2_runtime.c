@@ -83,6 +83,18 @@ static void caffe2_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	}
 }
 
+/* dlrt-store on the master's node, unless the trainers use a shared folder or
+ * the user's own redis (REDIS_HOST exported, and no --dl-store=helper). */
+static bool caffe2_service(const struct dlrt_plan *plan, struct dlrt_service_spec *spec)
+{
+	const struct dlrt_opts *o = plan->opts;
+
+	if (o->store == DLRT_STORE_FILE || (o->store == DLRT_STORE_AUTO && plan->user_service))
+		return false;
+	dlrt_service_spec_init(spec, "dlrt-store", "the Caffe2 helper store (dlrt-store)");
+	return true;
+}
+
 /* srun, before anything runs: a file store's folder must exist (Caffe2's
  * FileStoreHandler CHECKs realpath() and aborts otherwise). srun runs as the
  * user, so this stat sees what the user's tasks will see on a shared fs. */
@@ -110,5 +122,7 @@ const struct dlrt_runtime dlrt_runtime_caffe2 = {
 	.uses_store = true,
 	.validate = caffe2_validate,
 	.assign = caffe2_assign,
+	.service = caffe2_service,
+	.user_service_var = "REDIS_HOST",
 	.task_env = caffe2_task_env,
 };

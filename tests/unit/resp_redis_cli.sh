@@ -82,143 +82,9 @@ if command -v redis-server >/dev/null; then
 	done
 fi
 
-# The command list: each line is one redis-cli invocation (shell words).
-# The expected reply is redis-server 7.0.15's; with redis-server installed,
-# it is also compared live.
-CMDS=(
-	'FLUSHALL'
-	'PING'
-	'PING hello'
-	'PING a b'
-	'ECHO "two words"'
-	'ECHO'
-	'SET run1/0 addr0'
-	'SETNX run1/0 other'
-	'SETNX run1/1 addr1'
-	'GET run1/0'
-	'GET run1/nope'
-	'GET'
-	'GET a b'
-	'EXISTS run1/0 run1/1'
-	'EXISTS run1/0 run1/1 run1/0 nope'
-	'EXISTS'
-	'INCRBY ctr 5'
-	'INCRBY ctr -12'
-	'INCRBY ctr x'
-	'INCRBY run1/0 1'
-	'INCR ctr'
-	'DECR ctr'
-	'DECRBY ctr 3'
-	'DECRBY ctr -9223372036854775808'
-	'SET big 9223372036854775807'
-	'INCR big'
-	'SET z 007'
-	'INCR z'
-	'SET k v NX'
-	'SET k v2 XX'
-	'SET k v3 NX XX'
-	'SET k v4 GET'
-	'SET k v FOO'
-	'MSET a 1 b 2'
-	'MSET a 1 b'
-	'MGET a b nope'
-	'APPEND a 23'
-	'STRLEN a'
-	'GETSET a 9'
-	'GETDEL a'
-	'TYPE a'
-	'TYPE b'
-	'DEL b b nope'
-	'UNLINK k'
-	'KEYS run1/[01]'
-	'DBSIZE'
-	'SELECT 0'
-	'SELECT 1'
-	'SELECT x'
-	'CONFIG GET save'
-	'CONFIG GET appendonly'
-	'CONFIG FOO'
-	'CONFIG SET foo bar'
-	'CLIENT SETNAME trainer0'
-	'CLIENT GETNAME'
-	'CLIENT SETNAME "a b"'
-	'CLIENT FOO'
-	'HELLO 3'
-	'HELLO 4'
-	'HELLO x'
-	'AUTH x'
-	'COMMAND FOO'
-	'FOO bar baz'
-	'FLUSHDB'
-	'DBSIZE'
-)
-WANT=(
-	'OK'
-	'PONG'
-	'"hello"'
-	"(error) ERR wrong number of arguments for 'ping' command"
-	'"two words"'
-	"(error) ERR wrong number of arguments for 'echo' command"
-	'OK'
-	'(integer) 0'
-	'(integer) 1'
-	'"addr0"'
-	'(nil)'
-	"(error) ERR wrong number of arguments for 'get' command"
-	"(error) ERR wrong number of arguments for 'get' command"
-	'(integer) 2'
-	'(integer) 3'
-	"(error) ERR wrong number of arguments for 'exists' command"
-	'(integer) 5'
-	'(integer) -7'
-	'(error) ERR value is not an integer or out of range'
-	'(error) ERR value is not an integer or out of range'
-	'(integer) -6'
-	'(integer) -7'
-	'(integer) -10'
-	'(error) ERR decrement would overflow'
-	'OK'
-	'(error) ERR increment or decrement would overflow'
-	'OK'
-	'(error) ERR value is not an integer or out of range'
-	'OK'
-	'OK'
-	'(error) ERR syntax error'
-	'"v2"'
-	'(error) ERR syntax error'
-	'OK'
-	"(error) ERR wrong number of arguments for 'mset' command"
-	$'1) "1"\n2) "2"\n3) (nil)'
-	'(integer) 3'
-	'(integer) 3'
-	'"123"'
-	'"9"'
-	'none'
-	'string'
-	'(integer) 1'
-	'(integer) 1'
-	$'"run1/0"\n"run1/1"'
-	'(integer) 5'
-	'OK'
-	'(error) ERR DB index is out of range'
-	'(error) ERR value is not an integer or out of range'
-	$'1) "save"\n2) ""'
-	$'1) "appendonly"\n2) "no"'
-	"(error) ERR unknown subcommand 'FOO'. Try CONFIG HELP."
-	"(error) ERR Unknown option or number of arguments for CONFIG SET - 'foo'"
-	'OK'
-	'(nil)'
-	'(error) ERR Client names cannot contain spaces, newlines or special characters.'
-	"(error) ERR unknown subcommand 'FOO'. Try CLIENT HELP."
-	'(error) NOPROTO unsupported protocol version'
-	'(error) NOPROTO unsupported protocol version'
-	'(error) ERR Protocol version is not an integer or out of range'
-	'(error) ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?'
-	"(error) ERR unknown subcommand 'FOO'. Try COMMAND HELP."
-	"(error) ERR unknown command 'FOO', with args beginning with: 'bar' 'baz' "
-	'OK'
-	'(integer) 0'
-)
+# The command list (CMDS) and redis-server 7.0.15's replies (WANT).
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../fixtures/resp_cases.bash"
+
 # Replies a real redis-server gives differently on purpose: it speaks RESP3
 # (HELLO 3) where the helper store speaks only RESP2, and KEYS order is
 # unspecified (sorted before comparing).
@@ -282,9 +148,7 @@ t0=$(date +%s%N)
 got=$(timeout 2 redis-cli -p "$P" PING 2>&1)
 t1=$(date +%s%N)
 check "another client is served while one is stalled mid-command" "$got" "PONG"
-# Served before the idle timeout could have freed a server blocked on the
-# stalled client: that, not a speed, is what proves it never blocked.
-if [ $(((t1 - t0) / 1000000)) -lt 1000 ]; then ok "...within $(((t1 - t0) / 1000000)) ms, before the idle timeout"
+if [ $(((t1 - t0) / 1000000)) -lt 500 ]; then ok "...within $(((t1 - t0) / 1000000)) ms"
 else notok "the stalled client delayed another by $(((t1 - t0) / 1000000)) ms"; fi
 sleep 1.5
 if timeout 3 cat <&6 >/dev/null; then ok "the stalled client was closed after --idle-timeout-ms"

@@ -204,6 +204,38 @@ int main(void)
 		dlrt_env_free(&env);
 		dlrt_plan_free(&p);
 
+		/* Which steps get the helper store (dlrt-store) as their node service. */
+		{
+			const struct dlrt_runtime *c2 = dlrt_runtimes[dlrt_runtime_index("caffe2")];
+			struct dlrt_service_spec spec;
+
+			o2.store = DLRT_STORE_AUTO;
+			dlrt_plan_build(&p, c2, &l, &o2, &cfg, &err);
+			TAP_IS_STR(c2->user_service_var, "REDIS_HOST", "a user's REDIS_HOST means their redis");
+			dlrt_service_spec_init(&spec, NULL, NULL);
+			TAP_OK(c2->service(&p, &spec), "default store: the helper is started");
+			TAP_IS_STR(spec.program, "dlrt-store", "the service is libexec/dlrt/dlrt-store");
+			dlrt_service_spec_free(&spec);
+			p.user_service = true;
+			dlrt_service_spec_init(&spec, NULL, NULL);
+			TAP_OK(!c2->service(&p, &spec), "default store with the user's REDIS_HOST: no helper");
+			dlrt_service_spec_free(&spec);
+			dlrt_plan_free(&p);
+			o2.store = DLRT_STORE_HELPER;
+			dlrt_plan_build(&p, c2, &l, &o2, &cfg, &err);
+			p.user_service = true;
+			dlrt_service_spec_init(&spec, NULL, NULL);
+			TAP_OK(c2->service(&p, &spec), "--dl-store=helper: the helper even so");
+			dlrt_service_spec_free(&spec);
+			dlrt_plan_free(&p);
+			o2.store = DLRT_STORE_FILE;
+			snprintf(o2.store_dir, sizeof(o2.store_dir), "/tmp");
+			dlrt_plan_build(&p, c2, &l, &o2, &cfg, &err);
+			dlrt_service_spec_init(&spec, NULL, NULL);
+			TAP_OK(!c2->service(&p, &spec), "--dl-store=file:DIR: no helper");
+			dlrt_service_spec_free(&spec);
+			dlrt_plan_free(&p);
+		}
 		o2.store = DLRT_STORE_FILE;
 		snprintf(o2.store_dir, sizeof(o2.store_dir), "/nonexistent/dlrt-c2");
 		TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o2,

@@ -3,8 +3,9 @@
 # tasks, so Open MPI's own PMIx wire-up in MPI_Init succeeds.
 . "$(dirname "$0")/../lib.sh"
 
-# Horovod runs MPI programs in its MPI mode (its default, gloo, hands out a driver instead).
-for rt in "horovod --dl-horovod=mpi" torch mxnet caffe2; do
+# Horovod runs MPI programs in its MPI mode (its default, gloo, hands out a driver instead);
+# Caffe2's MPI rendezvous needs no helper store, so no PMIx session: --dl-store=file:.
+for rt in "horovod --dl-horovod=mpi" torch mxnet "caffe2 --dl-store=file:$WORK"; do
 	run_srun -N3 -n6 -c5 --mpi=pmix --dl-runtime=$rt "$TESTS_BIN/mpi_allreduce"
 	is "$RC" 0 "Open MPI allreduce under srun --mpi=pmix --dl-runtime=$rt"
 	is "$(grep -c 'sum=15 ok' "$OUT")" 6 "$rt: all six ranks computed the right sum"
