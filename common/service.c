@@ -1,10 +1,14 @@
 #include "service.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 void dlrt_service_spec_init(struct dlrt_service_spec *s, const char *program, const char *what)
 {
@@ -131,4 +135,49 @@ int dlrt_service_parse_allow(const char *list, uint32_t **out, size_t *n, struct
 	*out = a;
 	*n = k;
 	return 0;
+}
+
+int dlrt_service_write_ready(int fd, uint16_t port)
+{
+	char line[16];
+	int n = snprintf(line, sizeof(line), "%u\n", port);
+	ssize_t w;
+
+	do
+		w = write(fd, line, (size_t)n);
+	while (w < 0 && errno == EINTR);
+	close(fd);
+	return w == n ? 0 : -1;
+}
+
+static void signal_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
+{
+	const char **why = arg;
+	struct signalfd_siginfo si;
+
+	(void)events;
+	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		*why = strsignal((int)si.ssi_signo);
+		dlrt_evloop_stop(loop);
+	}
+}
+
+int dlrt_service_stop_on_signals(struct dlrt_evloop *loop, const char **why)
+{
+	sigset_t sigs;
+	int fd;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	fd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (dlrt_evloop_add_fd(loop, fd, DLRT_EV_READ, signal_event, (void *)why) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }

@@ -16,7 +16,8 @@
  *   --lifetime-fd FD     exit when FD reaches end of file (the step ended)
  *   --ready-fd FD        once listening, write "<port>\n" to FD and close it
  *   [--verbose]          log to stderr
- * Pure: no SPANK symbol, no process handling (that is spank/service.c).
+ * The plugin's side is pure here (no SPANK symbol, no process handling: that
+ * is spank/service.c); the last two functions are the service programs' side.
  */
 #ifndef DLRT_SERVICE_H
 #define DLRT_SERVICE_H
@@ -26,6 +27,7 @@
 #include <stdint.h>
 
 #include "dlrt_err.h"
+#include "evloop.h"
 
 #define DLRT_SERVICE_MAX_ARGS 32
 
@@ -65,5 +67,14 @@ int dlrt_service_parse_allow(const char *list, uint32_t **out, size_t *n, struct
 
 /* Parses the readiness line "<port>\n" (1-65535). */
 int dlrt_service_parse_ready(const char *buf, size_t len, uint16_t *port);
+
+/* Service programs: writes the readiness line "<port>\n" to fd (the inverse
+ * of dlrt_service_parse_ready) and closes fd; -1 if the launcher is gone. */
+int dlrt_service_write_ready(int fd, uint16_t port);
+
+/* Service programs: SIGTERM (the plugin's stop), SIGINT and SIGHUP end `loop`,
+ * with the signal's name in *why. Blocks them and returns the signalfd to
+ * close after the loop; -1 on error (errno). */
+int dlrt_service_stop_on_signals(struct dlrt_evloop *loop, const char **why);
 
 #endif

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "dlrt_err.h"
@@ -237,31 +236,6 @@ static int64_t parent_check(struct dlrt_evloop *loop, void *arg)
 	return 500;
 }
 
-static void signal_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
-{
-	struct app *app = arg;
-	struct signalfd_siginfo si;
-
-	(void)events;
-	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		app->stop_reason = strsignal((int)si.ssi_signo);
-		dlrt_evloop_stop(loop);
-	}
-}
-
-static int write_ready(int fd, uint16_t port)
-{
-	char line[16];
-	int n = snprintf(line, sizeof(line), "%u\n", port);
-	ssize_t w;
-
-	do
-		w = write(fd, line, (size_t)n);
-	while (w < 0 && errno == EINTR);
-	close(fd);
-	return w == n ? 0 : -1;
-}
-
 int main(int argc, char **argv)
 {
 	enum { O_BIND = 256, O_PORT, O_ALLOW, O_ALLOW_ANY, O_MAXVAL, O_MAXARGS, O_IDLE,
@@ -295,7 +269,6 @@ int main(int argc, char **argv)
 	int ready_fd = -1, sfd = -1, rc = 1, o;
 	struct dlrt_err err = { { 0 } };
 	uint64_t v;
-	sigset_t sigs;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
@@ -397,20 +370,13 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-
 	app.loop = dlrt_evloop_create();
 	app.kv = dlrt_kv_create(app.max_value);
-	if (!app.loop || !app.kv || sfd < 0) {
+	if (!app.loop || !app.kv ||
+	    (sfd = dlrt_service_stop_on_signals(app.loop, &app.stop_reason)) < 0) {
 		fprintf(stderr, PROG ": cannot set up the event loop: out of memory or file descriptors\n");
 		goto out;
 	}
-	dlrt_evloop_add_fd(app.loop, sfd, DLRT_EV_READ, signal_event, &app);
 
 	/* One request may hold a few values of --max-value; replies likewise
 	 * (MGET). Beyond that a client is closed, as Redis's buffer limits do. */
@@ -447,7 +413,7 @@ int main(int argc, char **argv)
 	if (app.verbose)
 		fprintf(stderr, PROG ": listening on %s:%u\n", cfg.bind_addr,
 			dlrt_tcpserver_port(app.srv));
-	if (ready_fd >= 0 && write_ready(ready_fd, dlrt_tcpserver_port(app.srv)) < 0) {
+	if (ready_fd >= 0 && dlrt_service_write_ready(ready_fd, dlrt_tcpserver_port(app.srv)) < 0) {
 		fprintf(stderr, PROG ": cannot write the port to --ready-fd %d: the launcher "
 			"closed its end of the pipe before the store was ready\n", ready_fd);
 		goto out;

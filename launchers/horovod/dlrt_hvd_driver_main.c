@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -240,18 +239,6 @@ static void lifetime_event(struct dlrt_evloop *loop, int fd, unsigned events, vo
 	lifetime_tick(loop, arg);
 }
 
-static void signal_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
-{
-	struct driver *d = arg;
-	struct signalfd_siginfo si;
-
-	(void)events;
-	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-		d->why_stop = strsignal((int)si.ssi_signo);
-		dlrt_evloop_stop(loop);
-	}
-}
-
 static bool fd_is_open(int fd)
 {
 	return fcntl(fd, F_GETFD) >= 0;
@@ -338,7 +325,6 @@ int main(int argc, char **argv)
 	size_t nallow = 0;
 	int ready_fd = -1, sfd = -1, rv = 1, c;
 	bool have_plan = false;
-	sigset_t sigs;
 
 	d.lim.max_head = DLRT_HTTP_DEFAULT_MAX_HEAD;
 	d.lim.max_headers = DLRT_HTTP_DEFAULT_MAX_HEADERS;
@@ -441,20 +427,12 @@ int main(int argc, char **argv)
 	}
 	raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-
 	if (dlrt_hvd_store_create(&d.store, have_plan ? &plan : NULL, (size_t)max_store, &err) < 0) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		goto out;
 	}
 	d.loop = dlrt_evloop_create();
-	if (!d.loop || sfd < 0 ||
-	    dlrt_evloop_add_fd(d.loop, sfd, DLRT_EV_READ, signal_event, &d) < 0 ||
+	if (!d.loop || (sfd = dlrt_service_stop_on_signals(d.loop, &d.why_stop)) < 0 ||
 	    dlrt_evloop_add_timer(d.loop, LIFETIME_POLL_MS, lifetime_tick, &d) < 0 ||
 	    (d.lifetime_fd >= 0 &&
 	     dlrt_evloop_add_fd(d.loop, d.lifetime_fd, DLRT_EV_READ, lifetime_event, &d) < 0)) {
@@ -476,17 +454,9 @@ int main(int argc, char **argv)
 			cfg.bind_addr, dlrt_tcpserver_port(srv), plan.nslots, plan.nhosts,
 			nallow - 1);
 	if (ready_fd >= 0) {
-		char line[16];
-		int n = snprintf(line, sizeof(line), "%u\n", dlrt_tcpserver_port(srv));
-		ssize_t w;
-
-		do
-			w = write(ready_fd, line, (size_t)n);
-		while (w < 0 && errno == EINTR);
-		close(ready_fd);
-		if (w != n) {
-			fprintf(stderr, PROG ": cannot write the port to --ready-fd %d: %s\n",
-				ready_fd, w < 0 ? strerror(errno) : "short write");
+		if (dlrt_service_write_ready(ready_fd, dlrt_tcpserver_port(srv)) < 0) {
+			fprintf(stderr, PROG ": cannot write the port to --ready-fd %d: the launcher "
+				"closed its end of the pipe before the driver was ready\n", ready_fd);
 			rv = EXIT_READY;
 			goto out;
 		}

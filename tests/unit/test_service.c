@@ -1,8 +1,11 @@
 /* Unit tests: node service descriptions (common/service.c) and the Horovod
  * runtime's service and gloo-mode environment. */
 #include <arpa/inet.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "hostlist.h"
 #include "layout.h"
@@ -162,6 +165,24 @@ int main(void)
 		TAP_IS_INT(dlrt_service_parse_allow("10.77.0.11,,", &ips, &n, &err), 0, "empty entries skipped");
 		TAP_OK(n == 2, "two entries");
 		free(ips);
+	}
+	/* The service side of the ready line is the inverse of parse_ready. */
+	{
+		int fds[2];
+		char buf[16];
+		ssize_t got;
+		uint16_t p = 0;
+
+		TAP_OK(pipe(fds) == 0, "pipe");
+		TAP_IS_INT(dlrt_service_write_ready(fds[1], 40123), 0, "ready line written (fd closed)");
+		got = read(fds[0], buf, sizeof(buf));
+		TAP_OK(got > 0 && dlrt_service_parse_ready(buf, (size_t)got, &p) == 0 && p == 40123,
+		       "what write_ready writes, parse_ready reads back: %u", p);
+		close(fds[0]);
+		TAP_OK(pipe(fds) == 0, "pipe");
+		close(fds[0]);
+		signal(SIGPIPE, SIG_IGN);
+		TAP_IS_INT(dlrt_service_write_ready(fds[1], 40123), -1, "a launcher that went away: -1");
 	}
 	return tap_done();
 }
