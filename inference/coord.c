@@ -22,6 +22,7 @@
 
 #include "evloop.h"
 #include "infer.h"
+#include "liveness.h"
 #include "netaddr.h"
 #include "pool.h"
 #include "proto.h"
@@ -36,6 +37,7 @@
 struct inflight {
 	uint32_t job;
 	uint64_t task;
+	uint64_t attempt;  /* this dispatch's id (liveness.h) */
 	int64_t sent_us;
 	bool warmup; /* the worker's first task of the job: it loads the model first */
 };
@@ -51,6 +53,9 @@ struct wk {
 	int64_t last_done_us;
 	uint32_t *known;        /* jobs it got JOBINFO for */
 	uint32_t nknown, capknown;
+	int64_t last_seen_ms;   /* last frame from it */
+	bool lost;              /* silent past the heartbeat bound: no tasks until it speaks */
+	bool draining;          /* near its time limit: no new tasks */
 };
 
 struct jrt {
@@ -70,6 +75,7 @@ struct jrt {
 	char out[DLRT_IP_STR_MAX + 1];
 	struct dlrt_conn **waiters;
 	uint32_t nwaiters, capwaiters;
+	struct dlrt_attempts att; /* the dispatch each task is assigned to */
 };
 
 struct peer {
@@ -100,6 +106,9 @@ struct coord {
 	bool stopping;
 	int sfd;
 	double gain;            /* rate feedback per tick (DLRT_INFER_FEEDBACK) */
+	struct dlrt_hb hb;      /* heartbeat bound and periods */
+	uint64_t next_attempt;  /* id of the next dispatch */
+	uint64_t late_dropped;  /* answers not recorded: late or from a void dispatch */
 };
 
 static int64_t now_us(void)
@@ -139,6 +148,7 @@ static double tsec(struct coord *c, int64_t us)
 /* ---- deferred writes ----------------------------------------------------------- */
 
 static int64_t kick_timer(struct dlrt_evloop *loop, void *arg);
+static void worker_seen(struct coord *c, struct wk *w);
 
 static void kick(struct coord *c)
 {
@@ -345,6 +355,28 @@ static int pop_task(struct coord *c, uint32_t ji, uint64_t *task)
 	return -1;
 }
 
+/* Back to the front of the job's queue: the next pop_task returns it. */
+static void requeue(struct coord *c, uint32_t ji, uint64_t task)
+{
+	struct jrt *r = &c->jr[ji];
+
+	if (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING)
+		return;
+	if (r->nrequeue == r->caprequeue) {
+		uint32_t cap = r->caprequeue ? r->caprequeue * 2 : 16;
+		uint64_t *q = realloc(r->requeue, cap * sizeof(*q));
+
+		if (!q) {
+			logf_(c, "out of memory: task %llu of job %u is lost until the pool restarts",
+			      (unsigned long long)task, c->st.jobs[ji].id);
+			return;
+		}
+		r->requeue = q;
+		r->caprequeue = cap;
+	}
+	r->requeue[r->nrequeue++] = task;
+}
+
 static bool worker_knows(struct wk *w, uint32_t job)
 {
 	for (uint32_t k = 0; k < w->nknown; k++)
@@ -388,7 +420,7 @@ static void fill_worker(struct coord *c, struct wk *w)
 {
 	bool any = false;
 
-	if (!w->conn || c->stopping)
+	if (!w->conn || c->stopping || w->lost || w->draining)
 		return;
 	while (w->n < c->o->prefetch) {
 		struct dlrt_ip_task t;
@@ -416,15 +448,24 @@ static void fill_worker(struct coord *c, struct wk *w)
 			continue;
 		}
 		j = &c->st.jobs[ji];
-		warm = !worker_knows(w, j->id);
-		if (warm && send_jobinfo(w, j) < 0)
+		if (!c->jr[ji].att.cur && dlrt_attempts_init(&c->jr[ji].att, j->ntasks) < 0) {
+			requeue(c, (uint32_t)ji, task);
 			break;
-		t = (struct dlrt_ip_task){ .job = j->id, .task = task,
+		}
+		warm = !worker_knows(w, j->id);
+		if (warm && send_jobinfo(w, j) < 0) {
+			requeue(c, (uint32_t)ji, task);
+			break;
+		}
+		t = (struct dlrt_ip_task){ .job = j->id, .task = task, .attempt = c->next_attempt,
 					   .first = dlrt_infer_task_first(j, task),
 					   .n = dlrt_infer_task_size(j, task) };
-		if (dlrt_ip_put_task(&w->conn->out, &t) < 0)
+		if (dlrt_ip_put_task(&w->conn->out, &t) < 0) {
+			requeue(c, (uint32_t)ji, task);
 			break;
-		w->fl[w->n++] = (struct inflight){ j->id, task, now_us(), warm };
+		}
+		dlrt_attempts_assign(&c->jr[ji].att, task, c->next_attempt);
+		w->fl[w->n++] = (struct inflight){ j->id, task, c->next_attempt++, now_us(), warm };
 		c->jr[ji].inflight++;
 		if (!c->jr[ji].first_dispatch_us) {
 			c->jr[ji].first_dispatch_us = now_us();
@@ -511,13 +552,40 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	bool warm;
 
 	for (k = 0; k < w->n; k++)
-		if (w->fl[k].job == res->job && w->fl[k].task == res->task)
+		if (w->fl[k].job == res->job && w->fl[k].task == res->task &&
+		    w->fl[k].attempt == res->attempt)
 			break;
-	if (k == w->n) {
-		logf_(c, "worker %u answered task %llu of job %u that it does not hold: ignored",
-		      w->id, (unsigned long long)res->task, res->job);
-		return 0;
+	j = dlrt_infer_state_job(&c->st, res->job);
+	{
+		/* Exactly once: only the task's current dispatch may answer it. */
+		enum dlrt_attempt_verdict v = !j ? DLRT_ATTEMPT_NOTASK :
+			j->state != DLRT_IP_JOB_RUNNING ? DLRT_ATTEMPT_DONE :
+			dlrt_attempts_check(&c->jr[res->job - 1].att, res->task, res->attempt,
+					    res->task < j->ntasks && j->task_done[res->task]);
+
+		if (j && j->state != DLRT_IP_JOB_RUNNING && k < w->n) {
+			/* Cancelled or failed meanwhile: nothing to record. */
+			c->jr[res->job - 1].inflight--;
+			memmove(&w->fl[k], &w->fl[k + 1], (w->n - k - 1) * sizeof(w->fl[0]));
+			w->n--;
+			return 0;
+		}
+		if (v != DLRT_ATTEMPT_OK || k == w->n) {
+			c->late_dropped++;
+			logf_(c, "dropped an answer of worker %u for task %llu of job %u (attempt "
+			      "%llu): %s; %llu dropped so far", w->id, (unsigned long long)res->task,
+			      res->job, (unsigned long long)res->attempt,
+			      v == DLRT_ATTEMPT_OK ? "not dispatched to it" :
+			      dlrt_attempt_verdict_name(v), (unsigned long long)c->late_dropped);
+			if (k < w->n) {
+				c->jr[w->fl[k].job - 1].inflight--;
+				memmove(&w->fl[k], &w->fl[k + 1], (w->n - k - 1) * sizeof(w->fl[0]));
+				w->n--;
+			}
+			return 0;
+		}
 	}
+	dlrt_attempts_release(&c->jr[res->job - 1].att, res->task, res->attempt);
 	start = w->fl[k].sent_us > w->last_done_us ? w->fl[k].sent_us : w->last_done_us;
 	occ = (double)(t - start) / 1e6;
 	warm = w->fl[k].warmup;
@@ -527,12 +595,7 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	w->tasks++;
 	w->last_done_us = t;
 	ji = res->job - 1;
-	j = dlrt_infer_state_job(&c->st, res->job);
-	if (!j)
-		return 0;
 	c->jr[ji].inflight--;
-	if (j->state != DLRT_IP_JOB_RUNNING || j->task_done[res->task])
-		return 0; /* cancelled, or answered already: never recorded twice */
 	if (res->n != dlrt_infer_task_size(j, res->task)) {
 		logf_(c, "worker %u answered %u queries for a task of %u: job %u fails", w->id,
 		      res->n, dlrt_infer_task_size(j, res->task), j->id);
@@ -726,12 +789,14 @@ static int on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_i
 	w->id = c->nworkers + 1;
 	w->cur = -1;
 	w->conn = conn;
+	w->last_seen_ms = dlrt_now_ms();
 	snprintf(w->name, sizeof(w->name), "%s", h->name);
 	c->workers[c->nworkers++] = w;
 	c->alive++;
 	p->w = w;
 	{
-		struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = w->id };
+		struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = w->id,
+					       .heartbeat_ms = (uint32_t)c->hb.interval_ms };
 
 		dlrt_ip_put_welcome(&conn->out, &wel);
 	}
@@ -756,7 +821,23 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 		return on_hello(c, conn, &h) < 0 ? dlrt_err_set(err, "HELLO refused") : 0;
 	}
 	if (p->role == DLRT_IP_ROLE_WORKER) {
+		worker_seen(c, p->w);
 		switch (f->type) {
+		case DLRT_IP_HEARTBEAT:
+			return dlrt_ip_get_empty(f->payload, f->len, err);
+		case DLRT_IP_DRAIN: {
+			struct dlrt_ip_drain d;
+
+			if (dlrt_ip_get_drain(f->payload, f->len, &d, err) < 0)
+				return -1;
+			if (!p->w->draining)
+				logf_(c, "worker %u (%s) is %u s from its %s: no new tasks", p->w->id,
+				      p->w->name, d.left_s, d.why[0] ? d.why : "time limit");
+			p->w->draining = true;
+			event(c, 0, "worker_draining");
+			retarget(c);
+			return 0;
+		}
 		case DLRT_IP_RESULT: {
 			struct dlrt_ip_result res;
 			int rc = dlrt_ip_get_result(f->payload, f->len, &res, err);
@@ -777,8 +858,10 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 			if (dlrt_ip_get_taskfail(f->payload, f->len, &tf, err) < 0)
 				return -1;
 			for (uint32_t k = 0; k < p->w->n; k++) {
-				if (p->w->fl[k].job != tf.job || p->w->fl[k].task != tf.task)
+				if (p->w->fl[k].job != tf.job || p->w->fl[k].task != tf.task ||
+				    p->w->fl[k].attempt != tf.attempt)
 					continue;
+				dlrt_attempts_release(&c->jr[tf.job - 1].att, tf.task, tf.attempt);
 				memmove(&p->w->fl[k], &p->w->fl[k + 1],
 					(p->w->n - k - 1) * sizeof(p->w->fl[0]));
 				p->w->n--;
@@ -875,6 +958,72 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 	}
 }
 
+/* A worker died or went silent: its dispatches are void (a late answer is
+ * dropped) and its tasks go back to the front of their jobs' queues, in order. */
+static void worker_lost(struct coord *c, struct wk *w, const char *how)
+{
+	uint32_t n = w->n;
+
+	for (uint32_t k = w->n; k-- > 0;) {
+		uint32_t ji = w->fl[k].job - 1;
+
+		c->jr[ji].inflight--;
+		dlrt_attempts_release(&c->jr[ji].att, w->fl[k].task, w->fl[k].attempt);
+		requeue(c, ji, w->fl[k].task);
+	}
+	if (w->cur >= 0 && c->sj[w->cur].held > 0)
+		c->sj[w->cur].held--;
+	w->n = 0;
+	w->cur = -1;
+	w->lost = true;
+	c->alive--;
+	logf_(c, "worker %u (%s) %s with %u tasks in flight (requeued); %u workers", w->id,
+	      w->name, how, n, c->alive);
+	event(c, 0, "worker_lost");
+	retarget(c);
+	kick(c);
+}
+
+/* Declares silent workers dead; closes connections silent for much longer. */
+static int64_t heartbeat_check(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+	int64_t t = dlrt_now_ms();
+
+	(void)loop;
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		struct wk *w = c->workers[i];
+		char how[96];
+
+		if (!w->conn || !dlrt_hb_dead(&c->hb, w->last_seen_ms, t))
+			continue;
+		if (!w->lost) {
+			snprintf(how, sizeof(how), "silent for %.2f s (heartbeat bound %.2f s)",
+				 (double)(t - w->last_seen_ms) / 1000, (double)c->hb.bound_ms / 1000);
+			worker_lost(c, w, how);
+		} else if (t - w->last_seen_ms > c->hb.give_up_ms) {
+			logf_(c, "worker %u (%s) silent for %.0f s: connection closed", w->id,
+			      w->name, (double)(t - w->last_seen_ms) / 1000);
+			dlrt_conn_close(w->conn); /* on_close clears w->conn */
+		}
+	}
+	return c->hb.check_ms;
+}
+
+/* Any frame from a worker shows it alive; one declared dead comes back empty-handed:
+ * answers of its old dispatches are dropped as late. */
+static void worker_seen(struct coord *c, struct wk *w)
+{
+	w->last_seen_ms = dlrt_now_ms();
+	if (!w->lost || !w->conn)
+		return;
+	w->lost = false;
+	c->alive++;
+	logf_(c, "worker %u (%s) is back; %u workers", w->id, w->name, c->alive);
+	retarget(c);
+	kick(c);
+}
+
 static int on_open(struct dlrt_conn *conn, void *ctx)
 {
 	(void)ctx;
@@ -906,35 +1055,11 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
 	if (p->w) {
 		struct wk *w = p->w;
 
-		/* Its tasks go back to the front of their jobs' queues. */
-		for (uint32_t k = 0; k < w->n; k++) {
-			uint32_t ji = w->fl[k].job - 1;
-			struct jrt *r = &c->jr[ji];
-
-			r->inflight--;
-			if (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING)
-				continue;
-			if (r->nrequeue == r->caprequeue) {
-				uint32_t cap = r->caprequeue ? r->caprequeue * 2 : 16;
-				uint64_t *q = realloc(r->requeue, cap * sizeof(*q));
-
-				if (!q)
-					continue; /* lost only if memory is gone; logged below */
-				r->requeue = q;
-				r->caprequeue = cap;
-			}
-			r->requeue[r->nrequeue++] = w->fl[k].task;
-		}
-		if (w->cur >= 0 && c->sj[w->cur].held > 0)
-			c->sj[w->cur].held--;
-		logf_(c, "worker %u (%s) left with %u tasks in flight (requeued); %u workers",
-		      w->id, w->name, w->n, c->alive - 1);
-		w->n = 0;
-		w->cur = -1;
+		if (!w->lost)
+			worker_lost(c, w, "left (connection closed)");
+		else
+			logf_(c, "worker %u (%s): connection closed", w->id, w->name);
 		w->conn = NULL;
-		c->alive--;
-		retarget(c);
-		kick(c);
 	}
 	free(p);
 	conn->state = NULL;
@@ -1085,6 +1210,8 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		c.bucket_ms = 5;
 	if (o->prefetch < 1 || o->prefetch > MAX_PREFETCH)
 		return dlrt_err_set(err, "--prefetch must be 1..%d", MAX_PREFETCH);
+	if (dlrt_hb_config(o->heartbeat, &c.hb, err) < 0)
+		return -1;
 	snprintf(c.pool, sizeof(c.pool), "%s", o->pool);
 	if (dlrt_pool_prepare(c.pool, err) < 0)
 		return -1;
@@ -1092,6 +1219,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	if (dlrt_pool_read_access(c.pool, &old, err) < 0)
 		return -1;
 	c.epoch = old.epoch + 1;
+	c.next_attempt = dlrt_attempt_first(c.epoch);
 	if (dlrt_pool_new_secret(c.secret, err) < 0)
 		return -1;
 	if (o->address && *o->address)
@@ -1115,6 +1243,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	c.timeline = open_private(c.pool, "timeline.tsv", "t\tjob\trate\tworkers\tshare\tdone\n");
 	c.events = open_private(c.pool, "events.tsv", "t\tjob\tevent\n");
 	dlrt_evloop_add_timer(c.loop, c.bucket_ms, tick, &c);
+	dlrt_evloop_add_timer(c.loop, c.hb.check_ms, heartbeat_check, &c);
 	a.epoch = c.epoch;
 	a.port = dlrt_tcpserver_port(c.srv);
 	snprintf(a.secret, sizeof(a.secret), "%s", c.secret);
@@ -1122,13 +1251,15 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	a.pid = (uint32_t)getpid();
 	if (dlrt_pool_write_access(c.pool, &a, err) < 0)
 		goto out;
-	logf_(&c, "serving pool %s at %s:%u, epoch %llu, prefetch %u, window %.2f s", c.pool,
-	      a.address, a.port, (unsigned long long)c.epoch, o->prefetch, window);
+	logf_(&c, "serving pool %s at %s:%u, epoch %llu, prefetch %u, window %.2f s, "
+	      "heartbeat bound %.2f s", c.pool, a.address, a.port, (unsigned long long)c.epoch,
+	      o->prefetch, window, (double)c.hb.bound_ms / 1000);
 	if (dlrt_evloop_run(c.loop) < 0) {
 		dlrt_err_errno(err, errno, "the event loop failed");
 		goto out;
 	}
 	rc = 0;
+	logf_(&c, "%llu late or void answers dropped", (unsigned long long)c.late_dropped);
 out:
 	/* Remove our access record (not a newer coordinator's): workers then exit. */
 	{
@@ -1160,6 +1291,7 @@ out:
 	for (uint32_t i = 0; i < c.st.njobs; i++) {
 		free(c.jr[i].requeue);
 		free(c.jr[i].waiters);
+		dlrt_attempts_free(&c.jr[i].att);
 	}
 	free(c.jr);
 	free(c.sj);

@@ -21,6 +21,7 @@
 
 #include "models/idx.h"
 #include "infer.h"
+#include "liveness.h"
 #include "inputs.h"
 #include "models/model.h"
 #include "opts.h"
@@ -528,9 +529,11 @@ static int cmd_pool_stop(void)
 
 /* ---- coordinator, worker, pool -------------------------------------------------- */
 
-static int run_coordinator(uint32_t prefetch, double window, const char *address)
+static int run_coordinator(uint32_t prefetch, double window, const char *address,
+			   const char *heartbeat)
 {
-	struct dlrt_coord_opts o = { .prefetch = prefetch, .window = window, .address = address };
+	struct dlrt_coord_opts o = { .prefetch = prefetch, .window = window, .address = address,
+				     .heartbeat = heartbeat };
 	struct dlrt_err err;
 	char dir[4096];
 
@@ -542,9 +545,10 @@ static int run_coordinator(uint32_t prefetch, double window, const char *address
 	return 0;
 }
 
-static int run_worker(const char *name, const char *model_dir, int wait_s)
+static int run_worker(const char *name, const char *model_dir, int wait_s, const char *margin)
 {
-	struct dlrt_worker_opts o = { .model_dir = model_dir, .wait_s = wait_s };
+	struct dlrt_worker_opts o = { .model_dir = model_dir, .wait_s = wait_s,
+				      .walltime_margin = margin };
 	struct dlrt_err err;
 	char dir[4096], nm[DLRT_IP_NAME_MAX + 1], host[64] = "";
 
@@ -585,14 +589,21 @@ static int cmd_service(int argc, char **argv, const char *what)
 		{ "window", required_argument, NULL, 'W' }, { "address", required_argument, NULL, 'a' },
 		{ "name", required_argument, NULL, 'n' }, { "model-dir", required_argument, NULL, 'd' },
 		{ "wait", required_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
+		{ "heartbeat", required_argument, NULL, 'B' },
+		{ "walltime-margin", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint32_t prefetch = (uint32_t)env_double("DLRT_INFER_PREFETCH", 1), wait_s = 300;
+	const char *heartbeat = getenv("DLRT_INFER_HEARTBEAT");
+	const char *margin = getenv("DLRT_INFER_WALLTIME_MARGIN");
+	struct dlrt_err verr;
+	struct dlrt_hb hbc;
+	int64_t mg;
 	double window = env_double("DLRT_INFER_WINDOW", 0.5);
 	const char *address = NULL, *name = NULL, *model_dir = NULL, *role = what;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "p:k:W:a:n:d:w:h", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:k:W:a:n:d:w:B:M:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'p': pool_opt = optarg; break;
 		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
@@ -605,16 +616,24 @@ static int cmd_service(int argc, char **argv, const char *what)
 		case 'n': name = optarg; break;
 		case 'd': model_dir = optarg; break;
 		case 'w': if (parse_u32_opt("wait", optarg, 1, 86400, &wait_s)) return 2; break;
+		case 'B': heartbeat = optarg; break;
+		case 'M': margin = optarg; break;
 		case 'h':
 			printf("usage: dlrt-infer pool run     (inside sbatch --dl-runtime=infer)\n"
 			       "       dlrt-infer coordinator [--pool DIR] [--prefetch K] [--window S]\n"
-			       "                              [--address IP]\n"
+			       "                              [--address IP] [--heartbeat S]\n"
 			       "       dlrt-infer worker [--pool DIR] [--name N] [--model-dir DIR] [--wait S]\n"
+			       "                         [--walltime-margin S]\n"
 			       "pool run becomes the coordinator in array element 0 and a worker in\n"
 			       "the others ($DLRT_INFER_ROLE, set by the infer runtime).\n"
 			       "  --prefetch K  tasks in flight per worker (default 1)\n"
 			       "  --window S    rate window in seconds (default 0.5)\n"
-			       "  --wait S      how long a worker waits for a coordinator (300)\n");
+			       "  --heartbeat S a silent worker is declared dead within S seconds and\n"
+			       "                its tasks run elsewhere (default 2; $DLRT_INFER_HEARTBEAT)\n"
+			       "  --wait S      how long a worker waits for a coordinator (300)\n"
+			       "  --walltime-margin S  a worker this close to its Slurm time limit gets\n"
+			       "                no new task (default 60, 0 = off;\n"
+			       "                $DLRT_INFER_WALLTIME_MARGIN)\n");
 			return 0;
 		default: return 2;
 		}
@@ -623,6 +642,9 @@ static int cmd_service(int argc, char **argv, const char *what)
 		return die("%s: unexpected argument '%s'", what, argv[optind]) + 1;
 	if (prefetch < 1 || prefetch > 64)
 		return die("DLRT_INFER_PREFETCH must be 1..64") + 1;
+	if (dlrt_hb_config(heartbeat, &hbc, &verr) < 0 ||
+	    dlrt_walltime_margin(margin, &mg, &verr) < 0)
+		return die("%s", verr.msg) + 1;
 	if (!strcmp(what, "run")) {
 		const char *rt = getenv("DLRT_RUNTIME");
 
@@ -634,9 +656,9 @@ static int cmd_service(int argc, char **argv, const char *what)
 			getenv("DLRT_INFER_INDEX") ? getenv("DLRT_INFER_INDEX") : "?", role);
 	}
 	if (!strcmp(role, "coordinator"))
-		return run_coordinator(prefetch, window, address);
+		return run_coordinator(prefetch, window, address, heartbeat);
 	if (!strcmp(role, "worker"))
-		return run_worker(name, model_dir, (int)wait_s);
+		return run_worker(name, model_dir, (int)wait_s, margin);
 	return die("unknown role '%s'", role) + 1;
 }
 
@@ -646,9 +668,14 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 		{ "workers", required_argument, NULL, 'N' }, { "pool", required_argument, NULL, 'p' },
 		{ "prefetch", required_argument, NULL, 'k' }, { "window", required_argument, NULL, 'W' },
 		{ "dry-run", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' },
+		{ "heartbeat", required_argument, NULL, 'B' },
+		{ "walltime-margin", required_argument, NULL, 'M' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint32_t workers = 0, prefetch = 1;
+	const char *heartbeat = NULL, *margin = NULL;
+	struct dlrt_hb hbc;
+	int64_t mg;
 	double window = 0.5;
 	bool dry = false;
 	char dir[4096], exe[PATH_MAX], arr[32], logs[4200], wrap[PATH_MAX + 64], env[4400];
@@ -657,7 +684,7 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 	ssize_t n;
 	struct dlrt_err err;
 
-	while ((opt = getopt_long(argc, argv, "+N:p:k:W:Dh", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+N:p:k:W:B:M:Dh", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'N': if (parse_u32_opt("workers", optarg, 1, 10000, &workers)) return 2; break;
 		case 'p': pool_opt = optarg; break;
@@ -668,6 +695,16 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 				return die("--window=%s: expected seconds from 0.1 to 60", optarg) + 1;
 			break;
 		case 'D': dry = true; break;
+		case 'B':
+			heartbeat = optarg;
+			if (dlrt_hb_config(heartbeat, &hbc, &err) < 0)
+				return die("--heartbeat: %s", err.msg) + 1;
+			break;
+		case 'M':
+			margin = optarg;
+			if (dlrt_walltime_margin(margin, &mg, &err) < 0)
+				return die("--walltime-margin: %s", err.msg) + 1;
+			break;
 		case 'h':
 			if (add) {
 				printf("usage: dlrt-infer pool add --workers N [--pool DIR] [-- SBATCH-ARGS...]\n"
@@ -677,7 +714,9 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 				return 0;
 			}
 			printf("usage: dlrt-infer pool start --workers N [--pool DIR] [--prefetch K]\n"
-			       "                             [--window S] [--dry-run] [-- SBATCH-ARGS...]\n"
+			       "                             [--window S] [--heartbeat S]\n"
+			       "                             [--walltime-margin S] [--dry-run]\n"
+			       "                             [-- SBATCH-ARGS...]\n"
 			       "Submits the pool as one job array of N+1 elements:\n"
 			       "  sbatch --array=0-N --dl-runtime=infer ... --wrap 'srun dlrt-infer pool run'\n"
 			       "Element 0 is the coordinator, elements 1..N are workers; more workers\n"
@@ -702,7 +741,9 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 	snprintf(arr, sizeof(arr), "--array=%u-%u", add ? 1 : 0, workers);
 	snprintf(wrap, sizeof(wrap), "exec srun --ntasks=1 %s %s", exe, add ? "worker" : "pool run");
 	snprintf(env, sizeof(env), "ALL,DLRT_INFER_POOL=%s,DLRT_INFER_PREFETCH=%u,"
-		 "DLRT_INFER_WINDOW=%g", dir, prefetch, window);
+		 "DLRT_INFER_WINDOW=%g%s%.40s%s%.40s", dir, prefetch, window,
+		 heartbeat ? ",DLRT_INFER_HEARTBEAT=" : "", heartbeat ? heartbeat : "",
+		 margin ? ",DLRT_INFER_WALLTIME_MARGIN=" : "", margin ? margin : "");
 	av[ac++] = "sbatch";
 	av[ac++] = "--parsable";
 	av[ac++] = arr;

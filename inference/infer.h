@@ -13,6 +13,7 @@ struct dlrt_coord_opts {
 	uint32_t prefetch;     /* tasks in flight per worker (default 1) */
 	double window;         /* rate window in seconds (default 0.5) */
 	const char *address;   /* address to advertise; NULL = this node's */
+	const char *heartbeat; /* silent-worker bound in seconds (text); NULL = default 2 */
 };
 
 /* Runs the coordinator until `pool stop`, SIGTERM or SIGINT. */
@@ -23,6 +24,8 @@ struct dlrt_worker_opts {
 	const char *name;        /* shown in status: node/array index */
 	const char *model_dir;   /* NULL = $DLRT_MODEL_DIR, else next to the binary */
 	int wait_s;              /* how long to wait for a coordinator (default 300) */
+	const char *walltime_margin; /* seconds (text): no new task this close to the
+				      * Slurm time limit; NULL = default 60, "0" = off */
 };
 
 /* Serves tasks until the pool stops (the access record disappears) or the

@@ -7,8 +7,9 @@ LIB_SRCS   += $(INFER_SRCS)
 BINS       += $(BUILD)/bin/dlrt-infer
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,inference/dlrt_infer_main.c))
 
-UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched
-FUZZERS    += inferproto inferimage
+UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched \
+              $(BUILD)/tests/test_infer_liveness
+FUZZERS    += inferproto inferimage inferlive
 MANPAGES   += docs/man/dlrt-infer.1
 
 # The cluster's workers find the built-in models next to the installed binary

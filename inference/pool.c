@@ -316,6 +316,7 @@ int dlrt_ipc_open(struct dlrt_ipc *c, const char *dir, uint8_t role, const char 
 			goto fail;
 		c->epoch = w.epoch;
 		c->id = w.id;
+		c->heartbeat_ms = w.heartbeat_ms;
 	}
 	return 0;
 fail:

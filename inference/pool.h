@@ -55,6 +55,7 @@ struct dlrt_ipc {
 	size_t pending; /* bytes of the last frame returned by _recv, consumed on the next */
 	uint64_t epoch;
 	uint32_t id;
+	uint32_t heartbeat_ms; /* from WELCOME: a worker sends HEARTBEAT this often */
 };
 
 /* Reads the access record, connects, says HELLO and waits for WELCOME. */

@@ -18,7 +18,8 @@ const char *dlrt_ip_type_name(unsigned type)
 		[DLRT_IP_STATUS] = "STATUS", [DLRT_IP_CANCEL] = "CANCEL",
 		[DLRT_IP_WAIT] = "WAIT", [DLRT_IP_JOBEND] = "JOBEND",
 		[DLRT_IP_ERROR] = "ERROR", [DLRT_IP_OK] = "OK", [DLRT_IP_STOP] = "STOP",
-		[DLRT_IP_CHANGE] = "CHANGE",
+		[DLRT_IP_CHANGE] = "CHANGE", [DLRT_IP_HEARTBEAT] = "HEARTBEAT",
+		[DLRT_IP_DRAIN] = "DRAIN",
 	};
 
 	return type && type < DLRT_IP_TYPE_MAX ? names[type] : "?";
@@ -315,6 +316,7 @@ int dlrt_ip_put_welcome(struct dlrt_buf *b, const struct dlrt_ip_welcome *m)
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_WELCOME);
 	dlrt_ip_wr_u64(&w, m->epoch);
 	dlrt_ip_wr_u32(&w, m->id);
+	dlrt_ip_wr_u32(&w, m->heartbeat_ms);
 	return dlrt_ip_wr_end(&w);
 }
 
@@ -326,6 +328,9 @@ int dlrt_ip_get_welcome(const uint8_t *p, size_t n, struct dlrt_ip_welcome *m,
 	dlrt_ip_rd_init(&r, p, n);
 	m->epoch = dlrt_ip_rd_u64(&r);
 	m->id = dlrt_ip_rd_u32(&r);
+	m->heartbeat_ms = dlrt_ip_rd_u32(&r);
+	if (!r.bad && m->heartbeat_ms > 3600000)
+		rd_fail(&r, "heartbeat interval over an hour");
 	return dlrt_ip_rd_end(&r, "WELCOME", err);
 }
 
@@ -365,6 +370,7 @@ int dlrt_ip_put_task(struct dlrt_buf *b, const struct dlrt_ip_task *m)
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_TASK);
 	dlrt_ip_wr_u32(&w, m->job);
 	dlrt_ip_wr_u64(&w, m->task);
+	dlrt_ip_wr_u64(&w, m->attempt);
 	dlrt_ip_wr_u32(&w, m->first);
 	dlrt_ip_wr_u32(&w, m->n);
 	return dlrt_ip_wr_end(&w);
@@ -377,10 +383,13 @@ int dlrt_ip_get_task(const uint8_t *p, size_t n, struct dlrt_ip_task *m, struct 
 	dlrt_ip_rd_init(&r, p, n);
 	m->job = dlrt_ip_rd_u32(&r);
 	m->task = dlrt_ip_rd_u64(&r);
+	m->attempt = dlrt_ip_rd_u64(&r);
 	m->first = dlrt_ip_rd_u32(&r);
 	m->n = dlrt_ip_rd_u32(&r);
 	if (!r.bad && (m->n == 0 || m->n > DLRT_IP_MAX_BATCH))
 		rd_fail(&r, "task size out of range");
+	if (!r.bad && m->attempt == 0)
+		rd_fail(&r, "attempt 0 (every dispatch has one)");
 	return dlrt_ip_rd_end(&r, "TASK", err);
 }
 
@@ -391,6 +400,7 @@ int dlrt_ip_put_result(struct dlrt_buf *b, const struct dlrt_ip_result *m)
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_RESULT);
 	dlrt_ip_wr_u32(&w, m->job);
 	dlrt_ip_wr_u64(&w, m->task);
+	dlrt_ip_wr_u64(&w, m->attempt);
 	dlrt_ip_wr_u32(&w, m->busy_us);
 	dlrt_ip_wr_u32(&w, m->n);
 	for (uint32_t i = 0; i < m->n; i++) {
@@ -410,6 +420,7 @@ int dlrt_ip_get_result(const uint8_t *p, size_t n, struct dlrt_ip_result *m,
 	m->score = NULL;
 	m->job = dlrt_ip_rd_u32(&r);
 	m->task = dlrt_ip_rd_u64(&r);
+	m->attempt = dlrt_ip_rd_u64(&r);
 	m->busy_us = dlrt_ip_rd_u32(&r);
 	m->n = dlrt_ip_rd_u32(&r);
 	if (!r.bad && (m->n == 0 || m->n > DLRT_IP_MAX_BATCH))
@@ -445,6 +456,7 @@ int dlrt_ip_put_taskfail(struct dlrt_buf *b, const struct dlrt_ip_taskfail *m)
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_TASKFAIL);
 	dlrt_ip_wr_u32(&w, m->job);
 	dlrt_ip_wr_u64(&w, m->task);
+	dlrt_ip_wr_u64(&w, m->attempt);
 	dlrt_ip_wr_str(&w, m->error);
 	return dlrt_ip_wr_end(&w);
 }
@@ -457,6 +469,7 @@ int dlrt_ip_get_taskfail(const uint8_t *p, size_t n, struct dlrt_ip_taskfail *m,
 	dlrt_ip_rd_init(&r, p, n);
 	m->job = dlrt_ip_rd_u32(&r);
 	m->task = dlrt_ip_rd_u64(&r);
+	m->attempt = dlrt_ip_rd_u64(&r);
 	dlrt_ip_rd_str(&r, m->error, DLRT_IP_STR_MAX);
 	return dlrt_ip_rd_end(&r, "TASKFAIL", err);
 }
@@ -705,4 +718,24 @@ int dlrt_ip_get_empty(const uint8_t *p, size_t n, struct dlrt_err *err)
 
 	dlrt_ip_rd_init(&r, p, n);
 	return dlrt_ip_rd_end(&r, "empty", err);
+}
+
+int dlrt_ip_put_drain(struct dlrt_buf *b, const struct dlrt_ip_drain *m)
+{
+	struct dlrt_ip_wr w;
+
+	dlrt_ip_wr_begin(&w, b, DLRT_IP_DRAIN);
+	dlrt_ip_wr_u32(&w, m->left_s);
+	dlrt_ip_wr_str(&w, m->why);
+	return dlrt_ip_wr_end(&w);
+}
+
+int dlrt_ip_get_drain(const uint8_t *p, size_t n, struct dlrt_ip_drain *m, struct dlrt_err *err)
+{
+	struct dlrt_ip_rd r;
+
+	dlrt_ip_rd_init(&r, p, n);
+	m->left_s = dlrt_ip_rd_u32(&r);
+	dlrt_ip_rd_str(&r, m->why, DLRT_IP_NAME_MAX);
+	return dlrt_ip_rd_end(&r, "DRAIN", err);
 }

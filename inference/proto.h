@@ -28,7 +28,7 @@
 #include "buf.h"
 #include "dlrt_err.h"
 
-#define DLRT_IP_VERSION 1
+#define DLRT_IP_VERSION 2 /* 2: dispatch attempts, heartbeats, DRAIN */
 #define DLRT_IP_HDR 8                   /* length + version + type */
 #define DLRT_IP_MAX_FRAME (16u << 20)   /* of the length field's value */
 #define DLRT_IP_STR_MAX 4096            /* paths, model specs, errors */
@@ -56,6 +56,8 @@ enum dlrt_ip_type {
 	DLRT_IP_OK,          /* coordinator -> client: done */
 	DLRT_IP_STOP,        /* client -> coordinator: stop the pool */
 	DLRT_IP_CHANGE,      /* a coordinator state change (state.h) */
+	DLRT_IP_HEARTBEAT,   /* worker -> coordinator: still alive (no payload) */
+	DLRT_IP_DRAIN,       /* worker -> coordinator: near my time limit, no new tasks */
 	DLRT_IP_TYPE_MAX
 };
 
@@ -97,6 +99,7 @@ struct dlrt_ip_hello {
 struct dlrt_ip_welcome {
 	uint64_t epoch;
 	uint32_t id; /* worker id (1, 2, ...); 0 for clients */
+	uint32_t heartbeat_ms; /* workers: send HEARTBEAT this often (0 = never) */
 };
 
 struct dlrt_ip_jobinfo {
@@ -107,9 +110,13 @@ struct dlrt_ip_jobinfo {
 	uint32_t count;
 };
 
+/* Every dispatch of a task has its own attempt id (never 0, never reused by a
+ * coordinator); RESULT and TASKFAIL name it, and the coordinator records an
+ * answer only from the dispatch the task is currently assigned to (liveness.h). */
 struct dlrt_ip_task {
 	uint32_t job;
 	uint64_t task;
+	uint64_t attempt;
 	uint32_t first; /* query index within the job */
 	uint32_t n;
 };
@@ -117,6 +124,7 @@ struct dlrt_ip_task {
 struct dlrt_ip_result {
 	uint32_t job;
 	uint64_t task;
+	uint64_t attempt; /* of the TASK it answers */
 	uint32_t busy_us; /* the worker's compute time for the task */
 	uint32_t n;
 	int32_t *pred;    /* [n]: points into the frame's payload copy (decoder allocates) */
@@ -126,6 +134,7 @@ struct dlrt_ip_result {
 struct dlrt_ip_taskfail {
 	uint32_t job;
 	uint64_t task;
+	uint64_t attempt;
 	char error[DLRT_IP_STR_MAX + 1];
 };
 
@@ -177,6 +186,11 @@ struct dlrt_ip_status {
 	struct dlrt_ip_job_info *jobs;
 };
 
+struct dlrt_ip_drain {
+	uint32_t left_s;                 /* seconds to the worker's time limit */
+	char why[DLRT_IP_NAME_MAX + 1];  /* e.g. "Slurm time limit" */
+};
+
 struct dlrt_ip_jobref { uint32_t job; };   /* CANCEL, WAIT, DROP, SUBMITTED */
 struct dlrt_ip_text { char text[DLRT_IP_STR_MAX + 1]; }; /* ERROR */
 
@@ -193,7 +207,8 @@ int dlrt_ip_put_status(struct dlrt_buf *b, const struct dlrt_ip_status *m);
 int dlrt_ip_put_jobref(struct dlrt_buf *b, uint16_t type, uint32_t job);
 int dlrt_ip_put_jobend(struct dlrt_buf *b, const struct dlrt_ip_job_info *m);
 int dlrt_ip_put_error(struct dlrt_buf *b, const char *text);
-/* STATUSREQ, OK, STOP */
+int dlrt_ip_put_drain(struct dlrt_buf *b, const struct dlrt_ip_drain *m);
+/* STATUSREQ, OK, STOP, HEARTBEAT */
 int dlrt_ip_put_empty(struct dlrt_buf *b, uint16_t type);
 
 /* Decoders: the payload of a frame of the right type. The ones that allocate
@@ -214,6 +229,7 @@ int dlrt_ip_get_jobref(const uint8_t *p, size_t n, struct dlrt_ip_jobref *m, str
 int dlrt_ip_get_jobend(const uint8_t *p, size_t n, struct dlrt_ip_job_info *m, struct dlrt_err *err);
 int dlrt_ip_get_error(const uint8_t *p, size_t n, struct dlrt_ip_text *m, struct dlrt_err *err);
 int dlrt_ip_get_empty(const uint8_t *p, size_t n, struct dlrt_err *err);
+int dlrt_ip_get_drain(const uint8_t *p, size_t n, struct dlrt_ip_drain *m, struct dlrt_err *err);
 
 /* ---- the little-endian reader and writer the codecs (and state.c) share ---------- */
 

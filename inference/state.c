@@ -187,6 +187,7 @@ int dlrt_infer_change_put(struct dlrt_buf *b, const struct dlrt_infer_change *c)
 		dlrt_ip_wr_u64(&w, c->task);
 		dlrt_ip_wr_u32(&w, c->worker);
 		dlrt_ip_wr_u32(&w, c->latency_us);
+		dlrt_ip_wr_u64(&w, c->res.attempt);
 		dlrt_ip_wr_u32(&w, c->res.busy_us);
 		dlrt_ip_wr_u32(&w, c->res.n);
 		for (uint32_t i = 0; i < c->res.n; i++) {

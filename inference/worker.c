@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,8 +20,10 @@
 
 #include "evloop.h"
 #include "extmodel.h"
+#include "hbsend.h"
 #include "inputs.h"
 #include "infer.h"
+#include "liveness.h"
 #include "models/model.h"
 #include "pool.h"
 #include "proto.h"
@@ -45,6 +48,11 @@ struct wstate {
 	uint32_t njobs, cap;
 	int32_t *pred;
 	float *score;
+	pthread_mutex_t wlock;  /* writes to the connection: this thread and the heartbeat's */
+	int64_t margin;         /* walltime margin, seconds */
+	int64_t end;            /* the Slurm job's end (unix seconds), 0 = none known */
+	int64_t end_checked_ms;
+	bool drained;           /* DRAIN sent on this connection */
 };
 
 static void wlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -153,6 +161,70 @@ static int64_t mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static int locked_flush(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->wlock);
+	rc = dlrt_ipc_flush(c, 30000, err);
+	pthread_mutex_unlock(&s->wlock);
+	return rc;
+}
+
+/* The job's end from Slurm: $SLURM_JOB_END_TIME where Slurm sets it, else the
+ * time left that squeue reports (asked again every minute: limits change). */
+static void refresh_end(struct wstate *s)
+{
+	const char *e = getenv("SLURM_JOB_END_TIME"), *id = getenv("SLURM_JOB_ID");
+	char cmd[128], line[128] = "";
+	int64_t left;
+	FILE *p;
+
+	if (s->margin <= 0 || (s->end_checked_ms && dlrt_now_ms() - s->end_checked_ms < 60000))
+		return;
+	s->end_checked_ms = dlrt_now_ms();
+	if (e && *e) {
+		s->end = atoll(e);
+		return;
+	}
+	if (!id || strspn(id, "0123456789") != strlen(id) || strlen(id) > 20)
+		return;
+	snprintf(cmd, sizeof(cmd), "squeue -h -j %s -o %%L 2>/dev/null", id);
+	p = popen(cmd, "r");
+	if (!p)
+		return;
+	if (!fgets(line, sizeof(line), p))
+		line[0] = '\0';
+	pclose(p);
+	if (dlrt_walltime_parse_left(line, &left) == 0)
+		s->end = left >= 0 ? (int64_t)time(NULL) + left : 0;
+	else
+		wlog("cannot read the job's time left from squeue ('%.40s'): no walltime margin",
+		     line);
+}
+
+/* Near the time limit: ask for no new task (once per connection). A task
+ * already sent still runs; if Slurm ends the job first, it is requeued. */
+static int check_walltime(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
+{
+	struct dlrt_ip_drain d = { 0 };
+	int64_t now = (int64_t)time(NULL);
+
+	if (s->drained)
+		return 0;
+	refresh_end(s);
+	if (!dlrt_walltime_near(s->end, now, s->margin))
+		return 0;
+	d.left_s = s->end > now ? (uint32_t)(s->end - now) : 0;
+	snprintf(d.why, sizeof(d.why), "Slurm time limit (margin %lld s)", (long long)s->margin);
+	wlog("%u s to the job's time limit (margin %lld s): asking for no new tasks", d.left_s,
+	     (long long)s->margin);
+	s->drained = true;
+	if (dlrt_ip_put_drain(&c->out, &d) < 0)
+		return dlrt_err_set(err, "cannot queue a message");
+	return locked_flush(s, c, err);
+}
+
 static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_task *t,
 		    struct dlrt_err *err)
 {
@@ -161,14 +233,15 @@ static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_t
 	int64_t t0 = mono_us();
 
 	if (!j || j->error[0] || (uint64_t)t->first + t->n > j->count) {
-		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task };
+		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task,
+						.attempt = t->attempt };
 
 		snprintf(tf.error, sizeof(tf.error), "%s",
 			 !j ? "task for a job the worker was not told about"
 			    : j->error[0] ? j->error : "task outside the job's inputs");
 		if (dlrt_ip_put_taskfail(&c->out, &tf) < 0)
 			return dlrt_err_set(err, "cannot queue a message");
-		return dlrt_ipc_flush(c, 30000, err);
+		return locked_flush(s, c, err);
 	}
 	if ((j->ext ? dlrt_extmodel_infer(j->ext, j->inputs->idx.data + (size_t)(j->first + t->first) *
 					 j->inputs->idx.item_size, t->n,
@@ -177,22 +250,23 @@ static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_t
 		   : dlrt_model_infer_u8(j->model, j->inputs->idx.data +
 					 (size_t)(j->first + t->first) * j->inputs->idx.item_size,
 					 t->n, (int *)s->pred, s->score, &merr)) < 0) {
-		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task };
+		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task,
+						.attempt = t->attempt };
 
 		snprintf(tf.error, sizeof(tf.error), "%s", merr.msg);
 		dlrt_ip_put_taskfail(&c->out, &tf);
-		return dlrt_ipc_flush(c, 30000, err);
+		return locked_flush(s, c, err);
 	}
 	{
-		struct dlrt_ip_result r = { .job = t->job, .task = t->task, .n = t->n,
-					    .pred = s->pred, .score = s->score };
+		struct dlrt_ip_result r = { .job = t->job, .task = t->task, .attempt = t->attempt,
+					    .n = t->n, .pred = s->pred, .score = s->score };
 		int64_t busy = mono_us() - t0;
 
 		r.busy_us = busy > UINT32_MAX ? UINT32_MAX : (uint32_t)busy;
 		if (dlrt_ip_put_result(&c->out, &r) < 0)
 			return dlrt_err_set(err, "cannot queue a message");
 	}
-	return dlrt_ipc_flush(c, 30000, err);
+	return locked_flush(s, c, err);
 }
 
 /* One connection's life: 0 when it ended (coordinator gone), -1 on a hard error. */
@@ -203,6 +277,8 @@ static int serve(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 		int rc = dlrt_ipc_recv(c, &f, 1000, err);
 
 		if (rc < 0)
+			return 0;
+		if (check_walltime(s, c, err) < 0)
 			return 0;
 		if (rc == 0) {
 			/* Idle: is the pool still there? */
@@ -278,8 +354,12 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 	int64_t deadline = dlrt_now_ms() + (int64_t)(o->wait_s > 0 ? o->wait_s : 300) * 1000;
 	bool served = false;
 	int rc = -1;
+	struct dlrt_hbsend *hb = NULL;
 
 	signal(SIGPIPE, SIG_IGN);
+	pthread_mutex_init(&s.wlock, NULL);
+	if (dlrt_walltime_margin(o->walltime_margin, &s.margin, err) < 0)
+		return -1;
 	default_model_dir(&s);
 	s.pred = malloc(DLRT_IP_MAX_BATCH * sizeof(*s.pred));
 	s.score = malloc(DLRT_IP_MAX_BATCH * sizeof(*s.score));
@@ -304,7 +384,13 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 			wlog("worker %u of pool %s (epoch %llu)", c.id, o->pool,
 			     (unsigned long long)c.epoch);
 			served = true;
+			s.drained = false;
+			if (dlrt_hbsend_start(&hb, c.fd, (int)c.heartbeat_ms, &s.wlock) < 0)
+				wlog("cannot start the heartbeat thread: the coordinator will "
+				     "declare this worker dead when it is silent");
 			r = serve(&s, &c, err);
+			dlrt_hbsend_stop(hb);
+			hb = NULL;
 			dlrt_ipc_close(&c);
 			if (r < 0)
 				goto out;
@@ -328,5 +414,6 @@ out:
 	free(s.jobs);
 	free(s.pred);
 	free(s.score);
+	pthread_mutex_destroy(&s.wlock);
 	return rc;
 }

@@ -31,6 +31,7 @@ static void all_decoders(const uint8_t *p, size_t n, struct dlrt_infer_state *st
 	struct dlrt_ip_job_info je;
 	struct dlrt_ip_text tx;
 	struct dlrt_infer_change ch;
+	struct dlrt_ip_drain dr;
 
 	dlrt_ip_get_hello(p, n, &h, &err);
 	dlrt_ip_get_welcome(p, n, &w, &err);
@@ -72,6 +73,7 @@ static void all_decoders(const uint8_t *p, size_t n, struct dlrt_infer_state *st
 	dlrt_ip_get_jobend(p, n, &je, &err);
 	dlrt_ip_get_error(p, n, &tx, &err);
 	dlrt_ip_get_empty(p, n, &err);
+	dlrt_ip_get_drain(p, n, &dr, &err);
 	if (dlrt_infer_change_get(p, n, &ch, &err) == 0) {
 		/* Follow the state's sequence so apply's own checks are reached. */
 		ch.seq = st->seq + 1;

@@ -20,7 +20,7 @@ static void test_framing(void)
 {
 	struct dlrt_ip_frame f;
 	struct dlrt_err err;
-	uint8_t bad[8] = { 4, 0, 0, 0, 2, 0, 1, 0 };
+	uint8_t bad[8] = { 4, 0, 0, 0, 9, 0, 1, 0 };
 
 	dlrt_buf_init(&b, 1 << 26);
 	dlrt_ip_put_empty(&b, DLRT_IP_STATUSREQ);
@@ -30,9 +30,9 @@ static void test_framing(void)
 	TAP_IS_INT(frame(&f), 1, "a whole frame");
 	TAP_IS_INT(f.type, DLRT_IP_STATUSREQ, "its type");
 	TAP_IS_INT(f.len, 0, "empty payload");
-	TAP_IS_INT(dlrt_ip_frame_peek(bad, 8, &f, &err), -1, "version 2 refused");
-	TAP_OK(strstr(err.msg, "version 2"), "error names the version: %s", err.msg);
-	bad[4] = 1;
+	TAP_IS_INT(dlrt_ip_frame_peek(bad, 8, &f, &err), -1, "version 9 refused");
+	TAP_OK(strstr(err.msg, "version 9"), "error names the version: %s", err.msg);
+	bad[4] = DLRT_IP_VERSION;
 	bad[6] = 99;
 	TAP_IS_INT(dlrt_ip_frame_peek(bad, 8, &f, &err), -1, "unknown type refused");
 	bad[6] = 1;
@@ -49,10 +49,11 @@ static void test_messages(void)
 	struct dlrt_ip_frame f;
 	struct dlrt_err err;
 	struct dlrt_ip_hello h = { .role = DLRT_IP_ROLE_WORKER, .epoch = 7 }, h2;
-	struct dlrt_ip_task t = { .job = 3, .task = 1ull << 40, .first = 20, .n = 10 }, t2;
+	struct dlrt_ip_task t = { .job = 3, .task = 1ull << 40, .attempt = (5ull << 40) + 3,
+				   .first = 20, .n = 10 }, t2;
 	int32_t pred[3] = { 1, -2, 9 };
 	float score[3] = { 0.5f, 0.25f, 1.0f };
-	struct dlrt_ip_result r = { .job = 3, .task = 5, .busy_us = 77, .n = 3, .pred = pred,
+	struct dlrt_ip_result r = { .job = 3, .task = 5, .attempt = 12, .busy_us = 77, .n = 3, .pred = pred,
 				    .score = score }, r2;
 	struct dlrt_ip_submit s = { .first = 1, .count = 4, .batch = 2, .nlabels = 4 }, s2;
 	uint8_t labels[4] = { 1, 2, 3, 4 };
@@ -83,11 +84,18 @@ static void test_messages(void)
 	frame(&f);
 	TAP_IS_INT(dlrt_ip_get_task(f.payload, f.len, &t2, &err), -1, "TASK of 0 queries refused");
 	dlrt_buf_consume(&b, f.frame_len);
+	t.n = 10;
+	t.attempt = 0;
+	dlrt_ip_put_task(&b, &t);
+	frame(&f);
+	TAP_IS_INT(dlrt_ip_get_task(f.payload, f.len, &t2, &err), -1, "TASK of attempt 0 refused");
+	dlrt_buf_consume(&b, f.frame_len);
 
 	dlrt_ip_put_result(&b, &r);
 	frame(&f);
 	TAP_IS_INT(dlrt_ip_get_result(f.payload, f.len, &r2, &err), 0, "RESULT decodes");
-	TAP_OK(r2.n == 3 && r2.pred[1] == -2 && r2.score[2] == 1.0f && r2.busy_us == 77,
+	TAP_OK(r2.n == 3 && r2.pred[1] == -2 && r2.score[2] == 1.0f && r2.busy_us == 77 &&
+	       r2.attempt == 12,
 	       "RESULT round trip");
 	dlrt_ip_result_free(&r2);
 	{
@@ -95,7 +103,7 @@ static void test_messages(void)
 		uint8_t *p = malloc(f.len);
 
 		memcpy(p, f.payload, f.len);
-		p[16] = 4;
+		p[24] = 4; /* job 4, task 8, attempt 8, busy 4, then n */
 		TAP_IS_INT(dlrt_ip_get_result(p, f.len, &r2, &err), -1, "RESULT count mismatch");
 		TAP_OK(strstr(err.msg, "does not match"), "says why: %s", err.msg);
 		dlrt_ip_result_free(&r2);

@@ -1,0 +1,146 @@
+#!/bin/bash
+# dlrt-infer worker failures: kill -9 a worker at random points of its task 20
+# times, SIGSTOP a worker past the heartbeat bound, and a worker near its Slurm
+# time limit. After each: every query answered exactly once, the CSV equal to a
+# failure-free run, and the pool serving again. Detection times are printed as
+# diagnostics only (the machine is shared: timings never decide a test).
+. "$(dirname "$0")/../lib.sh"
+
+T=/usr/share/datasets/fashion-mnist
+IN=$T/train-images-idx3-ubyte.gz
+POOL=$WORK/pool
+N1=12000 N2=3000 N3=4000
+infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
+
+if [ ! -r $IN ]; then
+	echo "1..0 # SKIP dataset-fashion-mnist is not installed (tests/cluster/install-deps.sh)"
+	exit 0
+fi
+
+MD=$DLRT_CLUSTER_DIR/prefix/share/dlrt/models
+as_user dlrt-infer local --model deepcnn --inputs $IN --count $N1 --model-dir "$MD" \
+	--out "$WORK/ref.csv" 2>/dev/null
+ok $? "failure-free reference: deepcnn on $N1 inputs in one process"
+
+# Exactly once and equal to the reference: CSV rows vs the first $2 reference rows.
+check_csv() { # check_csv JOB COUNT WHAT
+	local csv=$POOL/job-$1.csv
+	is "$(($(wc -l <"$csv") - 1))" "$2" "$3: $2 result rows"
+	is "$(tail -n +2 "$csv" | cut -d, -f2 | sort -u | wc -l)" "$2" "$3: every input exactly once"
+	tail -n +2 "$csv" | cut -d, -f2-4 | sort -t, -k1n >"$WORK/got.sorted"
+	tail -n +2 "$WORK/ref.csv" | sort -t, -k1n | head -n "$2" >"$WORK/ref.sorted"
+	ok "$(cmp -s "$WORK/got.sorted" "$WORK/ref.sorted"; echo $?)" \
+		"$3: answers equal to the failure-free run"
+}
+workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
+wait_workers() { for _ in $(seq 1 240); do [ "$(workers_up)" -ge "$1" ] && return 0; sleep 0.25; done; return 1; }
+# PIDs of this pool's worker processes (other clusters run dlrt-infer as the same user).
+pool_workers() {
+	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-infer worker'); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DLRT_INFER_POOL=$POOL" && echo "$p"
+	done
+}
+COORD_LOG() { cat "$POOL"/element-"${ARRAY}"_0.log; }
+serving() { # serving WHAT: a small job after the failure completes, answered once
+	local j
+	j=$(infer submit --model deepcnn --inputs $IN --count 200 --batch 10)
+	infer wait "$j" >/dev/null
+	ok $? "$1: the pool serves again (job $j completed)"
+	is "$(tail -n +2 "$POOL/job-$j.csv" | cut -d, -f2 | sort -u | wc -l)" 200 \
+		"$1: job $j answered exactly once"
+}
+
+# The coordinator (element 0) and one ordinary worker; then 3 workers that
+# restart after being killed (each a loop of srun steps), so 20 kills never
+# empty the pool.
+ARRAY=$(infer pool start --workers 1 --heartbeat 2 -- -c 1)
+like "$ARRAY" '^[0-9]+$' "pool submitted (job $ARRAY)"
+cat >"$WORK/workers.sh" <<EOF
+#!/bin/bash
+for i in \$(seq 1 40); do srun --ntasks=1 dlrt-infer worker --wait 60; done
+EOF
+chmod 0755 "$WORK/workers.sh"
+RESTART=$(as_user sbatch --parsable --array=1-3 --dl-runtime=infer -c 1 -o "$WORK/w-%a.log" \
+	--export=ALL,DLRT_INFER_POOL="$POOL" "$WORK/workers.sh")
+like "$RESTART" '^[0-9]+$' "3 restarting workers submitted (job $RESTART)"
+wait_workers 4
+is "$(workers_up)" 4 "4 workers joined"
+
+# ---- 1. kill -9 a worker at random points of its task, 20 times ------------------
+J1=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name kills)
+is "$J1" 1 "job 1 submitted ($N1 queries, tasks of 10)"
+kills=0
+for k in $(seq 1 20); do
+	# A random moment: the workers are busy all the time (one task in flight each).
+	sleep "0.$((RANDOM % 9 + 1))"
+	mapfile -t ws < <(pool_workers)
+	[ "${#ws[@]}" -gt 0 ] || { sleep 0.5; continue; }
+	victim=${ws[$((RANDOM % ${#ws[@]}))]}
+	kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
+	if [ "$(infer status | awk -v j="$J1" '$1 == j { print $4 }')" != running ]; then
+		diag "job 1 ended after $k kills: resubmitting more work is not needed"
+		break
+	fi
+done
+infer wait "$J1" >"$WORK/wait1"
+ok $? "job 1 completed despite $kills kills"
+is "$kills" 20 "20 workers killed by SIGKILL mid-job"
+lost=$(COORD_LOG | grep -c 'left (connection closed) with 1 tasks in flight (requeued)')
+ok "$([ "$lost" -ge 10 ]; echo $?)" "killed workers had a task in flight: requeued ($lost of $kills)"
+check_csv "$J1" $N1 "job 1 (20 kills)"
+wait_workers 4
+serving "after the kills"
+
+# ---- 2. SIGSTOP a worker past the heartbeat bound -------------------------------
+J2=$(infer submit --model deepcnn --inputs $IN --count $N2 --batch 10 --name stop)
+sleep 0.5
+mapfile -t ws < <(pool_workers)
+victim=${ws[0]}
+t0=$(date +%s.%N)
+kill -STOP "$victim"
+for _ in $(seq 1 40); do COORD_LOG | grep -q 'silent for' && break; sleep 0.1; done
+t1=$(date +%s.%N)
+line=$(COORD_LOG | grep 'silent for' | tail -1)
+like "$line" 'silent for [0-9.]+ s \(heartbeat bound 2.00 s\) with 1 tasks in flight \(requeued\)' \
+	"the stopped worker is declared dead by heartbeats, its task requeued"
+diag "SIGSTOP noticed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s (polled every 0.1 s); $line"
+sleep 2
+kill -CONT "$victim"
+infer wait "$J2" >/dev/null
+ok $? "job 2 completed"
+for _ in $(seq 1 40); do COORD_LOG | grep -q 'dropped an answer' && break; sleep 0.1; done
+like "$(COORD_LOG | grep 'is back')" 'worker [0-9]+ .* is back' "the resumed worker is taken back"
+like "$(COORD_LOG | grep 'dropped an answer' | head -1)" \
+	'dropped an answer of worker [0-9]+ for task [0-9]+ of job [0-9]+ \(attempt [0-9]+\): (already answered|dispatched again since)' \
+	"its late answer is dropped, not recorded twice"
+check_csv "$J2" $N2 "job 2 (SIGSTOP)"
+serving "after the SIGSTOP"
+
+# ---- 3. a worker near its Slurm time limit gets no new task ---------------------
+WALL=$(as_user sbatch --parsable --dl-runtime=infer --time=1 -c 1 -o "$WORK/wall.log" \
+	--export=ALL,DLRT_INFER_POOL="$POOL",DLRT_INFER_WALLTIME_MARGIN=50 \
+	--wrap "srun --ntasks=1 dlrt-infer worker --name walltime")
+like "$WALL" '^[0-9]+$' "a worker with --time=1 and a 50 s margin (job $WALL)"
+for _ in $(seq 1 160); do COORD_LOG | grep -q 'walltime.* from its Slurm time limit' && break; sleep 0.25; done
+like "$(COORD_LOG | grep 'walltime')" 'worker [0-9]+ \(walltime\) is [0-9]+ s from its Slurm time limit' \
+	"the worker asks for no new task 50 s before its limit"
+like "$(cat "$WORK/wall.log")" 'to the job.s time limit \(margin 50 s\): asking for no new tasks' \
+	"it knows its end time from Slurm"
+J3=$(infer submit --model deepcnn --inputs $IN --count $N3 --batch 10 --name wall)
+infer wait "$J3" >/dev/null
+ok $? "job 3 completed on the other workers"
+is "$(infer status | awk '$2 == "walltime" { print $4 "/" $5 }')" "0/0" \
+	"the worker near its time limit got no task of job 3"
+check_csv "$J3" $N3 "job 3 (walltime)"
+as_user scancel "$WALL" 2>/dev/null
+
+# ---- the end ---------------------------------------------------------------------
+diag "$(COORD_LOG | grep -c 'dropped an answer') late answers dropped"
+infer pool stop >/dev/null
+as_user scancel "$RESTART" 2>/dev/null
+for _ in $(seq 1 60); do
+	[ -z "$(squeue -h -j "$ARRAY,$RESTART,$WALL" 2>/dev/null)" ] && break
+	sleep 0.5
+done
+is "$(squeue -h -j "$ARRAY,$RESTART,$WALL" 2>/dev/null | wc -l)" 0 "every element ended"
+done_testing
