@@ -8,6 +8,7 @@
  * flushed from a zero-delay timer, so no handler ever writes to, or closes,
  * a connection other than its own.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "evloop.h"
 #include "infer.h"
 #include "liveness.h"
@@ -79,7 +81,10 @@ struct jrt {
 };
 
 struct peer {
-	uint8_t role;           /* 0 until HELLO */
+	uint8_t role;           /* 0 until authenticated */
+	bool challenged;        /* HELLO seen, CHALLENGE sent: AUTH next */
+	uint8_t nonce[DLRT_AUTH_NONCE];
+	struct dlrt_ip_hello hello;
 	struct wk *w;
 	bool dirty;
 };
@@ -109,6 +114,7 @@ struct coord {
 	struct dlrt_hb hb;      /* heartbeat bound and periods */
 	uint64_t next_attempt;  /* id of the next dispatch */
 	uint64_t late_dropped;  /* answers not recorded: late or from a void dispatch */
+	uint8_t auth_mode;      /* enum dlrt_auth_mode */
 };
 
 static int64_t now_us(void)
@@ -753,20 +759,8 @@ static void on_wait(struct coord *c, struct dlrt_conn *conn, uint32_t job)
 static int on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h)
 {
 	struct peer *p = conn->state;
-	unsigned diff = 0;
 	struct wk *w;
 
-	for (size_t i = 0; i <= DLRT_POOL_SECRET_LEN; i++)
-		diff |= (unsigned char)(h->secret[i] ^ c->secret[i]);
-	if (diff) {
-		logf_(c, "refused a peer with a wrong pool secret");
-		reply_error(conn, "wrong pool secret: read it from your own pool's access record");
-		return -1;
-	}
-	if (h->epoch != c->epoch) {
-		reply_error(conn, "stale access record (epoch differs): read it again");
-		return -1;
-	}
 	p->role = h->role;
 	if (h->role == DLRT_IP_ROLE_CLIENT) {
 		struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = 0 };
@@ -806,19 +800,64 @@ static int on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_i
 	return 0;
 }
 
+/* HELLO -> CHALLENGE, AUTH -> verified (auth.h). A refusal is one log line
+ * (on_data's "closing a connection: ...") and one ERROR to the peer. */
+static int handshake(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		     struct dlrt_err *err)
+{
+	struct peer *p = conn->state;
+	struct dlrt_ip_auth a;
+	struct dlrt_err why;
+	char ip[INET_ADDRSTRLEN] = "?";
+
+	if (!p->challenged) {
+		struct dlrt_ip_challenge ch = { .mode = c->auth_mode };
+
+		if (f->type != DLRT_IP_HELLO)
+			return dlrt_err_set(err, "%s before HELLO", dlrt_ip_type_name(f->type));
+		if (dlrt_ip_get_hello(f->payload, f->len, &p->hello, err) < 0)
+			return -1;
+		if (p->hello.epoch != c->epoch) {
+			reply_error(conn, "stale access record (epoch differs): read it again");
+			return dlrt_err_set(err, "a peer came with epoch %llu, not %llu",
+					    (unsigned long long)p->hello.epoch,
+					    (unsigned long long)c->epoch);
+		}
+		if (dlrt_auth_nonce(p->nonce, err) < 0)
+			return -1;
+		memcpy(ch.nonce, p->nonce, sizeof(ch.nonce));
+		dlrt_ip_put_challenge(&conn->out, &ch);
+		p->challenged = true;
+		return 0;
+	}
+	if (f->type != DLRT_IP_AUTH)
+		return dlrt_err_set(err, "%s before AUTH", dlrt_ip_type_name(f->type));
+	if (dlrt_ip_get_auth(f->payload, f->len, &a, err) < 0)
+		return -1;
+	inet_ntop(AF_INET, &conn->peer_ipv4, ip, sizeof(ip));
+	if (a.mode != c->auth_mode)
+		dlrt_err_set(&why, "it answered in mode %s, the pool uses %s",
+			     dlrt_auth_mode_name(a.mode), dlrt_auth_mode_name(c->auth_mode));
+	else if (dlrt_auth_verify(a.mode, p->nonce, c->secret, p->hello.role, p->hello.epoch,
+				  a.nonce, a.proof, geteuid(), &why) == 0)
+		return 0;
+	reply_error(conn, why.msg);
+	return dlrt_err_set(err, "authentication refused for a %s from %s (%.100s): %s",
+			    p->hello.role == DLRT_IP_ROLE_WORKER ? "worker" : "client", ip,
+			    p->hello.name, why.msg);
+}
+
 static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
 		  struct dlrt_err *err)
 {
 	struct peer *p = conn->state;
 
 	if (!p->role) {
-		struct dlrt_ip_hello h;
-
-		if (f->type != DLRT_IP_HELLO)
-			return dlrt_err_set(err, "%s before HELLO", dlrt_ip_type_name(f->type));
-		if (dlrt_ip_get_hello(f->payload, f->len, &h, err) < 0)
+		if (handshake(c, conn, f, err) < 0)
 			return -1;
-		return on_hello(c, conn, &h) < 0 ? dlrt_err_set(err, "HELLO refused") : 0;
+		if (!p->role && p->challenged && f->type == DLRT_IP_AUTH)
+			return on_hello(c, conn, &p->hello) < 0 ? dlrt_err_set(err, "HELLO refused") : 0;
+		return 0;
 	}
 	if (p->role == DLRT_IP_ROLE_WORKER) {
 		worker_seen(c, p->w);
@@ -1212,6 +1251,18 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		return dlrt_err_set(err, "--prefetch must be 1..%d", MAX_PREFETCH);
 	if (dlrt_hb_config(o->heartbeat, &c.hb, err) < 0)
 		return -1;
+	{
+		char why[256];
+
+		if (dlrt_auth_pick(o->auth, &c.auth_mode, why, sizeof(why), err) < 0)
+			return -1;
+		if (c.auth_mode == DLRT_AUTH_MUNGE)
+			logf_(&c, "connections authenticate with MUNGE (pool owner uid %d only)",
+			      (int)geteuid());
+		else
+			logf_(&c, "connections authenticate with the pool secret's challenge-response "
+			      "(MUNGE not used: %s)", why);
+	}
 	snprintf(c.pool, sizeof(c.pool), "%s", o->pool);
 	if (dlrt_pool_prepare(c.pool, err) < 0)
 		return -1;
@@ -1272,6 +1323,7 @@ out:
 			unlink(path);
 		}
 	}
+	dlrt_tcpserver_stop(c.srv); /* before the files: on_close may still log events */
 	for (uint32_t i = 0; i < c.st.njobs; i++)
 		if (c.jr[i].csv)
 			fclose(c.jr[i].csv);
@@ -1279,7 +1331,6 @@ out:
 		fclose(c.timeline);
 	if (c.events)
 		fclose(c.events);
-	dlrt_tcpserver_stop(c.srv);
 	if (c.sfd >= 0)
 		close(c.sfd);
 	dlrt_evloop_destroy(c.loop);

@@ -530,10 +530,10 @@ static int cmd_pool_stop(void)
 /* ---- coordinator, worker, pool -------------------------------------------------- */
 
 static int run_coordinator(uint32_t prefetch, double window, const char *address,
-			   const char *heartbeat)
+			   const char *heartbeat, const char *auth)
 {
 	struct dlrt_coord_opts o = { .prefetch = prefetch, .window = window, .address = address,
-				     .heartbeat = heartbeat };
+				     .heartbeat = heartbeat, .auth = auth };
 	struct dlrt_err err;
 	char dir[4096];
 
@@ -591,9 +591,11 @@ static int cmd_service(int argc, char **argv, const char *what)
 		{ "wait", required_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
 		{ "heartbeat", required_argument, NULL, 'B' },
 		{ "walltime-margin", required_argument, NULL, 'M' },
+		{ "auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	uint32_t prefetch = (uint32_t)env_double("DLRT_INFER_PREFETCH", 1), wait_s = 300;
+	const char *auth = NULL;
 	const char *heartbeat = getenv("DLRT_INFER_HEARTBEAT");
 	const char *margin = getenv("DLRT_INFER_WALLTIME_MARGIN");
 	struct dlrt_err verr;
@@ -603,7 +605,7 @@ static int cmd_service(int argc, char **argv, const char *what)
 	const char *address = NULL, *name = NULL, *model_dir = NULL, *role = what;
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "p:k:W:a:n:d:w:B:M:h", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:k:W:a:n:d:w:B:M:A:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'p': pool_opt = optarg; break;
 		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
@@ -618,10 +620,12 @@ static int cmd_service(int argc, char **argv, const char *what)
 		case 'w': if (parse_u32_opt("wait", optarg, 1, 86400, &wait_s)) return 2; break;
 		case 'B': heartbeat = optarg; break;
 		case 'M': margin = optarg; break;
+		case 'A': auth = optarg; break;
 		case 'h':
 			printf("usage: dlrt-infer pool run     (inside sbatch --dl-runtime=infer)\n"
 			       "       dlrt-infer coordinator [--pool DIR] [--prefetch K] [--window S]\n"
 			       "                              [--address IP] [--heartbeat S]\n"
+			       "                              [--auth munge|secret|auto]\n"
 			       "       dlrt-infer worker [--pool DIR] [--name N] [--model-dir DIR] [--wait S]\n"
 			       "                         [--walltime-margin S]\n"
 			       "pool run becomes the coordinator in array element 0 and a worker in\n"
@@ -630,6 +634,10 @@ static int cmd_service(int argc, char **argv, const char *what)
 			       "  --window S    rate window in seconds (default 0.5)\n"
 			       "  --heartbeat S a silent worker is declared dead within S seconds and\n"
 			       "                its tasks run elsewhere (default 2; $DLRT_INFER_HEARTBEAT)\n"
+			       "  --auth M      how connections prove they are the pool owner: munge,\n"
+			       "                secret (challenge-response with the access record's\n"
+			       "                secret) or auto (munge if munged answers; default;\n"
+			       "                $DLRT_INFER_AUTH)\n"
 			       "  --wait S      how long a worker waits for a coordinator (300)\n"
 			       "  --walltime-margin S  a worker this close to its Slurm time limit gets\n"
 			       "                no new task (default 60, 0 = off;\n"
@@ -656,7 +664,7 @@ static int cmd_service(int argc, char **argv, const char *what)
 			getenv("DLRT_INFER_INDEX") ? getenv("DLRT_INFER_INDEX") : "?", role);
 	}
 	if (!strcmp(role, "coordinator"))
-		return run_coordinator(prefetch, window, address, heartbeat);
+		return run_coordinator(prefetch, window, address, heartbeat, auth);
 	if (!strcmp(role, "worker"))
 		return run_worker(name, model_dir, (int)wait_s, margin);
 	return die("unknown role '%s'", role) + 1;

@@ -14,6 +14,7 @@ struct dlrt_coord_opts {
 	double window;         /* rate window in seconds (default 0.5) */
 	const char *address;   /* address to advertise; NULL = this node's */
 	const char *heartbeat; /* silent-worker bound in seconds (text); NULL = default 2 */
+	const char *auth;      /* munge, secret, auto; NULL = $DLRT_INFER_AUTH, else auto */
 };
 
 /* Runs the coordinator until `pool stop`, SIGTERM or SIGINT. */

@@ -8,7 +8,7 @@ BINS       += $(BUILD)/bin/dlrt-infer
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,inference/dlrt_infer_main.c))
 
 UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched \
-              $(BUILD)/tests/test_infer_liveness
+              $(BUILD)/tests/test_infer_liveness $(BUILD)/tests/test_infer_auth
 FUZZERS    += inferproto inferimage inferlive
 MANPAGES   += docs/man/dlrt-infer.1
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "evloop.h"
 
 int dlrt_pool_dir(const char *given, char *out, size_t len, struct dlrt_err *err)
@@ -288,11 +289,29 @@ int dlrt_ipc_open(struct dlrt_ipc *c, const char *dir, uint8_t role, const char 
 	if (c->fd < 0)
 		return -1;
 	h.epoch = a.epoch;
-	snprintf(h.secret, sizeof(h.secret), "%s", a.secret);
 	snprintf(h.name, sizeof(h.name), "%s", name);
 	if (dlrt_ip_put_hello(&c->out, &h) < 0 || dlrt_ipc_flush(c, timeout_ms, err) < 0)
 		goto fail;
 	rc = dlrt_ipc_recv(c, &f, timeout_ms, err);
+	if (rc == 1 && f.type == DLRT_IP_CHALLENGE) {
+		/* Prove we are the pool owner (auth.h): never the secret itself. */
+		struct dlrt_ip_challenge ch;
+		struct dlrt_ip_auth au;
+
+		if (dlrt_ip_get_challenge(f.payload, f.len, &ch, err) < 0)
+			goto fail;
+		au.mode = ch.mode;
+		if (dlrt_auth_prove(ch.mode, ch.nonce, a.secret, role, a.epoch, au.nonce, au.proof,
+				    err) < 0)
+			goto fail;
+		if (dlrt_ip_put_auth(&c->out, &au) < 0 || dlrt_ipc_flush(c, timeout_ms, err) < 0)
+			goto fail;
+		rc = dlrt_ipc_recv(c, &f, timeout_ms, err);
+	} else if (rc == 1 && f.type == DLRT_IP_WELCOME) {
+		dlrt_err_set(err, "the coordinator accepted a connection without authentication: "
+			     "run the same dlrt version everywhere");
+		goto fail;
+	}
 	if (rc == 0)
 		dlrt_err_set(err, "the coordinator did not answer within %d ms", timeout_ms);
 	if (rc <= 0)

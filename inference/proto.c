@@ -19,7 +19,8 @@ const char *dlrt_ip_type_name(unsigned type)
 		[DLRT_IP_WAIT] = "WAIT", [DLRT_IP_JOBEND] = "JOBEND",
 		[DLRT_IP_ERROR] = "ERROR", [DLRT_IP_OK] = "OK", [DLRT_IP_STOP] = "STOP",
 		[DLRT_IP_CHANGE] = "CHANGE", [DLRT_IP_HEARTBEAT] = "HEARTBEAT",
-		[DLRT_IP_DRAIN] = "DRAIN",
+		[DLRT_IP_DRAIN] = "DRAIN", [DLRT_IP_CHALLENGE] = "CHALLENGE",
+		[DLRT_IP_AUTH] = "AUTH",
 	};
 
 	return type && type < DLRT_IP_TYPE_MAX ? names[type] : "?";
@@ -290,7 +291,6 @@ int dlrt_ip_put_hello(struct dlrt_buf *b, const struct dlrt_ip_hello *m)
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_HELLO);
 	dlrt_ip_wr_u8(&w, m->role);
 	dlrt_ip_wr_u64(&w, m->epoch);
-	dlrt_ip_wr_str(&w, m->secret);
 	dlrt_ip_wr_str(&w, m->name);
 	return dlrt_ip_wr_end(&w);
 }
@@ -302,7 +302,6 @@ int dlrt_ip_get_hello(const uint8_t *p, size_t n, struct dlrt_ip_hello *m, struc
 	dlrt_ip_rd_init(&r, p, n);
 	m->role = dlrt_ip_rd_u8(&r);
 	m->epoch = dlrt_ip_rd_u64(&r);
-	dlrt_ip_rd_str(&r, m->secret, DLRT_IP_NAME_MAX);
 	dlrt_ip_rd_str(&r, m->name, DLRT_IP_NAME_MAX);
 	if (m->role != DLRT_IP_ROLE_WORKER && m->role != DLRT_IP_ROLE_CLIENT)
 		rd_fail(&r, "unknown role");
@@ -738,4 +737,57 @@ int dlrt_ip_get_drain(const uint8_t *p, size_t n, struct dlrt_ip_drain *m, struc
 	m->left_s = dlrt_ip_rd_u32(&r);
 	dlrt_ip_rd_str(&r, m->why, DLRT_IP_NAME_MAX);
 	return dlrt_ip_rd_end(&r, "DRAIN", err);
+}
+
+int dlrt_ip_put_challenge(struct dlrt_buf *b, const struct dlrt_ip_challenge *m)
+{
+	struct dlrt_ip_wr w;
+
+	dlrt_ip_wr_begin(&w, b, DLRT_IP_CHALLENGE);
+	dlrt_ip_wr_u8(&w, m->mode);
+	dlrt_ip_wr_bytes(&w, m->nonce, DLRT_IP_NONCE);
+	return dlrt_ip_wr_end(&w);
+}
+
+int dlrt_ip_get_challenge(const uint8_t *p, size_t n, struct dlrt_ip_challenge *m,
+			  struct dlrt_err *err)
+{
+	struct dlrt_ip_rd r;
+	const uint8_t *q;
+
+	dlrt_ip_rd_init(&r, p, n);
+	m->mode = dlrt_ip_rd_u8(&r);
+	q = dlrt_ip_rd_bytes(&r, DLRT_IP_NONCE);
+	if (q)
+		memcpy(m->nonce, q, DLRT_IP_NONCE);
+	if (!r.bad && (m->mode < 1 || m->mode > 2))
+		rd_fail(&r, "unknown authentication mode");
+	return dlrt_ip_rd_end(&r, "CHALLENGE", err);
+}
+
+int dlrt_ip_put_auth(struct dlrt_buf *b, const struct dlrt_ip_auth *m)
+{
+	struct dlrt_ip_wr w;
+
+	dlrt_ip_wr_begin(&w, b, DLRT_IP_AUTH);
+	dlrt_ip_wr_u8(&w, m->mode);
+	dlrt_ip_wr_bytes(&w, m->nonce, DLRT_IP_NONCE);
+	dlrt_ip_wr_str(&w, m->proof);
+	return dlrt_ip_wr_end(&w);
+}
+
+int dlrt_ip_get_auth(const uint8_t *p, size_t n, struct dlrt_ip_auth *m, struct dlrt_err *err)
+{
+	struct dlrt_ip_rd r;
+	const uint8_t *q;
+
+	dlrt_ip_rd_init(&r, p, n);
+	m->mode = dlrt_ip_rd_u8(&r);
+	q = dlrt_ip_rd_bytes(&r, DLRT_IP_NONCE);
+	if (q)
+		memcpy(m->nonce, q, DLRT_IP_NONCE);
+	dlrt_ip_rd_str(&r, m->proof, DLRT_IP_PROOF_MAX);
+	if (!r.bad && (m->mode < 1 || m->mode > 2))
+		rd_fail(&r, "unknown authentication mode");
+	return dlrt_ip_rd_end(&r, "AUTH", err);
 }

@@ -28,7 +28,7 @@
 #include "buf.h"
 #include "dlrt_err.h"
 
-#define DLRT_IP_VERSION 2 /* 2: dispatch attempts, heartbeats, DRAIN */
+#define DLRT_IP_VERSION 2 /* 2: dispatch attempts, heartbeats, DRAIN, CHALLENGE/AUTH */
 #define DLRT_IP_HDR 8                   /* length + version + type */
 #define DLRT_IP_MAX_FRAME (16u << 20)   /* of the length field's value */
 #define DLRT_IP_STR_MAX 4096            /* paths, model specs, errors */
@@ -38,7 +38,7 @@
 #define DLRT_IP_MAX_LIST 4096u          /* workers or jobs in a status reply */
 
 enum dlrt_ip_type {
-	DLRT_IP_HELLO = 1,   /* any -> coordinator: who I am, the pool secret */
+	DLRT_IP_HELLO = 1,   /* any -> coordinator: who I am */
 	DLRT_IP_WELCOME,     /* coordinator -> any: accepted, epoch, my id */
 	DLRT_IP_JOBINFO,     /* coordinator -> worker: a job's model and inputs */
 	DLRT_IP_TASK,        /* coordinator -> worker: run queries [first, first+n) */
@@ -58,6 +58,8 @@ enum dlrt_ip_type {
 	DLRT_IP_CHANGE,      /* a coordinator state change (state.h) */
 	DLRT_IP_HEARTBEAT,   /* worker -> coordinator: still alive (no payload) */
 	DLRT_IP_DRAIN,       /* worker -> coordinator: near my time limit, no new tasks */
+	DLRT_IP_CHALLENGE,   /* coordinator -> any, after HELLO: auth mode and nonce (auth.h) */
+	DLRT_IP_AUTH,        /* any -> coordinator: the proof; then WELCOME or ERROR */
 	DLRT_IP_TYPE_MAX
 };
 
@@ -92,8 +94,21 @@ int dlrt_ip_frame_peek(const uint8_t *buf, size_t len, struct dlrt_ip_frame *f,
 struct dlrt_ip_hello {
 	uint8_t role;                       /* enum dlrt_ip_role */
 	uint64_t epoch;                     /* from the access record */
-	char secret[DLRT_IP_NAME_MAX + 1];  /* from the access record */
 	char name[DLRT_IP_NAME_MAX + 1];    /* worker: host/array index; client: anything */
+};
+
+#define DLRT_IP_NONCE 32
+#define DLRT_IP_PROOF_MAX 4096
+
+struct dlrt_ip_challenge {
+	uint8_t mode;                  /* enum dlrt_auth_mode */
+	uint8_t nonce[DLRT_IP_NONCE];  /* fresh for each connection */
+};
+
+struct dlrt_ip_auth {
+	uint8_t mode;
+	uint8_t nonce[DLRT_IP_NONCE];        /* the peer's own */
+	char proof[DLRT_IP_PROOF_MAX + 1];   /* MUNGE credential or HMAC in hex */
 };
 
 struct dlrt_ip_welcome {
@@ -208,6 +223,8 @@ int dlrt_ip_put_jobref(struct dlrt_buf *b, uint16_t type, uint32_t job);
 int dlrt_ip_put_jobend(struct dlrt_buf *b, const struct dlrt_ip_job_info *m);
 int dlrt_ip_put_error(struct dlrt_buf *b, const char *text);
 int dlrt_ip_put_drain(struct dlrt_buf *b, const struct dlrt_ip_drain *m);
+int dlrt_ip_put_challenge(struct dlrt_buf *b, const struct dlrt_ip_challenge *m);
+int dlrt_ip_put_auth(struct dlrt_buf *b, const struct dlrt_ip_auth *m);
 /* STATUSREQ, OK, STOP, HEARTBEAT */
 int dlrt_ip_put_empty(struct dlrt_buf *b, uint16_t type);
 
@@ -230,6 +247,9 @@ int dlrt_ip_get_jobend(const uint8_t *p, size_t n, struct dlrt_ip_job_info *m, s
 int dlrt_ip_get_error(const uint8_t *p, size_t n, struct dlrt_ip_text *m, struct dlrt_err *err);
 int dlrt_ip_get_empty(const uint8_t *p, size_t n, struct dlrt_err *err);
 int dlrt_ip_get_drain(const uint8_t *p, size_t n, struct dlrt_ip_drain *m, struct dlrt_err *err);
+int dlrt_ip_get_challenge(const uint8_t *p, size_t n, struct dlrt_ip_challenge *m,
+			  struct dlrt_err *err);
+int dlrt_ip_get_auth(const uint8_t *p, size_t n, struct dlrt_ip_auth *m, struct dlrt_err *err);
 
 /* ---- the little-endian reader and writer the codecs (and state.c) share ---------- */
 

@@ -32,6 +32,8 @@ BRIDGE=dlrtbr$ID
 CTL_PORT=$((16817 + 10 * ID))
 SLURMD_PORT=$((16818 + 10 * ID))
 TEST_USER=${DLRT_TEST_USER:-dlrtu}
+# A second unprivileged user: tests check that its processes are refused.
+STRANGER_USER=${DLRT_STRANGER_USER:-dlrtu2}
 UP_TIMEOUT=${DLRT_CLUSTER_TIMEOUT:-90}
 
 nodes() { for ((i = 1; i <= NNODES; i++)); do echo "n$i"; done; }
@@ -128,9 +130,12 @@ CONF
 }
 
 ensure_user() {
-	if ! getent passwd "$TEST_USER" >/dev/null; then
-		useradd --create-home --shell /bin/bash "$TEST_USER"
-	fi
+	local u
+	for u in "$TEST_USER" "$STRANGER_USER"; do
+		# Another cluster instance may create it at the same moment.
+		getent passwd "$u" >/dev/null || useradd --create-home --shell /bin/bash "$u" ||
+			getent passwd "$u" >/dev/null
+	done
 	chown "$TEST_USER": "$DIR/work"
 	chmod 0755 "$DIR/work"
 }
@@ -330,7 +335,7 @@ up) cmd_up ;;
 down) cmd_down ;;
 status) export_env; sinfo -N; for f in "$DIR"/run/*.pid; do [ -f "$f" ] && echo "$(basename "$f" .pid): $(cat "$f")"; done ;;
 logs) print_logs ;;
-env) echo "export SLURM_CONF=$DIR/etc/slurm.conf DLRT_CLUSTER_ID=$ID DLRT_CLUSTER_DIR=$DIR DLRT_TEST_USER=$TEST_USER PATH=$DIR/prefix/bin:\$PATH MANPATH=$DIR/prefix/share/man:" ;;
+env) echo "export SLURM_CONF=$DIR/etc/slurm.conf DLRT_CLUSTER_ID=$ID DLRT_CLUSTER_DIR=$DIR DLRT_TEST_USER=$TEST_USER DLRT_STRANGER_USER=$STRANGER_USER PATH=$DIR/prefix/bin:\$PATH MANPATH=$DIR/prefix/share/man:" ;;
 prefix) echo "$DIR/prefix" ;;
 exec) shift; cmd_exec "$@" ;;
 stop-node) need_root; cmd_stop_node "${2:-}" ;;

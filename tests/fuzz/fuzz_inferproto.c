@@ -32,6 +32,8 @@ static void all_decoders(const uint8_t *p, size_t n, struct dlrt_infer_state *st
 	struct dlrt_ip_text tx;
 	struct dlrt_infer_change ch;
 	struct dlrt_ip_drain dr;
+	struct dlrt_ip_challenge chl;
+	static struct dlrt_ip_auth au;
 
 	dlrt_ip_get_hello(p, n, &h, &err);
 	dlrt_ip_get_welcome(p, n, &w, &err);
@@ -74,6 +76,8 @@ static void all_decoders(const uint8_t *p, size_t n, struct dlrt_infer_state *st
 	dlrt_ip_get_error(p, n, &tx, &err);
 	dlrt_ip_get_empty(p, n, &err);
 	dlrt_ip_get_drain(p, n, &dr, &err);
+	dlrt_ip_get_challenge(p, n, &chl, &err);
+	dlrt_ip_get_auth(p, n, &au, &err);
 	if (dlrt_infer_change_get(p, n, &ch, &err) == 0) {
 		/* Follow the state's sequence so apply's own checks are reached. */
 		ch.seq = st->seq + 1;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # dlrt-infer's errors: one line naming cause and fix, bad input closes only that
-# connection, the pool secret is required, failed and cancelled jobs, --help.
+# connection, proof of the pool owner is required, failed and cancelled jobs, --help.
 . "$(dirname "$0")/../lib.sh"
 
 T=/usr/share/datasets/fashion-mnist
@@ -57,19 +57,29 @@ def talk(data):
             got += b
     except socket.timeout:
         return 'open'
-    return 'closed ' + repr(got[8 + 4:].decode(errors='replace'))
-def hello(secret, ep):
-    p = struct.pack('<BQ', 2, ep) + s(secret) + s('tester')
-    return struct.pack('<IHH', len(p) + 4, 1, 1) + p
+    # The last frame's text (an ERROR after the CHALLENGE, if any).
+    text = ''
+    while len(got) >= 8:
+        n, _, t = struct.unpack('<IHH', got[:8])
+        if t == 15:
+            text = got[12:4 + n].decode(errors='replace')
+        got = got[4 + n:]
+    return 'closed ' + repr(text)
+def hello(ep):
+    p = struct.pack('<BQ', 2, ep) + s('tester')
+    return struct.pack('<IHH', len(p) + 4, 2, 1) + p
+def auth(mode, proof):
+    p = bytes([mode]) + bytes(32) + s(proof)
+    return struct.pack('<IHH', len(p) + 4, 2, 22) + p
 print('garbage:', talk(b'GET / HTTP/1.0\r\n\r\n'))
 print('version:', talk(struct.pack('<IHH', 4, 9, 1)))
-print('secret:', talk(hello('0' * 64, epoch)))
-print('epoch:', talk(hello('0' * 64, epoch + 5)))
+print('secret:', talk(hello(epoch) + auth(2, '0' * 64) + auth(1, 'MUNGE:x:')))
+print('epoch:', talk(hello(epoch + 5)))
 PY
 like "$(grep '^garbage:' "$WORK/raw")" "closed" "garbage is answered by closing the connection"
 like "$(grep '^version:' "$WORK/raw")" "closed" "a wrong protocol version closes the connection"
-like "$(grep '^secret:' "$WORK/raw")" "closed .*wrong pool secret" "a wrong secret is refused with a reason"
-like "$(grep '^epoch:' "$WORK/raw")" "closed" "a wrong secret and epoch are refused"
+like "$(grep '^secret:' "$WORK/raw")" "closed .*(wrong proof|pool uses)" "a wrong proof is refused with a reason"
+like "$(grep '^epoch:' "$WORK/raw")" "closed .*stale access record" "a wrong epoch is refused"
 infer status >"$WORK/st"
 ok $? "the pool still answers status after all that"
 like "$(cat "$POOL"/element-"${ARRAY}"_0.log)" "closing a connection: protocol version 9" \

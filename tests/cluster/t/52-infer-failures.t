@@ -9,7 +9,7 @@
 T=/usr/share/datasets/fashion-mnist
 IN=$T/train-images-idx3-ubyte.gz
 POOL=$WORK/pool
-N1=12000 N2=3000 N3=4000
+N1=12000 N3=12000
 infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
 
 if [ ! -r $IN ]; then
@@ -34,12 +34,15 @@ check_csv() { # check_csv JOB COUNT WHAT
 }
 workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
 wait_workers() { for _ in $(seq 1 240); do [ "$(workers_up)" -ge "$1" ] && return 0; sleep 0.25; done; return 1; }
-# PIDs of this pool's worker processes (other clusters run dlrt-infer as the same user).
+# PIDs of the restarting workers' processes (other clusters run dlrt-infer as the same user).
 pool_workers() {
-	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-infer worker'); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "DLRT_INFER_POOL=$POOL" && echo "$p"
+	# The worker processes themselves (named dlrt-infer), not the sruns that started them.
+	for p in $(pgrep -u "$DLRT_TEST_USER" -x dlrt-infer); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_ARRAY_JOB_ID=$RESTART" &&
+			echo "$p"
 	done
 }
+state() { infer status | awk -v j="$1" '$1 == j { print $4 }'; }
 COORD_LOG() { cat "$POOL"/element-"${ARRAY}"_0.log; }
 serving() { # serving WHAT: a small job after the failure completes, answered once
 	local j
@@ -54,6 +57,7 @@ serving() { # serving WHAT: a small job after the failure completes, answered on
 # restart after being killed (each a loop of srun steps), so 20 kills never
 # empty the pool.
 ARRAY=$(infer pool start --workers 1 --heartbeat 2 -- -c 1)
+RESTART=0 WALL=0
 like "$ARRAY" '^[0-9]+$' "pool submitted (job $ARRAY)"
 cat >"$WORK/workers.sh" <<EOF
 #!/bin/bash
@@ -67,53 +71,58 @@ wait_workers 4
 is "$(workers_up)" 4 "4 workers joined"
 
 # ---- 1. kill -9 a worker at random points of its task, 20 times ------------------
-J1=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name kills)
-is "$J1" 1 "job 1 submitted ($N1 queries, tasks of 10)"
+# Jobs of $N1 queries follow each other so the workers are always busy (one
+# task in flight each): any moment is a point inside some task.
+JOBS=()
 kills=0
 for k in $(seq 1 20); do
-	# A random moment: the workers are busy all the time (one task in flight each).
+	if [ ${#JOBS[@]} -eq 0 ] || [ "$(state "${JOBS[-1]}")" != running ]; then
+		JOBS+=("$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name kills)")
+		sleep 0.3
+	fi
 	sleep "0.$((RANDOM % 9 + 1))"
 	mapfile -t ws < <(pool_workers)
 	[ "${#ws[@]}" -gt 0 ] || { sleep 0.5; continue; }
-	victim=${ws[$((RANDOM % ${#ws[@]}))]}
-	kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))
-	if [ "$(infer status | awk -v j="$J1" '$1 == j { print $4 }')" != running ]; then
-		diag "job 1 ended after $k kills: resubmitting more work is not needed"
-		break
-	fi
+	kill -9 "${ws[$((RANDOM % ${#ws[@]}))]}" 2>/dev/null && kills=$((kills + 1))
 done
-infer wait "$J1" >"$WORK/wait1"
-ok $? "job 1 completed despite $kills kills"
-is "$kills" 20 "20 workers killed by SIGKILL mid-job"
+is "$kills" 20 "20 workers killed by SIGKILL during ${#JOBS[@]} jobs"
+for j in "${JOBS[@]}"; do
+	infer wait "$j" >/dev/null
+	ok $? "job $j completed despite the kills"
+	check_csv "$j" $N1 "job $j (kills)"
+done
 lost=$(COORD_LOG | grep -c 'left (connection closed) with 1 tasks in flight (requeued)')
-ok "$([ "$lost" -ge 10 ]; echo $?)" "killed workers had a task in flight: requeued ($lost of $kills)"
-check_csv "$J1" $N1 "job 1 (20 kills)"
+ok "$([ "$lost" -ge 10 ]; echo $?)" "killed workers had a task in flight, requeued ($lost of $kills)"
 wait_workers 4
+is "$(workers_up)" 4 "the killed workers restarted and joined again"
 serving "after the kills"
 
 # ---- 2. SIGSTOP a worker past the heartbeat bound -------------------------------
-J2=$(infer submit --model deepcnn --inputs $IN --count $N2 --batch 10 --name stop)
-sleep 0.5
+J2=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name stop)
+for _ in $(seq 1 100); do
+	d=$(infer status | awk -v j="$J2" '$1 == j { split($5, a, "/"); print a[1] }'); [ "${d:-0}" -gt 0 ] && break
+	sleep 0.05
+done
 mapfile -t ws < <(pool_workers)
 victim=${ws[0]}
 t0=$(date +%s.%N)
 kill -STOP "$victim"
-for _ in $(seq 1 40); do COORD_LOG | grep -q 'silent for' && break; sleep 0.1; done
+for _ in $(seq 1 50); do COORD_LOG | grep -q 'silent for' && break; sleep 0.1; done
 t1=$(date +%s.%N)
 line=$(COORD_LOG | grep 'silent for' | tail -1)
 like "$line" 'silent for [0-9.]+ s \(heartbeat bound 2.00 s\) with 1 tasks in flight \(requeued\)' \
 	"the stopped worker is declared dead by heartbeats, its task requeued"
-diag "SIGSTOP noticed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s (polled every 0.1 s); $line"
-sleep 2
+diag "SIGSTOP noticed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }') s (polled every 0.1 s): $line"
+sleep 1
 kill -CONT "$victim"
 infer wait "$J2" >/dev/null
-ok $? "job 2 completed"
+ok $? "job $J2 completed"
 for _ in $(seq 1 40); do COORD_LOG | grep -q 'dropped an answer' && break; sleep 0.1; done
 like "$(COORD_LOG | grep 'is back')" 'worker [0-9]+ .* is back' "the resumed worker is taken back"
 like "$(COORD_LOG | grep 'dropped an answer' | head -1)" \
 	'dropped an answer of worker [0-9]+ for task [0-9]+ of job [0-9]+ \(attempt [0-9]+\): (already answered|dispatched again since)' \
 	"its late answer is dropped, not recorded twice"
-check_csv "$J2" $N2 "job 2 (SIGSTOP)"
+check_csv "$J2" $N1 "job $J2 (SIGSTOP)"
 serving "after the SIGSTOP"
 
 # ---- 3. a worker near its Slurm time limit gets no new task ---------------------
