@@ -78,6 +78,7 @@ struct jrt {
 	struct dlrt_conn **waiters;
 	uint32_t nwaiters, capwaiters;
 	struct dlrt_attempts att; /* the dispatch each task is assigned to */
+	bool nrequeue_popped;     /* pop_task returned a requeued task */
 };
 
 struct peer {
@@ -347,6 +348,7 @@ static int pop_task(struct coord *c, uint32_t ji, uint64_t *task)
 
 		if (!j->task_done[t]) {
 			*task = t;
+			r->nrequeue_popped = true;
 			return 0;
 		}
 	}
@@ -454,6 +456,10 @@ static void fill_worker(struct coord *c, struct wk *w)
 			continue;
 		}
 		j = &c->st.jobs[ji];
+		if (c->jr[ji].nrequeue_popped) {
+			c->jr[ji].nrequeue_popped = false;
+			event(c, j->id, "redispatch"); /* a lost task runs again */
+		}
 		if (!c->jr[ji].att.cur && dlrt_attempts_init(&c->jr[ji].att, j->ntasks) < 0) {
 			requeue(c, (uint32_t)ji, task);
 			break;
@@ -1293,6 +1299,13 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		dlrt_evloop_add_fd(c.loop, c.sfd, DLRT_EV_READ, on_signal, &c);
 	c.timeline = open_private(c.pool, "timeline.tsv", "t\tjob\trate\tworkers\tshare\tdone\n");
 	c.events = open_private(c.pool, "events.tsv", "t\tjob\tevent\n");
+	{
+		/* Lets tools relate t to other clocks (failure benchmarks). */
+		char clk[64];
+
+		snprintf(clk, sizeof(clk), "clock:%.6f", wall_now() - tsec(&c, now_us()));
+		event(&c, 0, clk);
+	}
 	dlrt_evloop_add_timer(c.loop, c.bucket_ms, tick, &c);
 	dlrt_evloop_add_timer(c.loop, c.hb.check_ms, heartbeat_check, &c);
 	a.epoch = c.epoch;

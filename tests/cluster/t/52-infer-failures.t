@@ -38,7 +38,7 @@ wait_workers() { for _ in $(seq 1 240); do [ "$(workers_up)" -ge "$1" ] && retur
 pool_workers() {
 	# The worker processes themselves (named dlrt-infer), not the sruns that started them.
 	for p in $(pgrep -u "$DLRT_TEST_USER" -x dlrt-infer); do
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_ARRAY_JOB_ID=$RESTART" &&
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_ARRAY_JOB_ID=$RESTART" &&
 			echo "$p"
 	done
 }
