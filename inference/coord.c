@@ -878,6 +878,8 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 			if (!p->w->draining)
 				logf_(c, "worker %u (%s) is %u s from its %s: no new tasks", p->w->id,
 				      p->w->name, d.left_s, d.why[0] ? d.why : "time limit");
+			if (!p->w->draining && !p->w->lost)
+				c->alive--; /* shares are computed for the workers that take tasks */
 			p->w->draining = true;
 			event(c, 0, "worker_draining");
 			retarget(c);
@@ -1020,8 +1022,9 @@ static void worker_lost(struct coord *c, struct wk *w, const char *how)
 		c->sj[w->cur].held--;
 	w->n = 0;
 	w->cur = -1;
+	if (!w->draining)
+		c->alive--; /* a draining worker no longer counts already */
 	w->lost = true;
-	c->alive--;
 	logf_(c, "worker %u (%s) %s with %u tasks in flight (requeued); %u workers", w->id,
 	      w->name, how, n, c->alive);
 	event(c, 0, "worker_lost");
@@ -1063,7 +1066,8 @@ static void worker_seen(struct coord *c, struct wk *w)
 	if (!w->lost || !w->conn)
 		return;
 	w->lost = false;
-	c->alive++;
+	if (!w->draining)
+		c->alive++;
 	logf_(c, "worker %u (%s) is back; %u workers", w->id, w->name, c->alive);
 	retarget(c);
 	kick(c);
