@@ -1,7 +1,7 @@
 #!/bin/bash
 # dlrt-infer worker failures: kill -9 a worker at random points of its task 20
-# times, SIGSTOP a worker past the heartbeat bound, and a worker near its Slurm
-# time limit. After each: every query answered exactly once, the CSV equal to a
+# times, SIGSTOP a worker past the heartbeat bound, a worker near its Slurm
+# time limit, and a worker whose array element is requeued. After each: every query answered exactly once, the CSV equal to a
 # failure-free run, and the pool serving again. Detection times are printed as
 # diagnostics only (the machine is shared: timings never decide a test).
 . "$(dirname "$0")/../lib.sh"
@@ -57,7 +57,7 @@ serving() { # serving WHAT: a small job after the failure completes, answered on
 # restart after being killed (each a loop of srun steps), so 20 kills never
 # empty the pool.
 ARRAY=$(infer pool start --workers 1 --heartbeat 2 -- -c 1)
-RESTART=0 WALL=0
+RESTART=0 WALL=0 RQ=0
 like "$ARRAY" '^[0-9]+$' "pool submitted (job $ARRAY)"
 cat >"$WORK/workers.sh" <<EOF
 #!/bin/bash
@@ -143,13 +143,32 @@ is "$(infer status | awk '$2 == "walltime" { print $4 "/" $5 }')" "0/0" \
 check_csv "$J3" $N3 "job 3 (walltime)"
 as_user scancel "$WALL" 2>/dev/null
 
+# ---- 4. a worker whose array element is requeued: handled as a failure ---------
+RQ=$(as_user sbatch --parsable --requeue --dl-runtime=infer -c 1 -o "$WORK/rq.log" \
+	--export=ALL,DLRT_INFER_POOL="$POOL" --wrap "srun --ntasks=1 dlrt-infer worker --name requeued")
+for _ in $(seq 1 160); do infer status | grep -q ' requeued ' && break; sleep 0.25; done
+J4=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name requeue)
+for _ in $(seq 1 100); do
+	[ "$(infer status | awk '$2 == "requeued" { print $5 }')" -gt 0 ] 2>/dev/null && break
+	sleep 0.05
+done
+scontrol requeue "$RQ"
+ok $? "scontrol requeue of the worker's element (job $RQ) while it works"
+for _ in $(seq 1 100); do COORD_LOG | grep -q '(requeued) left' && break; sleep 0.1; done
+like "$(COORD_LOG | grep '(requeued) left')" 'left \(connection closed\) with [01] tasks in flight' \
+	"Slurm ending the requeued element is handled as a worker failure"
+infer wait "$J4" >/dev/null
+ok $? "job $J4 completed"
+check_csv "$J4" $N1 "job $J4 (requeued worker)"
+as_user scancel "$RQ" 2>/dev/null
+
 # ---- the end ---------------------------------------------------------------------
 diag "$(COORD_LOG | grep -c 'dropped an answer') late answers dropped"
 infer pool stop >/dev/null
 as_user scancel "$RESTART" 2>/dev/null
 for _ in $(seq 1 60); do
-	[ -z "$(squeue -h -j "$ARRAY,$RESTART,$WALL" 2>/dev/null)" ] && break
+	[ -z "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ" 2>/dev/null)" ] && break
 	sleep 0.5
 done
-is "$(squeue -h -j "$ARRAY,$RESTART,$WALL" 2>/dev/null | wc -l)" 0 "every element ended"
+is "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ" 2>/dev/null | wc -l)" 0 "every element ended"
 done_testing
