@@ -32,7 +32,8 @@ as_user() { timeout -k 5 600 runuser -u "$U" -- env SLURM_CONF="$SLURM_CONF" PAT
 infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
 workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
 wait_workers() { for _ in $(seq 1 240); do [ "$(workers_up)" -ge 4 ] && return 0; sleep 0.25; done; return 1; }
-state() { infer status | awk -v j="$1" '$1 == j { print $4 }'; }
+# Job rows only (the worker table has ids too): the model column says deepcnn.
+state() { infer status | awk -v j="$1" '$1 == j && $3 == "deepcnn" { print $4 }'; }
 victims() { # worker processes of the restarting array
 	for p in $(pgrep -u "$U" -x dlrt-infer); do
 		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_ARRAY_JOB_ID=$RESTART" && echo "$p"
@@ -54,7 +55,7 @@ busy() { # a job is running and has answers
 		J=$(infer submit --model deepcnn --inputs $T --count 12000 --batch 10 --name bench)
 	fi
 	for _ in $(seq 1 100); do
-		d=$(infer status | awk -v j="$J" '$1 == j { split($5, a, "/"); print a[1] }')
+		d=$(infer status | awk -v j="$J" '$1 == j && $3 == "deepcnn" { split($5, a, "/"); print a[1] }')
 		[ "${d:-0}" -gt 100 ] && break
 		sleep 0.05
 	done
@@ -91,13 +92,17 @@ t0 = next(float(e.split(':')[1]) for t, j, e in rows if e.startswith('clock:'))
 lost = [float(t) + t0 for t, j, e in rows if e == 'worker_lost']
 redis = [float(t) + t0 for t, j, e in rows if e == 'redispatch']
 res = {}
+idle = 0
 for kind, t, n0 in fails:
     t, n0 = float(t), int(n0)
     if n0 >= len(lost):
         continue
     d = lost[n0]
-    rd = next((x for x in redis if x >= d - 1e-6), None)
+    nxt = lost[n0 + 1] if n0 + 1 < len(lost) else 1e300
+    # The lost task's re-dispatch: before the next failure (none: it had no task).
+    rd = next((x for x in redis if d - 1e-6 <= x < nxt), None)
     if rd is None:
+        idle += 1
         continue
     res.setdefault(kind, []).append((d - t, rd - d))
 def ms(v):
@@ -117,6 +122,8 @@ for kind, name in (('kill', 'worker process killed (kill -9)'), ('stop', 'worker
     tot = [a + b for a, b in v]
     print('| %s | %s | %s | %s | 12.43 s (sd 3.24) | %.0fx |' % (name, ms(det), ms(red), ms(tot),
           12.43 / st.mean(tot)))
+if idle:
+    print('(%d failures hit a worker with no task in flight: left out)' % idle)
 print()
 print('HyperQueue (published): a dropped connection is seen at once; a silent node after')
 print('16-24 s (heartbeat 8 s, 2 intervals, checked once per interval).')

@@ -42,7 +42,7 @@ pool_workers() {
 			echo "$p"
 	done
 }
-state() { infer status | awk -v j="$1" '$1 == j { print $4 }'; }
+state() { infer status | awk -v j="$1" '$1 == j && $3 == "deepcnn" { print $4 }'; }
 COORD_LOG() { cat "$POOL"/element-"${ARRAY}"_0.log; }
 serving() { # serving WHAT: a small job after the failure completes, answered once
 	local j
@@ -100,7 +100,7 @@ serving "after the kills"
 # ---- 2. SIGSTOP a worker past the heartbeat bound -------------------------------
 J2=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name stop)
 for _ in $(seq 1 100); do
-	d=$(infer status | awk -v j="$J2" '$1 == j { split($5, a, "/"); print a[1] }'); [ "${d:-0}" -gt 0 ] && break
+	d=$(infer status | awk -v j="$J2" '$1 == j && $3 == "deepcnn" { split($5, a, "/"); print a[1] }'); [ "${d:-0}" -gt 0 ] && break
 	sleep 0.05
 done
 mapfile -t ws < <(pool_workers)
