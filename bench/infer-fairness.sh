@@ -15,7 +15,7 @@
 # Mean and standard deviation over the runs. The seed (IDunno) reports 6-23 s
 # to converge. Timings are never pass/fail.
 #
-# Environment: BATCHES (default "2 4 6 8 10"), RUNS (5).
+# Environment: BATCHES (default "2 4 6 8 10"), RUNS (5), KEEP (a folder to keep the pool in).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 eval "$(tests/cluster/cluster.sh env)"
@@ -114,4 +114,5 @@ for b in sorted(rows):
         ms([x[2] for x in v]), sum(x[2] is not None for x in v), len(v),
         ms([x[3] for x in v], 100, '%.1f') + ' %'))
 PY
+[ -n "${KEEP:-}" ] && cp -r "$W" "$KEEP"
 rm -rf "$W"

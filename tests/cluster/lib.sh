@@ -19,6 +19,26 @@ cd "$WORK" || exit 1
 
 _n=0
 _failed=0
+# Failures and their details also go here: run-tests.sh prints the file after
+# the summary, so a CI log that shows only its tail still says what went wrong.
+FAILLOG=$DLRT_CLUSTER_DIR/work/failures.log
+_T=$(basename "$0")
+
+fail_detail() { # fail_detail TEXT: a line that explains the failure just reported
+	echo "#   $*"
+	echo "$_T:   $*" >>"$FAILLOG"
+}
+
+# A test file that timed out was killed before it could cancel its jobs; they
+# would take this test's nodes. Tests run one at a time, so nothing of the test
+# user's may still be queued or running here (bounded wait).
+if [ -n "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ]; then
+	scancel -u "$DLRT_TEST_USER" 2>/dev/null
+	for _ in $(seq 1 60); do
+		[ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ] && break
+		sleep 0.5
+	done
+fi
 
 ok() { # ok STATUS DESCRIPTION (STATUS 0 = pass, as a shell status)
 	_n=$((_n + 1))
@@ -27,29 +47,30 @@ ok() { # ok STATUS DESCRIPTION (STATUS 0 = pass, as a shell status)
 	else
 		_failed=$((_failed + 1))
 		echo "not ok $_n - $2"
+		echo "$_T: not ok $_n - $2" >>"$FAILLOG"
 	fi
 }
 
 is() { # is GOT WANT DESCRIPTION
 	if [ "$1" == "$2" ]; then ok 0 "$3"; else
 		ok 1 "$3"
-		echo "#   got:  '$1'"
-		echo "#   want: '$2'"
+		fail_detail "got:  '$1'"
+		fail_detail "want: '$2'"
 	fi
 }
 
 like() { # like TEXT REGEX DESCRIPTION
 	if echo "$1" | grep -Eq -- "$2"; then ok 0 "$3"; else
 		ok 1 "$3"
-		echo "#   '$1'" | head -20
-		echo "#   does not match /$2/"
+		fail_detail "'$(echo "$1" | head -20)'"
+		fail_detail "does not match /$2/"
 	fi
 }
 
 unlike() {
 	if echo "$1" | grep -Eq -- "$2"; then
 		ok 1 "$3"
-		echo "#   '$1' matches /$2/" | head -20
+		fail_detail "'$(echo "$1" | head -20)' matches /$2/"
 	else ok 0 "$3"; fi
 }
 

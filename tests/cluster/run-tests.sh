@@ -6,5 +6,17 @@ cd "$(dirname "$0")" || exit 1
 if [ $# -eq 0 ]; then
 	set -- t/*.t
 fi
+eval "$(./cluster.sh env)"
+FAILLOG=$DLRT_CLUSTER_DIR/work/failures.log
+mkdir -p "$DLRT_CLUSTER_DIR/work"
+: >"$FAILLOG"
 # Bounded: a test file that hangs is killed and counted as failed.
-exec prove --timer -e 'timeout -k 10 900 bash' "$@"
+prove --timer -e 'timeout -k 10 900 bash' "$@"
+rc=$?
+# prove hides a failing test's details; show them last, where a truncated log
+# still has them.
+if [ -s "$FAILLOG" ]; then
+	echo "---- details of the failed tests ($FAILLOG)"
+	tail -n 60 "$FAILLOG"
+fi
+exit $rc

@@ -82,6 +82,12 @@ like "$(grep '^secret:' "$WORK/raw")" "closed .*(wrong proof|pool uses)" "a wron
 like "$(grep '^epoch:' "$WORK/raw")" "closed .*stale access record" "a wrong epoch is refused"
 infer status >"$WORK/st"
 ok $? "the pool still answers status after all that"
+# The element's log is written by its own process, but it may reach the file a
+# moment after the client saw the connection close: wait for it (bounded).
+for _ in $(seq 1 50); do
+	grep -q "closing a connection: protocol version 9" "$POOL"/element-"${ARRAY}"_0.log && break
+	sleep 0.1
+done
 like "$(cat "$POOL"/element-"${ARRAY}"_0.log)" "closing a connection: protocol version 9" \
 	"the coordinator logged why it closed the connection"
 
