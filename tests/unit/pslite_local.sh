@@ -162,8 +162,10 @@ t0=$(now_ms)
 start s scheduler --timeout-s 10
 wait_bounded 5 s
 el=$(($(now_ms) - t0))
-[ "$RC_s" != 0 ] && [ "$RC_s" != 999 ] && [ $el -lt 2000 ]
-ok $? "busy DMLC_PS_ROOT_PORT: scheduler exits non-zero at once (rc $RC_s, $el ms)"
+# "At once" against its 10 s timeout; the bound is loose because start-up alone
+# can take seconds under ASan on a loaded machine.
+[ "$RC_s" != 0 ] && [ "$RC_s" != 999 ] && [ $el -lt 5000 ]
+ok $? "busy DMLC_PS_ROOT_PORT: scheduler exits non-zero at once, not after its 10 s timeout (rc $RC_s, $el ms)"
 grep -q "Address already in use.*does not retry" "$tmp/s.err"
 ok $? "busy port message names the bind failure"
 { kill -9 $holder; wait $holder; } 2>/dev/null
@@ -191,8 +193,8 @@ ok $? "missing worker: the scheduler's message names the missing count" ||
 all=0
 for x in v0 v1 w0 w1; do r=$(eval echo "\$RC_$x"); { [ "$r" != 0 ] && [ "$r" != 999 ]; } || all=1; done
 ok $all "missing worker: every server and worker exits non-zero"
-[ $el -lt 8000 ]
-ok $? "missing worker: all done within the 3 s timeout plus start-up slack, < 8 s ($el ms)"
+[ $el -lt 12000 ]
+ok $? "missing worker: all done after the 3 s timeout plus start-up slack, < 12 s ($el ms)"
 grep -q "scheduler at 127.0.0.1:$ROOT_PORT went away before sending the node table" "$tmp/w0.err"
 ok $? "missing worker: workers say the scheduler went away"
 
@@ -218,8 +220,8 @@ ok $HUNG "killed scheduler: nothing hangs"
 all=0
 for x in v0 v1 w0 w1 w2; do r=$(eval echo "\$RC_$x"); { [ "$r" != 0 ] && [ "$r" != 999 ]; } || all=1; done
 ok $all "killed scheduler: every server and worker exits non-zero"
-[ $el -lt 3000 ]
-ok $? "killed scheduler: all exited within 3 s ($el ms)"
+[ $el -lt 10000 ]
+ok $? "killed scheduler: all exited well before their 30 s timeout, < 10 s ($el ms)"
 grep -q "scheduler at 127.0.0.1:$ROOT_PORT went away" "$tmp/w1.err" && \
 	grep -q "scheduler at 127.0.0.1:$ROOT_PORT went away" "$tmp/v0.err"
 ok $? "killed scheduler: 'scheduler at IP:PORT went away'" ||
