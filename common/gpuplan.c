@@ -17,6 +17,7 @@
  */
 #include "gpuplan.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -483,9 +484,19 @@ int dlrt_gpuplan_env(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_top
 		return 0;
 	tk = &p->tasks[task];
 	if (tk->ngpus > 0) {
+		bool amd = false;
+
 		dlrt_gpuplan_format_gpus(tk->visible, tk->ngpus, v, sizeof(v));
 		if (setenv_fn(ctx, "CUDA_VISIBLE_DEVICES", v) != 0 ||
 		    setenv_fn(ctx, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") != 0)
+			goto setfail;
+		/* ROCm reads ROCR_VISIBLE_DEVICES first (Slurm sets it for AMD GPUs
+		 * with the same list as CUDA_VISIBLE_DEVICES): left step-wide, it
+		 * would show an AMD task every GPU of the step. */
+		for (int k = 0; k < tk->ngpus; k++)
+			amd |= tk->gpus[k] >= 0 && tk->gpus[k] < t->ngpus &&
+			       t->gpus[tk->gpus[k]].vendor == DLRT_GPUPLAN_VENDOR_AMD;
+		if (amd && setenv_fn(ctx, "ROCR_VISIBLE_DEVICES", v) != 0)
 			goto setfail;
 	}
 	/* "=" asks NCCL for exact names: a bare mlx5_1 would also match mlx5_10. */

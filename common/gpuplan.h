@@ -42,6 +42,8 @@
 
 /* ---- topology ------------------------------------------------------------ */
 
+#define DLRT_GPUPLAN_VENDOR_AMD 0x1002u /* PCI vendor id: ROCR_VISIBLE_DEVICES too */
+
 struct dlrt_gpuplan_gpu {
 	int index;                 /* node-wide index: rank in PCI bus id order (NVML, Slurm) */
 	char busid[16];            /* "0000:07:00.0" */
@@ -211,7 +213,8 @@ void dlrt_gpuplan_free(struct dlrt_gpuplan *p);
 
 /* The environment of local task `task`, one setenv_fn call per variable, in
  * this order: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID (when the
- * task has GPUs), NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices),
+ * task has GPUs), ROCR_VISIBLE_DEVICES (same list, when one of them is an AMD
+ * GPU), NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices),
  * NCCL_SOCKET_IFNAME. Mode none sets nothing. A non-zero return of setenv_fn
  * stops and fails. The callback decides about overwriting: the plugin should
  * replace CUDA_VISIBLE_DEVICES (Slurm set it step-wide) but may keep NCCL_*

@@ -150,6 +150,10 @@ static int plan_node(spank_t sp, struct dlrt_err *err)
 	n = (int)l->node_ntasks[node];
 
 	getenv_step(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof(cvd));
+	/* A site that exports only the AMD variable (gres.conf Flags=amd_gpu_env):
+	 * Slurm puts the same list there. */
+	if (!cvd[0])
+		getenv_step(sp, "ROCR_VISIBLE_DEVICES", cvd, sizeof(cvd));
 	getenv_step(sp, "SLURM_STEP_GPUS", step_gpus, sizeof(step_gpus));
 	getenv_step(sp, "SLURM_JOB_GPUS", job_gpus, sizeof(job_gpus));
 	bind = g.bind = malloc(sizeof(*bind));
@@ -229,15 +233,32 @@ struct setenv_ctx {
 	spank_t sp;
 };
 
-/* CUDA_* replace what Slurm set step-wide; NIC variables the user (or the
- * runtime, from --dl-iface or the route to task 0) already set are kept. */
+/* Slurm gives every GPU visibility variable of the step the same list as
+ * CUDA_VISIBLE_DEVICES (gres.conf Flags=*_gpu_env choose which). Each one it
+ * set gets the task's list too: left step-wide, ROCm, oneAPI or OpenCL would
+ * show the task every GPU of the step. */
+static const char *const visibility_vars[] = { "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+					       "GPU_DEVICE_ORDINAL" };
+
+/* CUDA_* and the visibility variables replace what Slurm set step-wide; NIC
+ * variables the user (or the runtime, from --dl-iface or the route to task 0)
+ * already set are kept. */
 static int set_one(void *ctx, const char *name, const char *value)
 {
 	struct setenv_ctx *c = ctx;
-	int overwrite = !strncmp(name, "CUDA_", 5);
+	char cur[VAL_MAX];
+	int overwrite = !strncmp(name, "CUDA_", 5) || !strcmp(name, "ROCR_VISIBLE_DEVICES");
 	spank_err_t rc = spank_setenv(c->sp, name, value, overwrite);
 
-	return rc == ESPANK_SUCCESS || (!overwrite && rc == ESPANK_ENV_EXISTS) ? 0 : -1;
+	if (rc != ESPANK_SUCCESS && !(!overwrite && rc == ESPANK_ENV_EXISTS))
+		return -1;
+	if (strcmp(name, "CUDA_VISIBLE_DEVICES") != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(visibility_vars) / sizeof(visibility_vars[0]); i++)
+		if (getenv_step(c->sp, visibility_vars[i], cur, sizeof(cur)) == 0 &&
+		    spank_setenv(c->sp, visibility_vars[i], value, 1) != ESPANK_SUCCESS)
+			return -1;
+	return 0;
 }
 
 /* With task/affinity, slurmstepd writes the masks it computed for the node's

@@ -186,6 +186,12 @@ static void test_discovery(void)
 		       "osdev: GPU 0 is the AMD (rsmi0), GPU 1 the NVIDIA 1200 (cuda0,nvml0)");
 		p = plan(t, "0,1", NULL, "closest", rev, 2, &err);
 		TAP_IS_STR(show(p, 0), "1|0", "osdev: each task gets the GPU of its package");
+		TAP_OK(p && strstr(env_of(p, t, 1), "ROCR_VISIBLE_DEVICES=0;") != NULL,
+		       "osdev: the task of the AMD GPU also gets ROCR_VISIBLE_DEVICES (%s)",
+		       env_of(p, t, 1));
+		TAP_OK(p && strstr(env_of(p, t, 0), "ROCR_") == NULL,
+		       "osdev: the task of the NVIDIA GPU gets no ROCR_VISIBLE_DEVICES (%s)",
+		       env_of(p, t, 0));
 		dlrt_gpuplan_free(p);
 	}
 	dlrt_gpuplan_topology_free(t);

@@ -25,7 +25,7 @@ cat >"$WORK/show.sh" <<'EOF'
 # One line per task: node, local id, and what dlrt (or Slurm) set.
 touch "${SHOW_MARK:-/dev/null}" 2>/dev/null
 aff=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
-echo "$(hostname) $SLURM_LOCALID cvd=${CUDA_VISIBLE_DEVICES-unset} order=${CUDA_DEVICE_ORDER-unset} hca=${NCCL_IB_HCA-unset} ucx=${UCX_NET_DEVICES-unset} aff=$aff"
+echo "$(hostname) $SLURM_LOCALID cvd=${CUDA_VISIBLE_DEVICES-unset} order=${CUDA_DEVICE_ORDER-unset} hca=${NCCL_IB_HCA-unset} ucx=${UCX_NET_DEVICES-unset} aff=$aff rocr=${ROCR_VISIBLE_DEVICES-unset} ze=${ZE_AFFINITY_MASK-unset} gdo=${GPU_DEVICE_ORDINAL-unset}"
 EOF
 chmod 0755 "$WORK/show.sh"
 chown -R "$DLRT_TEST_USER": "$T" "$WORK/show.sh"
@@ -51,6 +51,12 @@ is "$(field order | awk '{print $3}' | sort -u)" "PCI_BUS_ID" "closest: CUDA_DEV
 is "$(field hca)" "$(expect n1:=mlx5_0:1,=mlx5_1:1,=mlx5_0:1,=mlx5_1:1 n2:=mlx5_0:1,=mlx5_1:1,=mlx5_0:1,=mlx5_1:1 \
 	n3:=mlx5_0:1,=mlx5_1:1,=mlx5_0:1,=mlx5_1:1)" "closest: NCCL_IB_HCA is the HCA of the task's package"
 is "$(field ucx | grep '^n1')" "$(expect n1:mlx5_0:1,mlx5_1:1,mlx5_0:1,mlx5_1:1)" "closest: UCX_NET_DEVICES too"
+# Slurm gives ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK and GPU_DEVICE_ORDINAL the
+# step's list too (gres.conf default): each must follow the task's GPUs, or
+# ROCm/oneAPI/OpenCL programs would see every GPU of the step.
+for v in rocr ze gdo; do
+	is "$(field $v)" "$(field cvd)" "closest: $v equals the task's CUDA_VISIBLE_DEVICES"
+done
 
 # 2. the distribution decides where tasks run, hence their GPUs
 run_srun -N1 -w n1 -n4 -c4 --exclusive --gpus-per-node=4 -m block:block --dl-runtime=torch "$TOPO" "$WORK/show.sh"
@@ -99,6 +105,7 @@ is "$(field cvd)" "$(expect n2:0+1,2 | tr + ,)" "map:0+1,2*1: several GPUs for o
 run_srun -N1 -w n1 -n2 --gpus-per-node=4 --dl-runtime=torch "$TOPO" --dl-gpu-bind=none "$WORK/show.sh"
 is "$(field cvd)" "$(expect n1:0+1+2+3,0+1+2+3 | tr + ,)" "none: Slurm's CUDA_VISIBLE_DEVICES stays"
 is "$(field order | awk '{print $3}' | sort -u)" "unset" "none: dlrt sets nothing"
+is "$(field rocr | awk '{print $3}' | sort -u)" "0,1,2,3" "none: Slurm's ROCR_VISIBLE_DEVICES stays"
 
 # 7. a step without GPUs is left alone
 run_srun -N1 -w n1 -n2 --dl-runtime=torch "$TOPO" "$WORK/show.sh"
