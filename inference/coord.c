@@ -119,6 +119,7 @@ struct coord {
 	int sfd;
 	double gain;            /* rate feedback per tick (DLRT_INFER_FEEDBACK) */
 	struct dlrt_hb hb;      /* heartbeat bound and periods */
+	int64_t hb_last_check_ms;
 	uint64_t next_attempt;  /* id of the next dispatch */
 	uint64_t late_dropped;  /* answers not recorded: late or from a void dispatch */
 	uint8_t auth_mode;      /* enum dlrt_auth_mode */
@@ -1042,9 +1043,17 @@ static void worker_lost(struct coord *c, struct wk *w, const char *how)
 static int64_t heartbeat_check(struct dlrt_evloop *loop, void *arg)
 {
 	struct coord *c = arg;
-	int64_t t = dlrt_now_ms();
+	int64_t t = dlrt_now_ms(), gap = t - c->hb_last_check_ms;
 
 	(void)loop;
+	c->hb_last_check_ms = t;
+	if (gap > c->hb.silence_ms / 2 && gap > 2 * c->hb.check_ms) {
+		/* This process was stopped or starved, not the workers: their heartbeats
+		 * wait unread in the sockets. Read them before judging anyone. */
+		logf_(c, "the coordinator itself did not run for %.2f s: heartbeats are checked "
+		      "again after reading them", (double)gap / 1000);
+		return c->hb.check_ms;
+	}
 	for (uint32_t i = 0; i < c->nworkers; i++) {
 		struct wk *w = c->workers[i];
 		char how[96];
@@ -1317,6 +1326,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		event(&c, 0, clk);
 	}
 	dlrt_evloop_add_timer(c.loop, c.bucket_ms, tick, &c);
+	c.hb_last_check_ms = dlrt_now_ms();
 	dlrt_evloop_add_timer(c.loop, c.hb.check_ms, heartbeat_check, &c);
 	a.epoch = c.epoch;
 	a.port = dlrt_tcpserver_port(c.srv);
