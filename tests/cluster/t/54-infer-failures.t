@@ -1,7 +1,8 @@
 #!/bin/bash
 # dlrt-infer worker failures: kill -9 a worker at random points of its task 20
 # times, SIGSTOP a worker past the heartbeat bound, a worker near its Slurm
-# time limit, and a worker whose array element is requeued. After each: every query answered exactly once, the CSV equal to a
+# time limit, a worker whose array element is requeued, and a node cut off the
+# network. After each: every query answered exactly once, the CSV equal to a
 # failure-free run, and the pool serving again. Detection times are printed as
 # diagnostics only (the machine is shared: timings never decide a test).
 . "$(dirname "$0")/../lib.sh"
@@ -56,8 +57,8 @@ serving() { # serving WHAT: a small job after the failure completes, answered on
 # The coordinator (element 0) and one ordinary worker; then 3 workers that
 # restart after being killed (each a loop of srun steps), so 20 kills never
 # empty the pool.
-ARRAY=$(infer pool start --workers 1 --heartbeat 2 -- -c 1)
-RESTART=0 WALL=0 RQ=0
+ARRAY=$(infer pool start --workers 1 --heartbeat 2 -- -c 1 -w n1)
+RESTART=0 WALL=0 RQ=0 CUT=0
 like "$ARRAY" '^[0-9]+$' "pool submitted (job $ARRAY)"
 cat >"$WORK/workers.sh" <<EOF
 #!/bin/bash
@@ -162,13 +163,39 @@ ok $? "job $J4 completed"
 check_csv "$J4" $N1 "job $J4 (requeued worker)"
 as_user scancel "$RQ" 2>/dev/null
 
+# ---- 5. a node cut off the network: heartbeats notice its silent worker ---------
+# The host side of n3's link to the bridge goes down for 4 s (the coordinator is on n1).
+if [ "$DLRT_CLUSTER_ID" = 0 ]; then HIF=dlrt-n3-h; else HIF=dlrt$DLRT_CLUSTER_ID-n3-h; fi
+trap 'ip link set "$HIF" up 2>/dev/null' EXIT
+CUT=$(as_user sbatch --parsable --dl-runtime=infer -c 1 -w n3 -o "$WORK/cut.log" \
+	--export=ALL,DLRT_INFER_POOL="$POOL" --wrap "srun --ntasks=1 dlrt-infer worker --name cutoff")
+for _ in $(seq 1 160); do infer status | grep -q ' cutoff ' && break; sleep 0.25; done
+J5=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name cut)
+for _ in $(seq 1 100); do
+	[ "$(infer status | awk '$2 == "cutoff" { print $5 }')" -gt 0 ] 2>/dev/null && break
+	sleep 0.05
+done
+ip link set "$HIF" down
+ok $? "n3 cut off the network while its worker works"
+for _ in $(seq 1 50); do COORD_LOG | grep -q '(cutoff) silent' && break; sleep 0.1; done
+line=$(COORD_LOG | grep '(cutoff) silent' | head -1)
+like "$line" 'silent for [0-9.]+ s \(heartbeat bound 2.00 s\) with [01] tasks in flight' \
+	"its silence is noticed by heartbeats"
+diag "$line"
+sleep 2
+ip link set "$HIF" up
+infer wait "$J5" >/dev/null
+ok $? "job $J5 completed"
+check_csv "$J5" $N1 "job $J5 (node cut off)"
+as_user scancel "$CUT" 2>/dev/null
+
 # ---- the end ---------------------------------------------------------------------
 diag "$(COORD_LOG | grep -c 'dropped an answer') late answers dropped"
 infer pool stop >/dev/null
 as_user scancel "$RESTART" 2>/dev/null
 for _ in $(seq 1 60); do
-	[ -z "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ" 2>/dev/null)" ] && break
+	[ -z "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ,$CUT" 2>/dev/null)" ] && break
 	sleep 0.5
 done
-is "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ" 2>/dev/null | wc -l)" 0 "every element ended"
+is "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ,$CUT" 2>/dev/null | wc -l)" 0 "every element ended"
 done_testing
