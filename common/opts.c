@@ -34,6 +34,8 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 			       "[dlrt] requeue up to N times if a node fails" },
 	[DLRT_OPT_HOROVOD] = { "dl-horovod", "MODE",
 			       "[dlrt] horovod: gloo (default) or mpi" },
+	[DLRT_OPT_MXNET_SCHED] = { "dl-mxnet-scheduler", "WHERE",
+				   "[dlrt] mxnet: task (task 0, default) or extra" },
 };
 
 const char *dlrt_hvd_mode_name(int mode)
@@ -47,6 +49,22 @@ static int parse_hvd_mode(const char *s, int *mode)
 		*mode = DLRT_HVD_GLOO;
 	else if (s && !strcmp(s, "mpi"))
 		*mode = DLRT_HVD_MPI;
+	else
+		return -1;
+	return 0;
+}
+
+const char *dlrt_mxsched_name(int mode)
+{
+	return mode == DLRT_MXSCHED_EXTRA ? "extra" : "task";
+}
+
+static int parse_mxsched(const char *s, int *mode)
+{
+	if (s && !strcmp(s, "task"))
+		*mode = DLRT_MXSCHED_TASK;
+	else if (s && !strcmp(s, "extra"))
+		*mode = DLRT_MXSCHED_EXTRA;
 	else
 		return -1;
 	return 0;
@@ -188,6 +206,10 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 		} else if (KEY("horovod")) {
 			if (parse_hvd_mode(v, &cfg->horovod_mode) < 0)
 				return dlrt_err_set(err, "plugstack.conf: horovod='%s' is not gloo or mpi", v);
+		} else if (KEY("mxnet_scheduler")) {
+			if (parse_mxsched(v, &cfg->mxnet_scheduler) < 0)
+				return dlrt_err_set(err, "plugstack.conf: mxnet_scheduler='%s' is not task "
+						    "or extra", v);
 		} else if (KEY("verbose")) {
 			if (dlrt_parse_bool(v, &cfg->verbose) < 0)
 				return dlrt_err_set(err, "plugstack.conf: verbose='%s' is not yes or no", v);
@@ -206,7 +228,7 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: "
 					    "default_servers, max_servers, runtimes, verbose, exchange_timeout, "
 					    "gpu_bind, topology_xml, service_timeout, service_max_lifetime, "
-					    "horovod)", (int)klen, kv);
+					    "horovod, mxnet_scheduler)", (int)klen, kv);
 		}
 #undef KEY
 	}
@@ -220,6 +242,7 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 	o->verbose = cfg->verbose;
 	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
 	o->horovod_mode = cfg->horovod_mode;
+	o->mxnet_scheduler = cfg->mxnet_scheduler;
 }
 
 /* helper | file:DIR. DIR must be absolute: the tasks of a step may start in
@@ -317,6 +340,12 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 			return dlrt_err_set(err, "--dl-horovod=%.64s: must be gloo (dlrt's rendezvous "
 					    "driver) or mpi (MPI_Init under srun --mpi=pmix)",
 					    arg ? arg : "");
+		return 0;
+	case DLRT_OPT_MXNET_SCHED:
+		if (parse_mxsched(arg, &o->mxnet_scheduler) < 0)
+			return dlrt_err_set(err, "--dl-mxnet-scheduler=%.64s: must be task (task 0 is "
+					    "the scheduler) or extra (dlrt starts one more process, -n "
+					    "counts servers and workers only)", arg ? arg : "");
 		return 0;
 	case DLRT_OPT_COUNT:
 		break;

@@ -16,6 +16,12 @@ int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_ste
 						DLRT_ROLE_SERVER, DLRT_ROLE_WORKER };
 
 	fprintf(f, "roles:");
+	if (plan->extra_scheduler) {
+		/* Not a task: dlrt starts it next to task 0 (--dl-mxnet-scheduler=extra). */
+		fprintf(f, " 1 scheduler (extra process on %s, next to task 0)",
+			l->nodes.names[l->task_node[0]]);
+		first = 0;
+	}
 	for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++) {
 		uint32_t n = plan->role_count[order[i]];
 

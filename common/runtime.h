@@ -46,6 +46,10 @@ struct dlrt_plan {
 	struct dlrt_task_role *task;          /* [layout->ntasks] */
 	uint32_t role_count[DLRT_ROLE_COUNT];
 	uint32_t servers;                     /* mxnet: resolved server count */
+	/* mxnet --dl-mxnet-scheduler=extra: the scheduler is no task but one more
+	 * process dlrt starts next to task 0 (spank/mxsched.c); the tasks are
+	 * servers and workers only. */
+	bool extra_scheduler;
 	bool user_service;                    /* the user exported runtime->user_service_var */
 };
 
@@ -79,6 +83,9 @@ struct dlrt_runtime {
 	bool needs_root_addr;
 	/* Its trainers rendezvous through a store (--dl-store applies). */
 	bool uses_store;
+	/* Its roles wait forever for a peer that died (ps-lite): the first task
+	 * that fails ends the whole step, naming its role (spank/failfast.c). */
+	bool end_step_on_failure;
 	/* Rejects options that cannot work for this many tasks. May be NULL. */
 	int (*validate)(const struct dlrt_opts *o, const struct dlrt_config *cfg, uint32_t ntasks,
 			uint32_t nnodes, struct dlrt_err *err);

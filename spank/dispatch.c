@@ -78,8 +78,10 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
 	(void)ac;
 	(void)av;
-	if (spank_context() == S_CTX_REMOTE)
+	if (spank_context() == S_CTX_REMOTE) {
+		dlrt_failfast_task_exit(sp);
 		dlrt_requeue_task_exit(sp);
+	}
 	return 0;
 }
 

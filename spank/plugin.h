@@ -83,6 +83,20 @@ void dlrt_verbose(uint32_t rank, const char *fmt, ...) __attribute__((format(pri
 /* logs.c: --dl-log-dir, at the end of task_init (as the user) */
 int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 
+/* failfast.c: the first failing task of a ps-lite step ends the step */
+void dlrt_failfast_user_init(void);
+void dlrt_failfast_prexec_failed(void);
+void dlrt_failfast_task_exit(spank_t sp);
+/* Ends this step now (scancel as uid/gid, SIGTERM then SIGKILL); returns once
+ * the SIGTERM is asked for (bounded). job_env gives SLURM_CONF and PATH. */
+void dlrt_failfast_end_step(char **job_env, uid_t uid, gid_t gid);
+
+/* mxsched.c: --dl-mxnet-scheduler=extra, in task 0 at the end of task_init */
+int dlrt_mxsched_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
+
+/* stepd.c: the program srun starts in this task, found as execvp would */
+bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len);
+
 /* requeue.c: --dl-retries, from slurm_spank_task_exit (slurmstepd, as root) */
 void dlrt_requeue_task_exit(spank_t sp);
 

@@ -27,6 +27,7 @@ static void __attribute__((noreturn)) task_fail(int local, const char *msg)
 {
 	if (local == 0)
 		slurm_error("dlrt: %s", msg);
+	dlrt_failfast_prexec_failed();
 	_exit(1);
 }
 
@@ -159,6 +160,7 @@ int dlrt_stepd_user_init(spank_t sp)
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
 	if (dlrt_stepd_gpu_user_init(sp, &err) < 0 || start_service(sp, &err) < 0)
 		return defer(&err);
+	dlrt_failfast_user_init();
 	return 0;
 }
 
@@ -180,7 +182,7 @@ static const char *env_get(char **env, const char *name)
 }
 
 /* The program this task will exec, found as execvp would (PATH of the job). */
-static bool program_path(spank_t sp, char *out, size_t len)
+bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len)
 {
 	int argc = 0;
 	char **argv = NULL, **env = NULL;
@@ -222,7 +224,7 @@ static bool exchange_wanted(spank_t sp, uint32_t rank)
 		return false;
 	if (!strcmp(mode, "pmix"))
 		return true;
-	if (program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
+	if (dlrt_stepd_program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
 		if (dlrt_plugin.opts.verbose && rank == 0)
 			fprintf(stderr, "dlrt: %s links MPI/PMIx: no PMIx exchange before exec, "
 				"the program's MPI does the wire-up (DLRT_EXCHANGE=pmix forces "
@@ -303,6 +305,13 @@ int dlrt_stepd_task_init(spank_t sp)
 			     "--dl-horovod=mpi), or set DLRT_EXCHANGE=pmix", dlrt_plugin.service_what);
 		task_fail(local, err.msg);
 	}
+	if (dlrt_plugin.plan.extra_scheduler && !dlrt_plugin.opts.dry_run &&
+	    !exchange_wanted(sp, rank)) {
+		dlrt_err_set(&err, "--dl-mxnet-scheduler=extra needs the address exchange, which "
+			     "dlrt skips for this program (it links MPI, or DLRT_EXCHANGE=none): "
+			     "use --dl-mxnet-scheduler=task, or set DLRT_EXCHANGE=pmix");
+		task_fail(local, err.msg);
+	}
 	if (dlrt_plugin.opts.dry_run)
 		dry_run(sp, rank, local, &req);
 	if (local == 0)
@@ -334,6 +343,10 @@ int dlrt_stepd_task_init(spank_t sp)
 		task_fail(local, err.msg);
 	/* Last: from here on the task's output goes to its log too. */
 	if (dlrt_logs_task_start(sp, rank, &err) < 0)
+		task_fail(local, err.msg);
+	/* Task 0 of --dl-mxnet-scheduler=extra: the scheduler next to it (its
+	 * output goes to task 0's log too). */
+	if (dlrt_mxsched_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
 	dlrt_verbose(rank, "ready after %.1f ms in dlrt: %s %s %u, starting the program",
 		     dlrt_verbose_now_ms() - t0, dlrt_plugin.opts.runtime->name,

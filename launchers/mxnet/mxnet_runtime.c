@@ -5,7 +5,10 @@
  * so the counts must be exact or ps-lite hangs forever. Ranks are assigned by
  * the scheduler, never by the launcher (no DMLC_RANK).
  *
- * Placement: task 0 is the scheduler. Servers are spread over the nodes before
+ * Placement: task 0 is the scheduler, or with --dl-mxnet-scheduler=extra no
+ * task is: dlrt then starts the scheduler as one more process next to task 0
+ * (spank/mxsched.c), as dmlc's launcher does, and -n counts servers and
+ * workers only. Servers are spread over the nodes before
  * any node gets a second one (a server per node spreads the parameter traffic),
  * and on each node the server takes the highest local rank, so workers keep the
  * low local ranks that line up with GPU indices.
@@ -18,16 +21,17 @@
 uint32_t dlrt_mxnet_servers(const struct dlrt_opts *o, const struct dlrt_config *cfg,
 			    uint32_t ntasks, uint32_t nnodes)
 {
-	uint32_t s;
+	uint32_t s, others = o->mxnet_scheduler == DLRT_MXSCHED_EXTRA ? 1 : 2;
 
 	if (o->servers > 0)
 		return (uint32_t)o->servers;
 	if (cfg->default_servers)
 		return cfg->default_servers;
-	/* One per node, leaving room for the scheduler and at least one worker. */
+	/* One per node, leaving room for the scheduler task (unless it is an
+	 * extra process) and at least one worker. */
 	s = nnodes;
-	if (ntasks >= 3 && s > ntasks - 2)
-		s = ntasks - 2;
+	if (ntasks >= others + 1 && s > ntasks - others)
+		s = ntasks - others;
 	return s ? s : 1;
 }
 
@@ -36,6 +40,14 @@ static int mxnet_validate(const struct dlrt_opts *o, const struct dlrt_config *c
 {
 	uint32_t s = dlrt_mxnet_servers(o, cfg, ntasks, nnodes);
 
+	if (o->mxnet_scheduler == DLRT_MXSCHED_EXTRA) {
+		if ((uint64_t)ntasks < (uint64_t)s + 1)
+			return dlrt_err_set(err, "--dl-runtime=mxnet --dl-mxnet-scheduler=extra needs "
+					    "at least %u tasks (%u server%s + 1 worker; the scheduler is "
+					    "an extra process) but the step has %u: add tasks with -n or "
+					    "lower --dl-servers", s + 1, s, s == 1 ? "" : "s", ntasks);
+		return 0;
+	}
 	if ((uint64_t)ntasks < (uint64_t)s + 2)
 		return dlrt_err_set(err, "--dl-runtime=mxnet needs at least %u tasks (1 scheduler + "
 				    "%u server%s + 1 worker) but the step has %u: add tasks with -n "
@@ -56,10 +68,12 @@ static void mxnet_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 	left = plan->servers;
 	for (uint32_t t = 0; t < l->ntasks; t++)
 		plan->task[t].role = DLRT_ROLE_WORKER;
-	plan->task[0].role = DLRT_ROLE_SCHEDULER;
+	plan->extra_scheduler = plan->opts->mxnet_scheduler == DLRT_MXSCHED_EXTRA;
+	if (!plan->extra_scheduler)
+		plan->task[0].role = DLRT_ROLE_SCHEDULER;
 	if (!start || !next || !slot_task) {
 		/* Only on allocation failure: keep counts exact with the lowest ids. */
-		for (uint32_t t = 1; t < l->ntasks && left; t++, left--)
+		for (uint32_t t = plan->extra_scheduler ? 0 : 1; t < l->ntasks && left; t++, left--)
 			plan->task[t].role = DLRT_ROLE_SERVER;
 		goto out;
 	}
@@ -120,6 +134,7 @@ const struct dlrt_runtime dlrt_runtime_mxnet = {
 	.summary = "MXNet/ps-lite parameter server: 1 scheduler, --dl-servers servers, the rest workers",
 	.program_uses_pmix = false,
 	.needs_root_addr = true,  /* DMLC_PS_ROOT_URI/PORT from the PMIx exchange */
+	.end_step_on_failure = true, /* ps-lite waits forever for a dead peer */
 	.validate = mxnet_validate,
 	.assign = mxnet_assign,
 	.task_env = mxnet_task_env,

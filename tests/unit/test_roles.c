@@ -1,5 +1,9 @@
 /* Unit tests: task layout (block/cyclic/plane) and the role model of every runtime.
  * Expected tables are written out literally, not computed by the code under test. */
+#include <signal.h>
+#include <string.h>
+
+#include "failfast.h"
 #include "layout.h"
 #include "runtime.h"
 #include "tap.h"
@@ -39,8 +43,8 @@ static void check_layout(const char *nodes, const char *tpn, enum dlrt_dist d, u
 	dlrt_layout_free(&l);
 }
 
-static void check_mxnet(const char *tpn, uint32_t nnodes, int servers, enum dlrt_dist d,
-			const char *want)
+static void check_mxnet_sched(const char *tpn, uint32_t nnodes, int servers, enum dlrt_dist d,
+			      int sched, const char *want)
 {
 	struct dlrt_layout l;
 	struct dlrt_opts o;
@@ -51,13 +55,62 @@ static void check_mxnet(const char *tpn, uint32_t nnodes, int servers, enum dlrt
 	snprintf(nodes, sizeof(nodes), "n[1-%u]", nnodes);
 	dlrt_opts_init(&o, &cfg);
 	o.servers = servers;
+	o.mxnet_scheduler = sched;
 	if (dlrt_layout_init(&l, nodes, tpn, d, 0, &err) < 0 ||
 	    dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err) < 0) {
 		TAP_OK(0, "mxnet %s servers=%d: %s", tpn, servers, err.msg);
 		return;
 	}
 	TAP_IS_STR(roles_string(&p, buf, sizeof(buf)), want, "mxnet roles, tasks per node %s, "
-		   "servers %d, %s", tpn, servers, dlrt_dist_name(d));
+		   "servers %d, %s, scheduler %s", tpn, servers, dlrt_dist_name(d),
+		   dlrt_mxsched_name(sched));
+	TAP_IS_INT(p.extra_scheduler, sched == DLRT_MXSCHED_EXTRA, "extra_scheduler flag");
+	dlrt_plan_free(&p);
+	dlrt_layout_free(&l);
+}
+
+static void check_mxnet(const char *tpn, uint32_t nnodes, int servers, enum dlrt_dist d,
+			const char *want)
+{
+	check_mxnet_sched(tpn, nnodes, servers, d, DLRT_MXSCHED_TASK, want);
+}
+
+/* The first-failure line (common/failfast.c) for task `rank` of an mxnet plan. */
+static void check_failfast(void)
+{
+	struct dlrt_layout l;
+	struct dlrt_opts o;
+	struct dlrt_plan p;
+	struct dlrt_err err;
+	char line[512];
+
+	TAP_OK(dlrt_failfast_is_failure(1 << 8), "exit 1 is a failure");
+	TAP_OK(!dlrt_failfast_is_failure(0), "exit 0 is not");
+	TAP_OK(dlrt_failfast_is_failure(SIGKILL), "death by SIGKILL is a failure");
+	TAP_OK(dlrt_failfast_is_failure(SIGABRT), "death by SIGABRT (ps-lite's CHECK) is a failure");
+	TAP_OK(!dlrt_failfast_is_failure(SIGTERM), "SIGTERM is how steps end, not a cause");
+	TAP_OK(!dlrt_failfast_is_failure(SIGINT), "SIGINT (Ctrl-C) neither");
+	TAP_OK(!dlrt_failfast_is_failure(SIGHUP), "SIGHUP neither");
+	dlrt_opts_init(&o, &cfg);
+	o.servers = 1;
+	dlrt_layout_init(&l, "n[1-2]", "2,2", DLRT_DIST_BLOCK, 0, &err);
+	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err);
+	dlrt_failfast_message(&p, 0, false, SIGKILL, line, sizeof(line));
+	TAP_IS_STR(line, "mxnet scheduler (task 0 on n1) was killed by signal 9 (Killed): ending the "
+		   "step, since the servers and workers would wait for it forever", "scheduler task");
+	dlrt_failfast_message(&p, 3, false, 3 << 8, line, sizeof(line));
+	TAP_IS_STR(line, "mxnet worker 1 (task 3 on n2) exited with status 3: ending the step, "
+		   "since the other roles would wait for it forever", "a worker names its index and task");
+	dlrt_plan_free(&p);
+	o.mxnet_scheduler = DLRT_MXSCHED_EXTRA;
+	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err);
+	dlrt_failfast_message(&p, 0, true, 1 << 8, line, sizeof(line));
+	TAP_IS_STR(line, "mxnet scheduler (the extra process on n1, next to task 0) exited with "
+		   "status 1: ending the step, since the servers and workers would wait for it "
+		   "forever", "the extra scheduler");
+	dlrt_failfast_message(&p, 0, false, SIGSEGV, line, sizeof(line));
+	TAP_OK(strstr(line, "mxnet worker 0 (task 0 on n1) was killed by signal 11") == line,
+	       "task 0 is a worker in the extra layout: %s", line);
 	dlrt_plan_free(&p);
 	dlrt_layout_free(&l);
 }
@@ -112,6 +165,14 @@ int main(void)
 	check_mxnet("6", 1, 2, DLRT_DIST_BLOCK, "Swwwss");
 	check_mxnet("1,1,1", 3, -1, DLRT_DIST_BLOCK, "Ssw");
 	check_mxnet("2(x2)", 2, 2, DLRT_DIST_BLOCK, "Ssws");
+	/* --dl-mxnet-scheduler=extra: no task is the scheduler; the default server
+	 * count leaves one worker. */
+	check_mxnet_sched("3,1,2", 3, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "wwssws");
+	check_mxnet_sched("1,1,1", 3, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "ssw");
+	check_mxnet_sched("1,1,1", 3, 1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "sww");
+	check_mxnet_sched("2", 1, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "ws");
+	check_mxnet_sched("3,1,2", 3, 2, DLRT_DIST_CYCLIC, DLRT_MXSCHED_EXTRA, "wswwws");
+	check_failfast();
 
 	/* mxnet validation: too few tasks, and more servers than nodes. */
 	dlrt_opts_init(&o, &cfg);
@@ -126,6 +187,13 @@ int main(void)
 	dlrt_opts_init(&o, &cfg);
 	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
 		   -1, "mxnet with one task is rejected");
+	o.mxnet_scheduler = DLRT_MXSCHED_EXTRA;
+	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
+		   -1, "mxnet with one task and an extra scheduler is rejected (1 server + 1 worker)");
+	TAP_OK(strstr(err.msg, "--dl-mxnet-scheduler=extra needs at least 2 tasks (1 server + 1 "
+		      "worker; the scheduler is an extra process)") != NULL, "names the rule: %s",
+	       err.msg);
+	o.mxnet_scheduler = DLRT_MXSCHED_TASK;
 	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("torch")], &l, &o, &cfg, &err),
 		   0, "torch with one task is fine");
 	dlrt_plan_free(&p);
