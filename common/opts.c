@@ -34,7 +34,7 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 			       "[dlrt] requeue up to N times if a node fails" },
 	[DLRT_OPT_HOROVOD] = { "dl-horovod", "MODE",
 			       "[dlrt] horovod: gloo (default) or mpi" },
-	[DLRT_OPT_MXNET_SCHED] = { "dl-mxnet-scheduler", "WHERE",
+	[DLRT_OPT_MXNET_SCHED] = { "dl-mxnet-sched", "WHERE",
 				   "[dlrt] mxnet: task (task 0, default) or extra" },
 };
 
@@ -206,9 +206,9 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 		} else if (KEY("horovod")) {
 			if (parse_hvd_mode(v, &cfg->horovod_mode) < 0)
 				return dlrt_err_set(err, "plugstack.conf: horovod='%s' is not gloo or mpi", v);
-		} else if (KEY("mxnet_scheduler")) {
+		} else if (KEY("mxnet_sched")) {
 			if (parse_mxsched(v, &cfg->mxnet_scheduler) < 0)
-				return dlrt_err_set(err, "plugstack.conf: mxnet_scheduler='%s' is not task "
+				return dlrt_err_set(err, "plugstack.conf: mxnet_sched='%s' is not task "
 						    "or extra", v);
 		} else if (KEY("verbose")) {
 			if (dlrt_parse_bool(v, &cfg->verbose) < 0)
@@ -228,7 +228,7 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: "
 					    "default_servers, max_servers, runtimes, verbose, exchange_timeout, "
 					    "gpu_bind, topology_xml, service_timeout, service_max_lifetime, "
-					    "horovod, mxnet_scheduler)", (int)klen, kv);
+					    "horovod, mxnet_sched)", (int)klen, kv);
 		}
 #undef KEY
 	}
@@ -343,7 +343,7 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 		return 0;
 	case DLRT_OPT_MXNET_SCHED:
 		if (parse_mxsched(arg, &o->mxnet_scheduler) < 0)
-			return dlrt_err_set(err, "--dl-mxnet-scheduler=%.64s: must be task (task 0 is "
+			return dlrt_err_set(err, "--dl-mxnet-sched=%.64s: must be task (task 0 is "
 					    "the scheduler) or extra (dlrt starts one more process, -n "
 					    "counts servers and workers only)", arg ? arg : "");
 		return 0;

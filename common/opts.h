@@ -26,7 +26,7 @@ struct dlrt_config {
 	uint32_t service_timeout;  /* seconds a node service may take to listen */
 	uint32_t service_max_lifetime; /* seconds after which a node service is killed anyway */
 	int horovod_mode;          /* default of --dl-horovod (enum dlrt_hvd_mode) */
-	int mxnet_scheduler;       /* default of --dl-mxnet-scheduler (enum dlrt_mxsched) */
+	int mxnet_scheduler;       /* default of --dl-mxnet-sched (enum dlrt_mxsched) */
 };
 
 /* --dl-horovod: who wires up Horovod's workers. */
@@ -37,7 +37,7 @@ enum dlrt_hvd_mode {
 
 const char *dlrt_hvd_mode_name(int mode);
 
-/* --dl-mxnet-scheduler: where ps-lite's scheduler runs. */
+/* --dl-mxnet-sched: where ps-lite's scheduler runs. */
 enum dlrt_mxsched {
 	DLRT_MXSCHED_TASK,  /* task 0 is the scheduler: -n counts scheduler + servers + workers */
 	DLRT_MXSCHED_EXTRA, /* dlrt starts one more process next to task 0 (dmlc's launcher):
@@ -93,7 +93,7 @@ struct dlrt_opts {
 	char log_dir[1024];                 /* --dl-log-dir: "" = no log export (spank/logs.c) */
 	uint32_t retries;                   /* --dl-retries: requeues allowed (spank/requeue.c) */
 	int horovod_mode;                   /* --dl-horovod (enum dlrt_hvd_mode) */
-	int mxnet_scheduler;                /* --dl-mxnet-scheduler (enum dlrt_mxsched) */
+	int mxnet_scheduler;                /* --dl-mxnet-sched (enum dlrt_mxsched) */
 };
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */

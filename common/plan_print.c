@@ -17,7 +17,7 @@ int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_ste
 
 	fprintf(f, "roles:");
 	if (plan->extra_scheduler) {
-		/* Not a task: dlrt starts it next to task 0 (--dl-mxnet-scheduler=extra). */
+		/* Not a task: dlrt starts it next to task 0 (--dl-mxnet-sched=extra). */
 		fprintf(f, " 1 scheduler (extra process on %s, next to task 0)",
 			l->nodes.names[l->task_node[0]]);
 		first = 0;

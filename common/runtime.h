@@ -46,7 +46,7 @@ struct dlrt_plan {
 	struct dlrt_task_role *task;          /* [layout->ntasks] */
 	uint32_t role_count[DLRT_ROLE_COUNT];
 	uint32_t servers;                     /* mxnet: resolved server count */
-	/* mxnet --dl-mxnet-scheduler=extra: the scheduler is no task but one more
+	/* mxnet --dl-mxnet-sched=extra: the scheduler is no task but one more
 	 * process dlrt starts next to task 0 (spank/mxsched.c); the tasks are
 	 * servers and workers only. */
 	bool extra_scheduler;

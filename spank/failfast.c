@@ -14,7 +14,7 @@
  * Not reported either: tasks that dlrt itself failed before exec (a failed
  * address exchange, a user_init error), which already printed their line.
  * They say so through a close-on-exec pipe created in user_init, so the
- * program never sees it. The extra scheduler of --dl-mxnet-scheduler=extra
+ * program never sees it. The extra scheduler of --dl-mxnet-sched=extra
  * is watched by its supervisor in task 0 (mxsched.c), which reports for
  * task 0 itself too.
  */

@@ -1,4 +1,4 @@
-/* mxsched.c - --dl-mxnet-scheduler=extra: ps-lite's scheduler as one more
+/* mxsched.c - --dl-mxnet-sched=extra: ps-lite's scheduler as one more
  * process next to task 0, running the step's own command (as dmlc's launcher
  * starts it), so -n counts servers and workers only.
  *

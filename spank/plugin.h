@@ -91,7 +91,7 @@ void dlrt_failfast_task_exit(spank_t sp);
  * the SIGTERM is asked for (bounded). job_env gives SLURM_CONF and PATH. */
 void dlrt_failfast_end_step(char **job_env, uid_t uid, gid_t gid);
 
-/* mxsched.c: --dl-mxnet-scheduler=extra, in task 0 at the end of task_init */
+/* mxsched.c: --dl-mxnet-sched=extra, in task 0 at the end of task_init */
 int dlrt_mxsched_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 
 /* stepd.c: the program srun starts in this task, found as execvp would */

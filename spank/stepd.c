@@ -307,9 +307,9 @@ int dlrt_stepd_task_init(spank_t sp)
 	}
 	if (dlrt_plugin.plan.extra_scheduler && !dlrt_plugin.opts.dry_run &&
 	    !exchange_wanted(sp, rank)) {
-		dlrt_err_set(&err, "--dl-mxnet-scheduler=extra needs the address exchange, which "
+		dlrt_err_set(&err, "--dl-mxnet-sched=extra needs the address exchange, which "
 			     "dlrt skips for this program (it links MPI, or DLRT_EXCHANGE=none): "
-			     "use --dl-mxnet-scheduler=task, or set DLRT_EXCHANGE=pmix");
+			     "use --dl-mxnet-sched=task, or set DLRT_EXCHANGE=pmix");
 		task_fail(local, err.msg);
 	}
 	if (dlrt_plugin.opts.dry_run)
@@ -344,7 +344,7 @@ int dlrt_stepd_task_init(spank_t sp)
 	/* Last: from here on the task's output goes to its log too. */
 	if (dlrt_logs_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
-	/* Task 0 of --dl-mxnet-scheduler=extra: the scheduler next to it (its
+	/* Task 0 of --dl-mxnet-sched=extra: the scheduler next to it (its
 	 * output goes to task 0's log too). */
 	if (dlrt_mxsched_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);

@@ -5,7 +5,7 @@
  * so the counts must be exact or ps-lite hangs forever. Ranks are assigned by
  * the scheduler, never by the launcher (no DMLC_RANK).
  *
- * Placement: task 0 is the scheduler, or with --dl-mxnet-scheduler=extra no
+ * Placement: task 0 is the scheduler, or with --dl-mxnet-sched=extra no
  * task is: dlrt then starts the scheduler as one more process next to task 0
  * (spank/mxsched.c), as dmlc's launcher does, and -n counts servers and
  * workers only. Servers are spread over the nodes before
@@ -42,7 +42,7 @@ static int mxnet_validate(const struct dlrt_opts *o, const struct dlrt_config *c
 
 	if (o->mxnet_scheduler == DLRT_MXSCHED_EXTRA) {
 		if ((uint64_t)ntasks < (uint64_t)s + 1)
-			return dlrt_err_set(err, "--dl-runtime=mxnet --dl-mxnet-scheduler=extra needs "
+			return dlrt_err_set(err, "--dl-runtime=mxnet --dl-mxnet-sched=extra needs "
 					    "at least %u tasks (%u server%s + 1 worker; the scheduler is "
 					    "an extra process) but the step has %u: add tasks with -n or "
 					    "lower --dl-servers", s + 1, s, s == 1 ? "" : "s", ntasks);

@@ -165,7 +165,7 @@ int main(void)
 	check_mxnet("6", 1, 2, DLRT_DIST_BLOCK, "Swwwss");
 	check_mxnet("1,1,1", 3, -1, DLRT_DIST_BLOCK, "Ssw");
 	check_mxnet("2(x2)", 2, 2, DLRT_DIST_BLOCK, "Ssws");
-	/* --dl-mxnet-scheduler=extra: no task is the scheduler; the default server
+	/* --dl-mxnet-sched=extra: no task is the scheduler; the default server
 	 * count leaves one worker. */
 	check_mxnet_sched("3,1,2", 3, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "wwssws");
 	check_mxnet_sched("1,1,1", 3, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "ssw");
@@ -190,7 +190,7 @@ int main(void)
 	o.mxnet_scheduler = DLRT_MXSCHED_EXTRA;
 	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
 		   -1, "mxnet with one task and an extra scheduler is rejected (1 server + 1 worker)");
-	TAP_OK(strstr(err.msg, "--dl-mxnet-scheduler=extra needs at least 2 tasks (1 server + 1 "
+	TAP_OK(strstr(err.msg, "--dl-mxnet-sched=extra needs at least 2 tasks (1 server + 1 "
 		      "worker; the scheduler is an extra process)") != NULL, "names the rule: %s",
 	       err.msg);
 	o.mxnet_scheduler = DLRT_MXSCHED_TASK;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# --dl-mxnet-scheduler=extra: dlrt starts ps-lite's scheduler as one more process
+# --dl-mxnet-sched=extra: dlrt starts ps-lite's scheduler as one more process
 # next to task 0, running the step's own command with DMLC_ROLE=scheduler, so -n
 # counts servers and workers only (dmlc's launcher's layout). A real
 # ps-lite-contract job trains across 3 nodes in several server/worker mixes and
@@ -13,7 +13,7 @@ mix() { # mix DESC SERVERS WORKERS SRUN-ARGS...
 	local desc=$1 s=$2 w=$3 sum
 	shift 3
 	sum=$((w * (w + 1) / 2))
-	run_srun "$@" --dl-runtime=mxnet --dl-mxnet-scheduler=extra "$P" --timeout-s 20 --rounds 3
+	run_srun "$@" --dl-runtime=mxnet --dl-mxnet-sched=extra "$P" --timeout-s 20 --rounds 3
 	is "$RC" 0 "$desc: the job ran"
 	is "$(grep -c "3 rounds ok, sum=$sum\$" "$OUT")" "$w" "$desc: all $w workers pulled correct sums"
 	is "$(grep -c '^pslite_contract: server ' "$OUT")" "$s" "$desc: $s servers, all of them tasks"
@@ -28,30 +28,30 @@ mix "uneven 3+2+2, 2 servers" 2 5 -N3 -n7 --dl-servers=2
 mix "cyclic, 3 servers" 3 5 -N3 -n8 -m cyclic --dl-servers=3
 
 # The roles the tasks and the scheduler see; the table says where the scheduler is.
-run_srun -N3 -n4 --dl-runtime=mxnet --dl-mxnet-scheduler=extra --dl-servers=1 --dl-dry-run true
+run_srun -N3 -n4 --dl-runtime=mxnet --dl-mxnet-sched=extra --dl-servers=1 --dl-dry-run true
 like "$(cat "$OUT")" 'roles: 1 scheduler \(extra process on n1, next to task 0\), 1 server, 3 workers' \
 	"--dl-dry-run names the extra scheduler"
-run_srun -N3 -n4 --dl-runtime=mxnet --dl-mxnet-scheduler=extra --dl-servers=1 bash -c \
+run_srun -N3 -n4 --dl-runtime=mxnet --dl-mxnet-sched=extra --dl-servers=1 bash -c \
 	'echo "R=$DMLC_ROLE D=$DLRT_ROLE T=${SLURM_PROCID} S=$DMLC_NUM_SERVER W=$DMLC_NUM_WORKER U=$DMLC_PS_ROOT_URI:$DMLC_PS_ROOT_PORT X=${PMIX_RANK:-none}"; sleep 1'
 is "$(grep -c '^R=scheduler D=scheduler ' "$OUT")" 1 "exactly one scheduler, with DMLC_ROLE=scheduler"
 is "$(grep -c '^R=scheduler .* X=none$' "$OUT")" 1 "the scheduler has no PMIx identity of its own"
 is "$(grep -c '^R=\(server\|worker\) ' "$OUT")" 4 "the 4 tasks are servers and workers"
 is "$(grep -o ' S=1 W=3 U=[0-9.]*:[0-9]* ' "$OUT" | sort -u | wc -l)" 1 "all 5 processes agree on counts and the root address"
-run_srun -N3 -n1 --dl-runtime=mxnet --dl-mxnet-scheduler=extra true
+run_srun -N3 -n1 --dl-runtime=mxnet --dl-mxnet-sched=extra true
 ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "-n1 with extra scheduler and 1 server per node: refused"
-like "$(cat "$ERR")" 'dlrt: .*--dl-mxnet-scheduler=extra needs at least' "the refusal names the rule"
-run_srun -N1 -n2 --dl-runtime=mxnet --dl-mxnet-scheduler=bogus true
-like "$(cat "$ERR")" 'dl-mxnet-scheduler=bogus: must be task .* or extra' "a bad value is refused with the choices"
+like "$(cat "$ERR")" 'dlrt: .*--dl-mxnet-sched=extra needs at least' "the refusal names the rule"
+run_srun -N1 -n2 --dl-runtime=mxnet --dl-mxnet-sched=bogus true
+like "$(cat "$ERR")" 'dl-mxnet-sched=bogus: must be task .* or extra' "a bad value is refused with the choices"
 
-run_batch -N3 -n4 --dl-runtime=mxnet --dl-mxnet-scheduler=extra <<JOB
+run_batch -N3 -n4 --dl-runtime=mxnet --dl-mxnet-sched=extra <<JOB
 #!/bin/bash
 srun "$P" --timeout-s 20 --rounds 3
 JOB
-is "$RC" 0 "sbatch --dl-runtime=mxnet --dl-mxnet-scheduler=extra: a plain srun trained"
+is "$RC" 0 "sbatch --dl-runtime=mxnet --dl-mxnet-sched=extra: a plain srun trained"
 is "$(grep -c 'rounds ok' "$WORK/job.out")" 1 "sbatch: -n4 with 3 servers leaves 1 worker"
 like "$(cat "$WORK/job.out")" 'scheduler on n1 .*4 nodes registered' "sbatch: the extra scheduler ran"
 
-run_batch -N3 -n8 -O --dl-runtime=mxnet --dl-mxnet-scheduler=extra --dl-servers=2 <<JOB
+run_batch -N3 -n8 -O --dl-runtime=mxnet --dl-mxnet-sched=extra --dl-servers=2 <<JOB
 #!/bin/bash
 srun -N3 -n4 -O "$P" --timeout-s 30 --rounds 20 --round-delay-ms 20 >a.out 2>&1 &
 srun -N3 -n4 -O "$P" --timeout-s 30 --rounds 20 --round-delay-ms 20 >b.out 2>&1 &

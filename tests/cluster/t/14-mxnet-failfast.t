@@ -5,7 +5,7 @@
 # here 100 s), so only dlrt can end these steps early: a scheduler killed with
 # SIGKILL mid-run, a scheduler whose port was taken between dlrt's check and
 # its bind, a worker exiting non-zero, each with the scheduler as task 0 and as
-# the extra process (--dl-mxnet-scheduler=extra).
+# the extra process (--dl-mxnet-sched=extra).
 . "$(dirname "$0")/../lib.sh"
 
 P=$TESTS_BIN/pslite_contract
@@ -53,14 +53,14 @@ for mode in task extra; do
 		who='scheduler \(the extra process on n1, next to task 0\)'
 	fi
 	run_case "$mode scheduler killed mid-run" "dlrt: mxnet $who was killed by signal 9 .*ending the step" \
-		--dl-mxnet-scheduler=$mode "$W" --timeout-s 60 --rounds 100000 --round-delay-ms 20 \
+		--dl-mxnet-sched=$mode "$W" --timeout-s 60 --rounds 100000 --round-delay-ms 20 \
 		--crash scheduler --crash-after-ms 1000
 	run_case "$mode scheduler's port taken" "dlrt: mxnet $who exited with status 1: ending the step" \
-		--dl-mxnet-scheduler=$mode --export=ALL,TAKE_PORT=1,HOLD_READY=$WORK/held.$mode \
+		--dl-mxnet-sched=$mode --export=ALL,TAKE_PORT=1,HOLD_READY=$WORK/held.$mode \
 		"$W" --timeout-s 60 --rounds 3
 	like "$(cat "$ERR")" 'scheduler on n1 .*bind .*Address already in use' "$mode: the scheduler's own bind error is shown"
 	run_case "$mode worker 1 exits 3" 'dlrt: mxnet worker 1 \(task [0-9]+ on n[0-9]\) exited with status 3: ending the step' \
-		--dl-mxnet-scheduler=$mode --export=ALL,FAIL_WORKER=1 "$W" --timeout-s 60 --rounds 3
+		--dl-mxnet-sched=$mode --export=ALL,FAIL_WORKER=1 "$W" --timeout-s 60 --rounds 3
 done
 
 # A step that succeeds prints no dlrt line; a role ended by SIGTERM (scancel,
