@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,10 +26,12 @@
 #include "evloop.h"
 #include "infer.h"
 #include "liveness.h"
+#include "journal.h"
 #include "netaddr.h"
 #include "pool.h"
 #include "proto.h"
 #include "sched.h"
+#include "standby.h"
 #include "state.h"
 #include "tcpserver.h"
 
@@ -117,12 +120,26 @@ struct coord {
 	FILE *timeline, *events;
 	bool stopping;
 	int sfd;
+	struct dlrt_buf log;    /* every change so far, as CHANGE frames (for a new standby) */
 	double gain;            /* rate feedback per tick (DLRT_INFER_FEEDBACK) */
 	struct dlrt_hb hb;      /* heartbeat bound and periods */
 	int64_t hb_last_check_ms;
 	uint64_t next_attempt;  /* id of the next dispatch */
 	uint64_t late_dropped;  /* answers not recorded: late or from a void dispatch */
 	uint8_t auth_mode;      /* enum dlrt_auth_mode */
+	struct dlrt_journal jn;
+	/* hot standby (standby.h) */
+	struct dlrt_conn *sb;   /* the attached standby, NULL = none */
+	bool sb_ready;          /* it holds the whole log: every commit waits for it */
+	uint64_t sb_acked, sb_ready_seq;
+	int64_t sb_ack_ms;      /* its last SEQACK */
+	int64_t promote_ms;     /* when to ask a worker for a standby (0 = not now) */
+	uint32_t promoted;      /* the worker asked last */
+	int sb_tmo;
+	bool fenced;            /* a newer epoch took over: acknowledge nothing more */
+	uint32_t beats, resent;
+	bool first_answer;      /* logged the first answer since a takeover */
+	char host[64];
 };
 
 static int64_t now_us(void)
@@ -253,20 +270,164 @@ static void event(struct coord *c, uint32_t job, const char *what)
 	}
 }
 
-/* Applies a change to the durable state. The hook for the next step
- * (replicate to the standby, append to the journal) goes here. */
-static int commit(struct coord *c, struct dlrt_infer_change *ch)
+/* ---- hot standby (standby.h) ----------------------------------------------------- */
+
+/* Is there a newer coordinator? Then this one stops at once. */
+static bool fence_check(struct coord *c)
+{
+	struct dlrt_pool_access a;
+	struct dlrt_err err;
+
+	if (c->fenced)
+		return true;
+	if (dlrt_pool_read_access(c->pool, &a, &err) == 0 && a.epoch > c->epoch) {
+		logf_(c, "fenced out: the coordinator of epoch %llu took over; this one (epoch %llu) "
+		      "stops without acknowledging anything more", (unsigned long long)a.epoch,
+		      (unsigned long long)c->epoch);
+		c->fenced = true;
+		dlrt_evloop_stop(c->loop);
+	}
+	return c->fenced;
+}
+
+/* Lets the standby go: told so (it must not take over a live coordinator),
+ * then hung up; the server closes it. A new one is asked for at once. */
+static void standby_lost(struct coord *c, const char *why)
+{
+	struct dlrt_conn *conn = c->sb;
+
+	if (!conn)
+		return;
+	c->sb = NULL;
+	c->sb_ready = false;
+	logf_(c, "standby lost: %s", why);
+	dlrt_buf_consume(&conn->out, conn->out.len);
+	if (dlrt_ip_put_error(&conn->out, "the coordinator let this standby go") == 0 &&
+	    send(conn->fd, dlrt_buf_head(&conn->out), conn->out.len, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+		dlrt_buf_consume(&conn->out, conn->out.len);
+	shutdown(conn->fd, SHUT_RDWR);
+	if (!fence_check(c))
+		c->promote_ms = dlrt_now_ms();
+}
+
+static void standby_acked(struct coord *c, uint64_t seq)
+{
+	if (seq > c->sb_acked)
+		c->sb_acked = seq;
+	c->sb_ack_ms = dlrt_now_ms();
+	if (!c->sb_ready && c->sb_acked >= c->sb_ready_seq) {
+		c->sb_ready = true;
+		logf_(c, "standby ready: it holds all %llu changes; every change now reaches it "
+		      "before it is acknowledged", (unsigned long long)c->sb_acked);
+	}
+}
+
+/* Asks a worker to start a standby next to it: preferably on another node
+ * than this coordinator's, then array element 1, then not the one asked last. */
+static void promote(struct coord *c)
+{
+	struct wk *best = NULL;
+	int bs = -1;
+
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		struct wk *w = c->workers[i];
+		const char *slash = strchr(w->name, '/');
+		size_t hl = slash ? (size_t)(slash - w->name) : strlen(w->name), nl = strlen(w->name);
+		int sc = 0;
+
+		if (!w->conn)
+			continue;
+		if (strlen(c->host) != hl || strncmp(w->name, c->host, hl))
+			sc += 4;
+		if (nl >= 2 && !strcmp(w->name + nl - 2, "_1"))
+			sc += 2;
+		if (w->id != c->promoted)
+			sc += 1;
+		if (sc > bs) {
+			bs = sc;
+			best = w;
+		}
+	}
+	if (!best) {
+		c->promote_ms = dlrt_now_ms() + 500;
+		return;
+	}
+	dlrt_ip_put_empty(&best->conn->out, DLRT_IP_PROMOTE);
+	mark_dirty(c, best->conn);
+	c->promoted = best->id;
+	c->promote_ms = dlrt_now_ms() + 5000; /* another one if none attaches by then */
+	logf_(c, "asked worker %u (%s) to start a standby", best->id, best->name);
+}
+
+static int64_t ha_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+	int64_t now = dlrt_now_ms();
+
+	(void)loop;
+	if (++c->beats % 10 == 0 && fence_check(c))
+		return -1;
+	if (c->sb) {
+		if (now - c->sb_ack_ms > (c->sb_ready ? c->sb_tmo : 10000)) {
+			standby_lost(c, "it stopped answering");
+		} else {
+			dlrt_ip_put_seq(&c->sb->out, DLRT_IP_SYNC, c->st.seq);
+			mark_dirty(c, c->sb);
+		}
+	} else if (c->promote_ms && now >= c->promote_ms) {
+		promote(c);
+	}
+	return DLRT_STANDBY_BEAT_MS;
+}
+
+/* Makes an applied change durable before anyone hears of it: appended to the
+ * journal (journal.h has the fsync policy), then sent to the standby and
+ * acknowledged by it. -1 if this coordinator was fenced out meanwhile. */
+static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t kind, uint64_t seq)
 {
 	struct dlrt_err err;
 
+	if (dlrt_journal_append(&c->jn, frame, n, kind != DLRT_CH_TASK_DONE, &err) < 0) {
+		logf_(c, "%s: the journal stops here (a restart would lose later answers)",
+		      err.msg);
+		dlrt_journal_close(&c->jn);
+	}
+	if (!c->sb)
+		return c->fenced ? -1 : 0;
+	if (dlrt_buf_append(&c->sb->out, frame, n) < 0) {
+		standby_lost(c, "it fell too far behind");
+	} else if (!c->sb_ready) {
+		mark_dirty(c, c->sb); /* still taking the log: it acknowledges later */
+	} else if (dlrt_standby_push(c->sb, seq, c->sb_tmo, &c->sb_acked, &err) < 0) {
+		standby_lost(c, err.msg);
+	} else {
+		c->sb_ack_ms = dlrt_now_ms();
+	}
+	return c->fenced ? -1 : 0;
+}
+
+/* Applies a change to the durable state, keeps its frame in the log and
+ * replicates it; only then may the caller act on it. */
+static int commit(struct coord *c, struct dlrt_infer_change *ch)
+{
+	struct dlrt_err err;
+	size_t at = c->log.len;
+
+	if (c->fenced)
+		return -1;
 	ch->epoch = c->epoch;
 	ch->seq = c->st.seq + 1;
 	ch->wall = wall_now();
+	if (dlrt_infer_change_put(&c->log, ch) < 0) {
+		logf_(c, "cannot keep a state change: out of memory");
+		return -1;
+	}
 	if (dlrt_infer_state_apply(&c->st, ch, &err) < 0) {
+		c->log.len = at;
 		logf_(c, "refused a state change: %s", err.msg);
 		return -1;
 	}
-	return 0;
+	return replicate(c, dlrt_buf_head(&c->log) + at, c->log.len - at, ch->kind, ch->seq);
 }
 
 static void fill_job_info(struct coord *c, uint32_t ji, struct dlrt_ip_job_info *o)
@@ -628,6 +789,11 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	if (commit(c, &ch) < 0)
 		return 0;
 	write_csv(c, ji, &ch);
+	if (c->o->takeover && !c->first_answer) {
+		c->first_answer = true;
+		logf_(c, "first answer to a task dispatched since the takeover at wall %.6f",
+		      wall_now());
+	}
 	/* A warm-up task's time is mostly loading: it says nothing of the cost. */
 	bucket_add(c, &c->jr[ji], res->n, occ, !warm);
 	if (!c->jr[ji].first_result_us) {
@@ -644,6 +810,30 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	return 0;
 }
 
+/* An answer a worker computed for an earlier coordinator, which died before
+ * acknowledging it: recorded if nobody answered the task since. */
+static void on_resent(struct coord *c, struct wk *w, const struct dlrt_ip_result *res)
+{
+	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
+	struct dlrt_infer_job *j = dlrt_infer_state_job(&c->st, res->job);
+
+	if (!j || j->state != DLRT_IP_JOB_RUNNING || res->task >= j->ntasks ||
+	    j->task_done[res->task] || res->n != dlrt_infer_task_size(j, res->task))
+		return; /* recorded already, or the job ended: never twice */
+	ch.job = res->job;
+	ch.task = res->task;
+	ch.worker = w->id;
+	ch.res = *res;
+	if (commit(c, &ch) < 0)
+		return;
+	write_csv(c, res->job - 1, &ch);
+	c->resent++;
+	logf_(c, "worker %u re-sent task %llu of job %u, answered before the failover: recorded",
+	      w->id, (unsigned long long)res->task, res->job);
+	if (j->tasks_done == j->ntasks)
+		end_job(c, res->job - 1, DLRT_IP_JOB_DONE, NULL);
+}
+
 /* ---- requests ------------------------------------------------------------------- */
 
 static void reply_error(struct dlrt_conn *conn, const char *msg)
@@ -651,13 +841,108 @@ static void reply_error(struct dlrt_conn *conn, const char *msg)
 	dlrt_ip_put_error(&conn->out, msg);
 }
 
+/* A job's soft state, and its results file started afresh (header only). */
+static int job_open(struct coord *c, uint32_t ji, bool replace, char *msg, size_t len)
+{
+	struct dlrt_infer_job *j = &c->st.jobs[ji];
+	struct jrt *r = &c->jr[ji];
+	char tmp[DLRT_IP_STR_MAX + 64];
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	for (int i = 0; i < NB; i++)
+		r->bucket[i] = -1;
+	memset(&c->sj[ji], 0, sizeof(c->sj[ji]));
+	if (j->sub.out[0])
+		snprintf(r->out, sizeof(r->out), "%s", j->sub.out);
+	else
+		snprintf(r->out, sizeof(r->out), "%.4000s/job-%u.csv", c->pool, j->id);
+	/* Rebuilt files replace the old one by rename: a coordinator fenced out
+	 * meanwhile writes into the unlinked file, never into this one. */
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->out, (int)getpid());
+	fd = open(replace ? tmp : r->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0 && replace && rename(tmp, r->out) < 0) {
+		unlink(tmp);
+		close(fd);
+		fd = -1;
+	}
+	r->csv = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!r->csv) {
+		snprintf(msg, len, "cannot write the results file %s: %s", r->out, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	fprintf(r->csv, "query_id,input_index,prediction,score,worker,task_latency_ms\n");
+	return 0;
+}
+
+/* After a restart or a takeover: every job's soft state, and its results
+ * file rebuilt from the logged answers, so it holds each recorded answer
+ * exactly once whatever the previous coordinator managed to write. */
+static int resume_jobs(struct coord *c)
+{
+	const uint8_t *p = dlrt_buf_head(&c->log);
+	size_t off = 0;
+	uint32_t running = 0;
+	char msg[DLRT_IP_STR_MAX + 64];
+
+	while (c->capjobs <= c->st.njobs)
+		if (grow_jobs(c) < 0)
+			return -1;
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct dlrt_infer_job *j = &c->st.jobs[ji];
+
+		if (job_open(c, ji, true, msg, sizeof(msg)) < 0)
+			logf_(c, "job %u: %s", j->id, msg);
+		if (j->state == DLRT_IP_JOB_RUNNING) {
+			running++;
+			logf_(c, "job %u resumes with %u of %u queries answered", j->id, j->done,
+			      j->sub.count);
+		}
+	}
+	while (off < c->log.len) {
+		struct dlrt_ip_frame f;
+		struct dlrt_infer_change ch;
+		struct dlrt_err err;
+
+		if (dlrt_ip_frame_peek(p + off, c->log.len - off, &f, &err) != 1)
+			break;
+		if (dlrt_infer_change_get(f.payload, f.len, &ch, &err) == 0 &&
+		    ch.kind == DLRT_CH_TASK_DONE && ch.job >= 1 && ch.job <= c->st.njobs)
+			write_csv(c, ch.job - 1, &ch);
+		dlrt_infer_change_free(&ch);
+		off += f.frame_len;
+	}
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct jrt *r = &c->jr[ji];
+
+		if (r->csv && (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING || fflush(r->csv) != 0)) {
+			fclose(r->csv);
+			r->csv = NULL;
+		}
+	}
+	if (c->st.njobs)
+		logf_(c, "resumed %u jobs (%u still running) from %llu state changes", c->st.njobs,
+		      running, (unsigned long long)c->st.seq);
+	regime_change(c);
+	retarget(c);
+	return 0;
+}
+
 static int on_submit(struct coord *c, struct dlrt_conn *conn, struct dlrt_ip_submit *s)
 {
 	struct dlrt_infer_change ch = { .kind = DLRT_CH_JOB_ADD };
 	uint32_t ji = c->st.njobs;
-	struct jrt *r;
-	int fd;
+	char msg[DLRT_IP_STR_MAX + 64];
 
+	/* The same submission again (its client lost the reply in a failover). */
+	for (uint32_t i = 0; s->token && i < c->st.njobs; i++) {
+		if (c->st.jobs[i].sub.token == s->token) {
+			dlrt_ip_put_jobref(&conn->out, DLRT_IP_SUBMITTED, c->st.jobs[i].id);
+			return 0;
+		}
+	}
 	if (grow_jobs(c) < 0) {
 		reply_error(conn, "the coordinator is out of memory");
 		return 0;
@@ -670,31 +955,13 @@ static int on_submit(struct coord *c, struct dlrt_conn *conn, struct dlrt_ip_sub
 		reply_error(conn, "the coordinator refused the job (see its log)");
 		return 0;
 	}
-	r = &c->jr[ji];
-	memset(r, 0, sizeof(*r));
-	for (int i = 0; i < NB; i++)
-		r->bucket[i] = -1;
-	memset(&c->sj[ji], 0, sizeof(c->sj[ji]));
-	if (s->out[0])
-		snprintf(r->out, sizeof(r->out), "%s", s->out);
-	else
-		snprintf(r->out, sizeof(r->out), "%.4000s/job-%u.csv", c->pool, ch.job);
-	fd = open(r->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	r->csv = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!r->csv) {
-		char msg[DLRT_IP_STR_MAX + 64];
-
-		snprintf(msg, sizeof(msg), "cannot write the results file %s: %s", r->out,
-			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (job_open(c, ji, false, msg, sizeof(msg)) < 0) {
 		end_job(c, ji, DLRT_IP_JOB_FAILED, msg);
 		reply_error(conn, msg);
 		return 0;
 	}
-	fprintf(r->csv, "query_id,input_index,prediction,score,worker,task_latency_ms\n");
 	logf_(c, "job %u (%s): model %s, %u queries from %s in tasks of %u, results in %s",
-	      ch.job, ch.sub.name, s->model, s->count, s->inputs, s->batch, r->out);
+	      ch.job, ch.sub.name, s->model, s->count, s->inputs, s->batch, c->jr[ji].out);
 	event(c, ch.job, "submitted");
 	dlrt_ip_put_jobref(&conn->out, DLRT_IP_SUBMITTED, ch.job);
 	regime_change(c);
@@ -769,11 +1036,41 @@ static void on_wait(struct coord *c, struct dlrt_conn *conn, uint32_t job)
 	r->waiters[r->nwaiters++] = conn;
 }
 
+/* A standby attaches: it gets the whole log now, and each change from then on. */
+static int standby_attach(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h)
+{
+	struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = 0 };
+
+	if (c->sb) {
+		reply_error(conn, "the pool already has a standby");
+		return -1;
+	}
+	((struct peer *)conn->state)->role = DLRT_IP_ROLE_STANDBY;
+	c->sb = conn;
+	c->sb_ready = false;
+	c->sb_ready_seq = c->st.seq;
+	c->sb_acked = 0;
+	c->sb_ack_ms = dlrt_now_ms();
+	c->promote_ms = 0;
+	if (dlrt_ip_put_welcome(&conn->out, &wel) < 0 ||
+	    dlrt_buf_append(&conn->out, dlrt_buf_head(&c->log), c->log.len) < 0 ||
+	    dlrt_ip_put_seq(&conn->out, DLRT_IP_SYNC, c->st.seq) < 0) {
+		c->sb = NULL;
+		c->promote_ms = dlrt_now_ms() + 1000;
+		return -1;
+	}
+	logf_(c, "standby %s attached; it gets the %llu changes so far", h->name,
+	      (unsigned long long)c->st.seq);
+	return 0;
+}
+
 static int on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h)
 {
 	struct peer *p = conn->state;
 	struct wk *w;
 
+	if (h->role == DLRT_IP_ROLE_STANDBY)
+		return standby_attach(c, conn, h);
 	p->role = h->role;
 	if (h->role == DLRT_IP_ROLE_CLIENT) {
 		struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = 0 };
@@ -872,6 +1169,18 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 			return on_hello(c, conn, &p->hello) < 0 ? dlrt_err_set(err, "HELLO refused") : 0;
 		return 0;
 	}
+	if (p->role == DLRT_IP_ROLE_STANDBY) {
+		uint64_t seq;
+
+		if (conn != c->sb)
+			return dlrt_err_set(err, "a standby that was let go");
+		if (f->type != DLRT_IP_SEQACK)
+			return dlrt_err_set(err, "the standby sent %s", dlrt_ip_type_name(f->type));
+		if (dlrt_ip_get_seq(f->payload, f->len, &seq, err) < 0)
+			return -1;
+		standby_acked(c, seq);
+		return 0;
+	}
 	if (p->role == DLRT_IP_ROLE_WORKER) {
 		worker_seen(c, p->w);
 		switch (f->type) {
@@ -892,12 +1201,27 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 			retarget(c);
 			return 0;
 		}
+		case DLRT_IP_RESENT: {
+			struct dlrt_ip_result res;
+			int rc = dlrt_ip_get_result(f->payload, f->len, &res, err);
+
+			if (rc == 0)
+				on_resent(c, p->w, &res);
+			if (rc == 0 && !c->fenced)
+				dlrt_ip_put_ack(&conn->out, res.job, res.task);
+			dlrt_ip_result_free(&res);
+			kick(c);
+			return rc;
+		}
 		case DLRT_IP_RESULT: {
 			struct dlrt_ip_result res;
 			int rc = dlrt_ip_get_result(f->payload, f->len, &res, err);
 
 			if (rc == 0)
 				rc = on_result(c, p->w, &res);
+			/* Recorded (and held by the standby), or never to be: forget it. */
+			if (rc == 0 && !c->fenced)
+				dlrt_ip_put_ack(&conn->out, res.job, res.task);
 			dlrt_ip_result_free(&res);
 			if (rc == 0)
 				fill_worker(c, p->w);
@@ -979,6 +1303,10 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 			return -1;
 		logf_(c, "stop requested: the pool shuts down");
 		dlrt_ip_put_empty(&conn->out, DLRT_IP_OK);
+		if (c->sb) {
+			dlrt_ip_put_empty(&c->sb->out, DLRT_IP_STOP);
+			mark_dirty(c, c->sb);
+		}
 		c->stopping = true;
 		kick(c);
 		return 0;
@@ -1102,6 +1430,13 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
 
 	if (!p)
 		return;
+	if (conn == c->sb) {
+		c->sb = NULL;
+		c->sb_ready = false;
+		logf_(c, "standby lost: it closed its connection");
+		if (!fence_check(c))
+			c->promote_ms = dlrt_now_ms();
+	}
 	if (p->dirty) {
 		for (uint32_t i = 0; i < c->ndirty; i++)
 			if (c->dirty[i] == conn) {
@@ -1251,6 +1586,41 @@ static FILE *open_private(const char *dir, const char *name, const char *header)
 	return f;
 }
 
+/* The state to start from: the standby's copy (a takeover), else the
+ * journal's (a restart), cutting a torn tail. */
+static int load_state(struct coord *c, struct dlrt_err *err)
+{
+	struct dlrt_journal_scan scan;
+
+	if (c->o->takeover) {
+		if (dlrt_buf_append(&c->log, c->o->log, c->o->loglen) < 0)
+			return dlrt_err_set(err, "out of memory taking over the state");
+		return dlrt_journal_apply_log(c->o->log, c->o->loglen, &c->st, err);
+	}
+	if (dlrt_journal_load(c->pool, &c->st, &c->log, &scan, err) < 0)
+		return -1;
+	if (scan.torn)
+		logf_(c, "journal: cut a torn or corrupt tail at byte %zu after %llu good records "
+		      "(%s); it was never applied", scan.good, (unsigned long long)scan.records,
+		      scan.why);
+	else if (scan.records)
+		logf_(c, "journal: %llu records replayed", (unsigned long long)scan.records);
+	return 0;
+}
+
+/* Answers go to the journal's page cache at once; this bounds how long they
+ * wait for the disk (journal.h). */
+static int64_t journal_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+	struct dlrt_err err;
+
+	(void)loop;
+	if (dlrt_journal_sync(&c->jn, &err) < 0)
+		logf_(c, "%s", err.msg);
+	return DLRT_JOURNAL_SYNC_MS;
+}
+
 int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 {
 	struct coord c = { .o = o, .sfd = -1 };
@@ -1294,8 +1664,20 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	memset(&a, 0, sizeof(a));
 	if (dlrt_pool_read_access(c.pool, &old, err) < 0)
 		return -1;
+	if (!o->takeover && old.epoch) {
+		/* A requeued element 0 while the standby it left behind now serves. */
+		struct dlrt_ipc probe;
+		struct dlrt_err e2;
+
+		if (dlrt_ipc_open(&probe, c.pool, DLRT_IP_ROLE_CLIENT, "coordinator-probe", 1000,
+				  &e2) == 0) {
+			dlrt_ipc_close(&probe);
+			return dlrt_err_set(err, "the coordinator of %s (epoch %llu on %s) still runs: "
+					    "not starting another (dlrt-infer pool stop stops it)",
+					    c.pool, (unsigned long long)old.epoch, old.host);
+		}
+	}
 	c.epoch = old.epoch + 1;
-	c.next_attempt = dlrt_attempt_first(c.epoch);
 	if (dlrt_pool_new_secret(c.secret, err) < 0)
 		return -1;
 	if (o->address && *o->address)
@@ -1303,9 +1685,26 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	else if (dlrt_net_node_ipv4(NULL, getenv("SLURM_LAUNCH_NODE_IPADDR"), a.address, err) < 0)
 		return -1;
 	dlrt_infer_state_init(&c.st);
+	dlrt_buf_init(&c.log, (size_t)-1);
+	c.jn.fd = -1;
+	if (load_state(&c, err) < 0)
+		goto out;
+	if (c.st.epoch >= c.epoch)
+		c.epoch = c.st.epoch + 1;
+	c.next_attempt = dlrt_attempt_first(c.epoch);
+	if (resume_jobs(&c) < 0) {
+		dlrt_err_set(err, "out of memory resuming the jobs");
+		goto out;
+	}
+	if (getenv("DLRT_INFER_JOURNAL") && !strcmp(getenv("DLRT_INFER_JOURNAL"), "0"))
+		logf_(&c, "DLRT_INFER_JOURNAL=0: no journal (benchmarks only)");
+	else if (dlrt_journal_open(&c.jn, c.pool, dlrt_buf_head(&c.log), c.log.len, err) < 0)
+		goto out;
 	c.loop = dlrt_evloop_create();
-	if (!c.loop)
-		return dlrt_err_set(err, "cannot create the event loop");
+	if (!c.loop) {
+		dlrt_err_set(err, "cannot create the event loop");
+		goto out;
+	}
 	if (dlrt_tcpserver_start(&c.srv, c.loop, &cfg, &proto, &c, err) < 0)
 		goto out;
 	sigemptyset(&ss);
@@ -1328,6 +1727,19 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	dlrt_evloop_add_timer(c.loop, c.bucket_ms, tick, &c);
 	c.hb_last_check_ms = dlrt_now_ms();
 	dlrt_evloop_add_timer(c.loop, c.hb.check_ms, heartbeat_check, &c);
+	dlrt_evloop_add_timer(c.loop, DLRT_JOURNAL_SYNC_MS, journal_tick, &c);
+	c.sb_tmo = dlrt_standby_timeout_ms();
+	gethostname(c.host, sizeof(c.host) - 1);
+	/* Element 1 usually joins within a second or two; then anyone will do. */
+	if (!getenv("DLRT_INFER_STANDBY") || strcmp(getenv("DLRT_INFER_STANDBY"), "0"))
+		c.promote_ms = dlrt_now_ms() + (o->takeover ? 500 : 1500);
+	dlrt_evloop_add_timer(c.loop, DLRT_STANDBY_BEAT_MS, ha_tick, &c);
+	/* A job whose last answer was recorded but not its end (a crash in
+	 * between, or a torn JOB_END) ends now. */
+	for (uint32_t ji = 0; ji < c.st.njobs; ji++)
+		if (c.st.jobs[ji].state == DLRT_IP_JOB_RUNNING &&
+		    c.st.jobs[ji].tasks_done == c.st.jobs[ji].ntasks)
+			end_job(&c, ji, DLRT_IP_JOB_DONE, NULL);
 	a.epoch = c.epoch;
 	a.port = dlrt_tcpserver_port(c.srv);
 	snprintf(a.secret, sizeof(a.secret), "%s", c.secret);
@@ -1338,13 +1750,28 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	logf_(&c, "serving pool %s at %s:%u, epoch %llu, prefetch %u, window %.2f s, "
 	      "heartbeat bound %.2f s", c.pool, a.address, a.port, (unsigned long long)c.epoch,
 	      o->prefetch, window, (double)c.hb.bound_ms / 1000);
+	if (o->takeover)
+		logf_(&c, "took over: epoch %llu serves since wall %.6f", (unsigned long long)c.epoch,
+		      wall_now());
 	if (dlrt_evloop_run(c.loop) < 0) {
 		dlrt_err_errno(err, errno, "the event loop failed");
 		goto out;
 	}
 	rc = 0;
 	logf_(&c, "%llu late or void answers dropped", (unsigned long long)c.late_dropped);
+	if (c.fenced) {
+		rc = -1;
+		dlrt_err_set(err, "fenced out by a newer coordinator (see the log above)");
+	}
 out:
+	if (c.sb && !c.fenced) {
+		/* The standby must not take over a pool that stops. */
+		struct dlrt_err e3;
+		uint64_t none = 0;
+
+		dlrt_ip_put_empty(&c.sb->out, DLRT_IP_STOP);
+		dlrt_standby_push(c.sb, 0, 200, &none, &e3);
+	}
 	/* Remove our access record (not a newer coordinator's): workers then exit. */
 	{
 		struct dlrt_pool_access now;
@@ -1356,7 +1783,8 @@ out:
 			unlink(path);
 		}
 	}
-	dlrt_tcpserver_stop(c.srv); /* before the files: on_close may still log events */
+	if (c.srv)
+		dlrt_tcpserver_stop(c.srv); /* before the files: on_close may still log events */
 	for (uint32_t i = 0; i < c.st.njobs; i++)
 		if (c.jr[i].csv)
 			fclose(c.jr[i].csv);
@@ -1366,7 +1794,10 @@ out:
 		fclose(c.events);
 	if (c.sfd >= 0)
 		close(c.sfd);
-	dlrt_evloop_destroy(c.loop);
+	if (c.loop)
+		dlrt_evloop_destroy(c.loop);
+	dlrt_journal_close(&c.jn);
+	dlrt_buf_free(&c.log);
 	for (uint32_t i = 0; i < c.nworkers; i++) {
 		free(c.workers[i]->known);
 		free(c.workers[i]);

@@ -14,11 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "evloop.h"
 #include "models/idx.h"
 #include "infer.h"
 #include "liveness.h"
@@ -27,11 +29,14 @@
 #include "opts.h"
 #include "pool.h"
 #include "proto.h"
+#include "standby.h"
 
 #define CLIENT_TIMEOUT_MS 10000
+#define RECONNECT_MS 30000 /* how long a client looks for a new coordinator */
 
 static const char *prog = "dlrt-infer";
 static const char *pool_opt;
+static char client_dir[4096];
 
 static int die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int die(const char *fmt, ...)
@@ -55,6 +60,7 @@ static void usage(FILE *f)
 "\n"
 "  pool start --workers N   submit the pool: sbatch --array=0-N --dl-runtime=infer\n"
 "  pool add --workers N     more workers for a running pool (another array)\n"
+"  pool restart             a new coordinator resumes the pool from its journal\n"
 "  pool stop                stop the pool (its array elements end)\n"
 "  submit --model M --inputs FILE --batch B [--name N]   a job; prints its id\n"
 "  status [--watch]         jobs (progress, queries/s, workers, ETA) and workers\n"
@@ -62,7 +68,7 @@ static void usage(FILE *f)
 "  cancel JOB               stop a job (its finished answers stay in its CSV)\n"
 "  plot JOB... [--out PNG]  query rate and workers per job over time (gnuplot)\n"
 "  local --model M --inputs FILE   the same answers in one process (reference)\n"
-"  pool run | coordinator | worker  what runs inside the array elements\n"
+"  pool run | coordinator | worker | standby  what runs inside the array elements\n"
 "\n"
 "The pool directory (--pool, else $DLRT_INFER_POOL, else ~/.dlrt-infer) is on a\n"
 "shared filesystem; it holds the coordinator's access record and the results.\n"
@@ -95,6 +101,7 @@ static int client_open(struct dlrt_ipc *c, char *dir, size_t len)
 
 	if (pool_dir(dir, len) < 0)
 		return -1;
+	snprintf(client_dir, sizeof(client_dir), "%s", dir);
 	snprintf(name, sizeof(name), "client-%d", (int)getpid());
 	if (dlrt_ipc_open(c, dir, DLRT_IP_ROLE_CLIENT, name, CLIENT_TIMEOUT_MS, &err) < 0) {
 		die("%s", err.msg);
@@ -104,19 +111,50 @@ static int client_open(struct dlrt_ipc *c, char *dir, size_t len)
 }
 
 /* Sends c->out and waits for one frame (-1 after printing the error; an
- * ERROR frame is printed too). */
+ * ERROR frame is printed too). When the coordinator is lost on the way (its
+ * standby takes over), reconnects through the access record and sends the
+ * request again, for up to RECONNECT_MS: every request is safe to repeat
+ * (a SUBMIT carries its token). */
 static int client_call(struct dlrt_ipc *c, struct dlrt_ip_frame *f, int timeout_ms)
 {
 	struct dlrt_err err;
-	int rc;
+	struct dlrt_buf req;
+	int64_t give_up = 0;
+	char name[64];
+	int rc = -1;
 
-	if (dlrt_ipc_flush(c, CLIENT_TIMEOUT_MS, &err) < 0)
-		return die("%s", err.msg) ? -1 : -1;
-	rc = dlrt_ipc_recv(c, f, timeout_ms, &err);
-	if (rc == 0)
-		return die("the coordinator did not answer within %d s", timeout_ms / 1000) ? -1 : -1;
-	if (rc < 0)
-		return die("%s", err.msg) ? -1 : -1;
+	dlrt_buf_init(&req, (size_t)-1);
+	if (dlrt_buf_append(&req, dlrt_buf_head(&c->out), c->out.len) < 0)
+		return die("out of memory") ? -1 : -1;
+	snprintf(name, sizeof(name), "client-%d", (int)getpid());
+	for (;;) {
+		struct dlrt_err e2;
+
+		if (c->fd >= 0 && dlrt_ipc_flush(c, CLIENT_TIMEOUT_MS, &err) == 0) {
+			rc = dlrt_ipc_recv(c, f, timeout_ms, &err);
+			if (rc == 0) {
+				dlrt_buf_free(&req);
+				return die("the coordinator did not answer within %d s",
+					   timeout_ms / 1000) ? -1 : -1;
+			}
+			if (rc == 1)
+				break;
+		}
+		if (!give_up)
+			give_up = dlrt_now_ms() + RECONNECT_MS;
+		dlrt_ipc_close(c);
+		while (c->fd < 0 && dlrt_now_ms() < give_up) {
+			usleep(100000);
+			if (dlrt_ipc_open(c, client_dir, DLRT_IP_ROLE_CLIENT, name, 2000, &e2) < 0)
+				c->fd = -1;
+		}
+		if (c->fd < 0 || dlrt_buf_append(&c->out, dlrt_buf_head(&req), req.len) < 0) {
+			dlrt_buf_free(&req);
+			return die("%s; no coordinator answered for %d s", err.msg,
+				   RECONNECT_MS / 1000) ? -1 : -1;
+		}
+	}
+	dlrt_buf_free(&req);
 	if (f->type == DLRT_IP_ERROR) {
 		struct dlrt_ip_text t;
 
@@ -243,6 +281,8 @@ static int cmd_submit(int argc, char **argv)
 	}
 	snprintf(s.name, sizeof(s.name), "%s", name);
 	snprintf(s.model, sizeof(s.model), "%s", model);
+	if (getrandom(&s.token, sizeof(s.token), 0) != (ssize_t)sizeof(s.token) || !s.token)
+		s.token = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL);
 	/* Workers run on other nodes: paths must be absolute. */
 	if (strchr(model, '/') && realpath(model, abs_out))
 		snprintf(s.model, sizeof(s.model), "%s", abs_out);
@@ -575,6 +615,26 @@ static int run_worker(const char *name, const char *model_dir, int wait_s, const
 	return 0;
 }
 
+static int run_standby(uint32_t prefetch, double window, const char *name)
+{
+	struct dlrt_standby_opts o = { .prefetch = prefetch, .window = window };
+	struct dlrt_err err;
+	char dir[4096], nm[DLRT_IP_NAME_MAX + 1], host[64] = "";
+
+	if (pool_dir(dir, sizeof(dir)) < 0)
+		return 1;
+	o.pool = dir;
+	if (!name) {
+		gethostname(host, sizeof(host) - 1);
+		snprintf(nm, sizeof(nm), "%s/pid-%d", host, (int)getpid());
+		name = nm;
+	}
+	o.name = name;
+	if (dlrt_standby_run(&o, &err) < 0)
+		return die("%s", err.msg);
+	return 0;
+}
+
 static double env_double(const char *name, double def)
 {
 	const char *v = getenv(name);
@@ -628,8 +688,11 @@ static int cmd_service(int argc, char **argv, const char *what)
 			       "                              [--auth munge|secret|auto]\n"
 			       "       dlrt-infer worker [--pool DIR] [--name N] [--model-dir DIR] [--wait S]\n"
 			       "                         [--walltime-margin S]\n"
+			       "       dlrt-infer standby [--pool DIR] [--name N]\n"
 			       "pool run becomes the coordinator in array element 0 and a worker in\n"
-			       "the others ($DLRT_INFER_ROLE, set by the infer runtime).\n"
+			       "the others ($DLRT_INFER_ROLE, set by the infer runtime). A worker asked\n"
+			       "by the coordinator starts `standby`: the hot standby coordinator, which\n"
+			       "takes over when the coordinator dies (docs/inference.md).\n"
 			       "  --prefetch K  tasks in flight per worker (default 1)\n"
 			       "  --window S    rate window in seconds (default 0.5)\n"
 			       "  --heartbeat S a silent worker is declared dead within S seconds and\n"
@@ -667,11 +730,39 @@ static int cmd_service(int argc, char **argv, const char *what)
 		return run_coordinator(prefetch, window, address, heartbeat, auth);
 	if (!strcmp(role, "worker"))
 		return run_worker(name, model_dir, (int)wait_s, margin);
+	if (!strcmp(role, "standby"))
+		return run_standby(prefetch, window, name);
 	return die("unknown role '%s'", role) + 1;
 }
 
-static int cmd_pool_start(int argc, char **argv, bool add)
+enum pool_mode { POOL_START, POOL_ADD, POOL_RESTART };
+
+/* pool start begins a new history: a journal left by an earlier pool is kept
+ * as journal.prev (so its jobs are not resumed), unless that pool still runs. */
+static int pool_new_history(const char *dir)
 {
+	struct dlrt_pool_access a;
+	struct dlrt_err err;
+	struct dlrt_ipc c;
+	char path[4200], prev[4300];
+
+	if (dlrt_pool_read_access(dir, &a, &err) == 0 &&
+	    dlrt_ipc_open(&c, dir, DLRT_IP_ROLE_CLIENT, "pool-start", 2000, &err) == 0) {
+		dlrt_ipc_close(&c);
+		return die("a pool is already running in %s (epoch %llu): stop it first (dlrt-infer "
+			   "pool stop), add workers (pool add), or give another --pool", dir,
+			   (unsigned long long)a.epoch);
+	}
+	snprintf(path, sizeof(path), "%s/journal", dir);
+	snprintf(prev, sizeof(prev), "%s/journal.prev", dir);
+	if (rename(path, prev) < 0 && errno != ENOENT)
+		return die("cannot move the old journal %s aside: %s", path, strerror(errno));
+	return 0;
+}
+
+static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
+{
+	bool add = mode == POOL_ADD;
 	static const struct option lo[] = {
 		{ "workers", required_argument, NULL, 'N' }, { "pool", required_argument, NULL, 'p' },
 		{ "prefetch", required_argument, NULL, 'k' }, { "window", required_argument, NULL, 'W' },
@@ -694,7 +785,11 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 
 	while ((opt = getopt_long(argc, argv, "+N:p:k:W:B:M:Dh", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'N': if (parse_u32_opt("workers", optarg, 1, 10000, &workers)) return 2; break;
+		case 'N':
+			if (parse_u32_opt("workers", optarg, mode == POOL_RESTART ? 0 : 1, 10000,
+					  &workers))
+				return 2;
+			break;
 		case 'p': pool_opt = optarg; break;
 		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
 		case 'W':
@@ -714,6 +809,17 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 				return die("--walltime-margin: %s", err.msg) + 1;
 			break;
 		case 'h':
+			if (mode == POOL_RESTART) {
+				printf("usage: dlrt-infer pool restart [--workers N] [--pool DIR] [--prefetch K]\n"
+				       "                               [--window S] [--dry-run] [-- SBATCH-ARGS...]\n"
+				       "After both coordinators were lost: submits a new coordinator (and N\n"
+				       "new workers, default 0) as sbatch --array=0-N --dl-runtime=infer.\n"
+				       "It replays the pool's journal (cutting a torn tail), rebuilds the\n"
+				       "results files and resumes every unfinished job: no recorded answer\n"
+				       "is recomputed or lost. Workers still running reconnect on their own.\n"
+				       "Prints the array job id.\n");
+				return 0;
+			}
 			if (add) {
 				printf("usage: dlrt-infer pool add --workers N [--pool DIR] [-- SBATCH-ARGS...]\n"
 				       "Submits N more workers for a running pool, as another job array\n"
@@ -734,13 +840,33 @@ static int cmd_pool_start(int argc, char **argv, bool add)
 		default: return 2;
 		}
 	}
-	if (!workers)
+	if (!workers && mode != POOL_RESTART)
 		return die("pool %s needs --workers N (see dlrt-infer pool %s --help)",
 			   add ? "add" : "start", add ? "add" : "start") + 1;
 	if (pool_dir(dir, sizeof(dir)) < 0)
 		return 1;
 	if (dlrt_pool_prepare(dir, &err) < 0)
 		return die("%s", err.msg);
+	if (mode == POOL_RESTART) {
+		struct stat sb;
+		char jpath[4200];
+
+		snprintf(jpath, sizeof(jpath), "%s/journal", dir);
+		struct dlrt_pool_access acc;
+		struct dlrt_ipc ic;
+
+		if (stat(jpath, &sb) < 0)
+			return die("%s has no journal: nothing to restart (dlrt-infer pool start "
+				   "starts a new pool)", dir);
+		if (!dry && dlrt_pool_read_access(dir, &acc, &err) == 0 &&
+		    dlrt_ipc_open(&ic, dir, DLRT_IP_ROLE_CLIENT, "pool-restart", 2000, &err) == 0) {
+			dlrt_ipc_close(&ic);
+			return die("the coordinator of %s (epoch %llu) still runs: nothing to restart",
+				   dir, (unsigned long long)acc.epoch);
+		}
+	} else if (!add && !dry && pool_new_history(dir) != 0) {
+		return 1;
+	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)
 		return die("cannot find this program's path: %s", strerror(errno));
@@ -781,14 +907,16 @@ static int cmd_pool(int argc, char **argv)
 {
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		printf("usage: dlrt-infer pool start --workers N [...] | pool add --workers N [...]\n"
-		       "       dlrt-infer pool stop | pool run\n"
+		       "       dlrt-infer pool restart [--workers N] [...] | pool stop | pool run\n"
 		       "(dlrt-infer pool start --help for details)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "start"))
-		return cmd_pool_start(argc - 1, argv + 1, false);
+		return cmd_pool_start(argc - 1, argv + 1, POOL_START);
 	if (!strcmp(argv[1], "add"))
-		return cmd_pool_start(argc - 1, argv + 1, true);
+		return cmd_pool_start(argc - 1, argv + 1, POOL_ADD);
+	if (!strcmp(argv[1], "restart"))
+		return cmd_pool_start(argc - 1, argv + 1, POOL_RESTART);
 	if (!strcmp(argv[1], "run"))
 		return cmd_service(argc - 1, argv + 1, "run");
 	if (!strcmp(argv[1], "stop")) {
@@ -812,7 +940,7 @@ static int cmd_pool(int argc, char **argv)
 		}
 		return cmd_pool_stop();
 	}
-	return die("unknown pool command '%s': start, add, stop or run", argv[1]) + 1;
+	return die("unknown pool command '%s': start, add, restart, stop or run", argv[1]) + 1;
 }
 
 /* ---- local: the single-process reference ---------------------------------------- */
@@ -943,7 +1071,7 @@ int main(int argc, char **argv)
 		return cmd_cancel(argc - 1, argv + 1);
 	if (!strcmp(cmd, "pool"))
 		return cmd_pool(argc - 1, argv + 1);
-	if (!strcmp(cmd, "coordinator") || !strcmp(cmd, "worker"))
+	if (!strcmp(cmd, "coordinator") || !strcmp(cmd, "worker") || !strcmp(cmd, "standby"))
 		return cmd_service(argc - 1, argv + 1, cmd);
 	if (!strcmp(cmd, "local"))
 		return cmd_local(argc - 1, argv + 1);

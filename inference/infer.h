@@ -4,6 +4,8 @@
 #ifndef DLRT_INFER_H
 #define DLRT_INFER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dlrt_err.h"
@@ -15,6 +17,11 @@ struct dlrt_coord_opts {
 	const char *address;   /* address to advertise; NULL = this node's */
 	const char *heartbeat; /* silent-worker bound in seconds (text); NULL = default 2 */
 	const char *auth;      /* munge, secret, auto; NULL = $DLRT_INFER_AUTH, else auto */
+	/* A standby taking over: the change log it holds (CHANGE frames), used
+	 * instead of the journal. NULL = start from DIR/journal, if any. */
+	const uint8_t *log;
+	size_t loglen;
+	bool takeover;
 };
 
 /* Runs the coordinator until `pool stop`, SIGTERM or SIGINT. */

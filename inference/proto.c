@@ -21,6 +21,8 @@ const char *dlrt_ip_type_name(unsigned type)
 		[DLRT_IP_CHANGE] = "CHANGE", [DLRT_IP_HEARTBEAT] = "HEARTBEAT",
 		[DLRT_IP_DRAIN] = "DRAIN", [DLRT_IP_CHALLENGE] = "CHALLENGE",
 		[DLRT_IP_AUTH] = "AUTH",
+		[DLRT_IP_ACK] = "ACK", [DLRT_IP_RESENT] = "RESENT",
+		[DLRT_IP_SYNC] = "SYNC", [DLRT_IP_SEQACK] = "SEQACK", [DLRT_IP_PROMOTE] = "PROMOTE",
 	};
 
 	return type && type < DLRT_IP_TYPE_MAX ? names[type] : "?";
@@ -303,7 +305,8 @@ int dlrt_ip_get_hello(const uint8_t *p, size_t n, struct dlrt_ip_hello *m, struc
 	m->role = dlrt_ip_rd_u8(&r);
 	m->epoch = dlrt_ip_rd_u64(&r);
 	dlrt_ip_rd_str(&r, m->name, DLRT_IP_NAME_MAX);
-	if (m->role != DLRT_IP_ROLE_WORKER && m->role != DLRT_IP_ROLE_CLIENT)
+	if (m->role != DLRT_IP_ROLE_WORKER && m->role != DLRT_IP_ROLE_CLIENT &&
+	    m->role != DLRT_IP_ROLE_STANDBY)
 		rd_fail(&r, "unknown role");
 	return dlrt_ip_rd_end(&r, "HELLO", err);
 }
@@ -487,6 +490,7 @@ int dlrt_ip_put_submit(struct dlrt_buf *b, const struct dlrt_ip_submit *m)
 	dlrt_ip_wr_u32(&w, m->batch);
 	dlrt_ip_wr_u32(&w, m->nlabels);
 	dlrt_ip_wr_bytes(&w, m->labels, m->nlabels);
+	dlrt_ip_wr_u64(&w, m->token);
 	return dlrt_ip_wr_end(&w);
 }
 
@@ -522,6 +526,7 @@ int dlrt_ip_get_submit(const uint8_t *p, size_t n, struct dlrt_ip_submit *m,
 		else
 			memcpy(m->labels, lab, m->nlabels);
 	}
+	m->token = dlrt_ip_rd_u64(&r);
 	return dlrt_ip_rd_end(&r, "SUBMIT", err);
 }
 

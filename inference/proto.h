@@ -60,12 +60,18 @@ enum dlrt_ip_type {
 	DLRT_IP_DRAIN,       /* worker -> coordinator: near my time limit, no new tasks */
 	DLRT_IP_CHALLENGE,   /* coordinator -> any, after HELLO: auth mode and nonce (auth.h) */
 	DLRT_IP_AUTH,        /* any -> coordinator: the proof; then WELCOME or ERROR */
+	/* hot standby (standby.h) */
+	DLRT_IP_ACK,         /* coordinator -> worker: that answer is recorded, forget it */
+	DLRT_IP_RESENT,      /* worker -> coordinator: an answer no coordinator acknowledged */
+	DLRT_IP_SYNC,        /* coordinator -> standby: heartbeat, "I am at change N" */
+	DLRT_IP_SEQACK,      /* standby -> coordinator: "I hold every change up to N" */
+	DLRT_IP_PROMOTE,     /* coordinator -> worker: start a standby next to you */
 	DLRT_IP_TYPE_MAX
 };
 
 const char *dlrt_ip_type_name(unsigned type);
 
-enum dlrt_ip_role { DLRT_IP_ROLE_WORKER = 1, DLRT_IP_ROLE_CLIENT = 2 };
+enum dlrt_ip_role { DLRT_IP_ROLE_WORKER = 1, DLRT_IP_ROLE_CLIENT = 2, DLRT_IP_ROLE_STANDBY = 3 };
 
 enum dlrt_ip_job_state {
 	DLRT_IP_JOB_RUNNING = 1,
@@ -163,6 +169,8 @@ struct dlrt_ip_submit {
 	uint32_t batch;
 	uint32_t nlabels;                /* 0 or count */
 	uint8_t *labels;                 /* [nlabels] (decoder allocates) */
+	uint64_t token;                  /* the client's random id of this submission: a
+					  * SUBMIT re-sent after a failover gives the same job */
 };
 
 struct dlrt_ip_worker_info {
@@ -207,6 +215,7 @@ struct dlrt_ip_drain {
 };
 
 struct dlrt_ip_jobref { uint32_t job; };   /* CANCEL, WAIT, DROP, SUBMITTED */
+struct dlrt_ip_ack { uint32_t job; uint64_t task; };  /* ACK */
 struct dlrt_ip_text { char text[DLRT_IP_STR_MAX + 1]; }; /* ERROR */
 
 /* Encoders append one whole frame; -1 only if `b` hits its limit. */
@@ -250,6 +259,16 @@ int dlrt_ip_get_drain(const uint8_t *p, size_t n, struct dlrt_ip_drain *m, struc
 int dlrt_ip_get_challenge(const uint8_t *p, size_t n, struct dlrt_ip_challenge *m,
 			  struct dlrt_err *err);
 int dlrt_ip_get_auth(const uint8_t *p, size_t n, struct dlrt_ip_auth *m, struct dlrt_err *err);
+
+/* Hot standby messages (proto_ha.c). RESENT has RESULT's payload: a worker
+ * re-sends the RESULT frame it kept, with the type changed. */
+int dlrt_ip_put_ack(struct dlrt_buf *b, uint32_t job, uint64_t task);
+int dlrt_ip_get_ack(const uint8_t *p, size_t n, struct dlrt_ip_ack *m, struct dlrt_err *err);
+/* SYNC, SEQACK: one u64 change sequence number. */
+int dlrt_ip_put_seq(struct dlrt_buf *b, uint16_t type, uint64_t seq);
+int dlrt_ip_get_seq(const uint8_t *p, size_t n, uint64_t *seq, struct dlrt_err *err);
+/* Rewrites the type of a whole frame held in memory. */
+void dlrt_ip_frame_set_type(uint8_t *frame, uint16_t type);
 
 /* ---- the little-endian reader and writer the codecs (and state.c) share ---------- */
 

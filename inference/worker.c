@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "evloop.h"
@@ -41,8 +42,21 @@ struct wjob {
 	char error[DLRT_ERR_MAX];  /* why it cannot run, "" if it can */
 };
 
+/* An answer sent but not yet acknowledged (ACK): if the coordinator dies
+ * before it is recorded, the next coordinator gets it again (RESENT). */
+struct kept {
+	uint32_t job;
+	uint64_t task;
+	uint8_t *frame;
+	size_t len;
+};
+
+#define MAX_KEPT 256
+
 struct wstate {
 	const struct dlrt_worker_opts *o;
+	struct kept kept[MAX_KEPT];
+	uint32_t nkept;
 	char model_dir[PATH_MAX];
 	struct wjob *jobs;
 	uint32_t njobs, cap;
@@ -225,6 +239,78 @@ static int check_walltime(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err 
 	return locked_flush(s, c, err);
 }
 
+static void keep(struct wstate *s, uint32_t job, uint64_t task, const uint8_t *frame, size_t n)
+{
+	struct kept *k;
+
+	if (s->nkept == MAX_KEPT) { /* a coordinator that never acknowledges: drop the oldest */
+		free(s->kept[0].frame);
+		memmove(&s->kept[0], &s->kept[1], (MAX_KEPT - 1) * sizeof(s->kept[0]));
+		s->nkept--;
+	}
+	k = &s->kept[s->nkept];
+	k->frame = malloc(n);
+	if (!k->frame)
+		return;
+	memcpy(k->frame, frame, n);
+	k->len = n;
+	k->job = job;
+	k->task = task;
+	s->nkept++;
+}
+
+static void forget(struct wstate *s, uint32_t job, uint64_t task)
+{
+	for (uint32_t i = 0; i < s->nkept; i++) {
+		if (s->kept[i].job != job || s->kept[i].task != task)
+			continue;
+		free(s->kept[i].frame);
+		s->kept[i] = s->kept[--s->nkept];
+		return;
+	}
+}
+
+/* A new coordinator: the answers the old one never acknowledged, again. */
+static int resend_kept(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
+{
+	for (uint32_t i = 0; i < s->nkept; i++) {
+		size_t at = c->out.len;
+
+		if (dlrt_buf_append(&c->out, s->kept[i].frame, s->kept[i].len) < 0)
+			return dlrt_err_set(err, "cannot queue a message");
+		dlrt_ip_frame_set_type(dlrt_buf_head(&c->out) + at, DLRT_IP_RESENT);
+	}
+	if (s->nkept)
+		wlog("re-sent %u answers the previous coordinator did not acknowledge", s->nkept);
+	return dlrt_ipc_flush(c, 30000, err);
+}
+
+/* PROMOTE: a standby process next to this worker (double fork: the worker
+ * never waits for it, and it outlives nothing but this element). */
+static void start_standby(struct wstate *s)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (fork() == 0) {
+			char exe[PATH_MAX];
+			ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+			if (n > 0) {
+				exe[n] = '\0';
+				setenv("DLRT_INFER_ROLE", "standby", 1);
+				execl(exe, "dlrt-infer", "standby", "--pool", s->o->pool, "--name",
+				      s->o->name, (char *)NULL);
+			}
+			_exit(127);
+		}
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	wlog("asked to start a standby coordinator: started");
+}
+
 static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_task *t,
 		    struct dlrt_err *err)
 {
@@ -262,9 +348,12 @@ static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_t
 					    .n = t->n, .pred = s->pred, .score = s->score };
 		int64_t busy = mono_us() - t0;
 
+		size_t at = c->out.len;
+
 		r.busy_us = busy > UINT32_MAX ? UINT32_MAX : (uint32_t)busy;
 		if (dlrt_ip_put_result(&c->out, &r) < 0)
 			return dlrt_err_set(err, "cannot queue a message");
+		keep(s, t->job, t->task, dlrt_buf_head(&c->out) + at, c->out.len - at);
 	}
 	return locked_flush(s, c, err);
 }
@@ -309,6 +398,19 @@ static int serve(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 				return 0;
 			break;
 		}
+		case DLRT_IP_ACK: {
+			struct dlrt_ip_ack a;
+
+			if (dlrt_ip_get_ack(f.payload, f.len, &a, err) < 0)
+				return -1;
+			forget(s, a.job, a.task);
+			break;
+		}
+		case DLRT_IP_PROMOTE:
+			if (dlrt_ip_get_empty(f.payload, f.len, err) < 0)
+				return -1;
+			start_standby(s);
+			break;
 		case DLRT_IP_DROP: {
 			struct dlrt_ip_jobref r;
 
@@ -379,18 +481,25 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 			wlog("the pool stopped");
 			goto out;
 		}
-		if (r == 0 && dlrt_ipc_open(&c, o->pool, DLRT_IP_ROLE_WORKER, o->name, 5000,
+		/* A short connect timeout: a lost node's address stays in a stale
+		 * record until the standby replaces it. */
+		if (r == 0 && dlrt_ipc_open(&c, o->pool, DLRT_IP_ROLE_WORKER, o->name, 1000,
 					    err) == 0) {
 			wlog("worker %u of pool %s (epoch %llu)", c.id, o->pool,
 			     (unsigned long long)c.epoch);
 			served = true;
 			s.drained = false;
-			if (dlrt_hbsend_start(&hb, c.fd, (int)c.heartbeat_ms, &s.wlock) < 0)
-				wlog("cannot start the heartbeat thread: the coordinator will "
-				     "declare this worker dead when it is silent");
-			r = serve(&s, &c, err);
-			dlrt_hbsend_stop(hb);
-			hb = NULL;
+			/* Before the heartbeat thread shares the socket. */
+			if (resend_kept(&s, &c, err) < 0) {
+				r = 0;
+			} else {
+				if (dlrt_hbsend_start(&hb, c.fd, (int)c.heartbeat_ms, &s.wlock) < 0)
+					wlog("cannot start the heartbeat thread: the coordinator will "
+					     "declare this worker dead when it is silent");
+				r = serve(&s, &c, err);
+				dlrt_hbsend_stop(hb);
+				hb = NULL;
+			}
 			dlrt_ipc_close(&c);
 			if (r < 0)
 				goto out;
@@ -409,6 +518,8 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 		usleep(200000);
 	}
 out:
+	while (s.nkept)
+		free(s.kept[--s.nkept].frame);
 	while (s.njobs)
 		drop_job(&s, s.jobs[0].id);
 	free(s.jobs);

@@ -6,6 +6,8 @@
  * robustness, to every other decoder too, since a peer may lie about the
  * type). Decoded messages are re-encoded and decoded again, which must give
  * the same bytes; a CHANGE is applied to a state to reach apply's checks.
+ * The hot standby's messages (ACK, SYNC, SEQACK; RESENT has RESULT's payload)
+ * round-trip too.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -78,6 +80,28 @@ static void all_decoders(const uint8_t *p, size_t n, struct dlrt_infer_state *st
 	dlrt_ip_get_drain(p, n, &dr, &err);
 	dlrt_ip_get_challenge(p, n, &chl, &err);
 	dlrt_ip_get_auth(p, n, &au, &err);
+	/* The hot standby's messages: ACK, SYNC/SEQACK (RESENT is a RESULT). */
+	{
+		struct dlrt_ip_ack a, a2;
+		uint64_t seq, seq2;
+		struct dlrt_buf b;
+		struct dlrt_ip_frame f;
+
+		dlrt_buf_init(&b, 1 << 20);
+		if (dlrt_ip_get_ack(p, n, &a, &err) == 0 &&
+		    (dlrt_ip_put_ack(&b, a.job, a.task) < 0 ||
+		     dlrt_ip_frame_peek(dlrt_buf_head(&b), b.len, &f, &err) != 1 ||
+		     dlrt_ip_get_ack(f.payload, f.len, &a2, &err) != 0 || a2.job != a.job ||
+		     a2.task != a.task))
+			abort();
+		dlrt_buf_consume(&b, b.len);
+		if (dlrt_ip_get_seq(p, n, &seq, &err) == 0 &&
+		    (dlrt_ip_put_seq(&b, DLRT_IP_SEQACK, seq) < 0 ||
+		     dlrt_ip_frame_peek(dlrt_buf_head(&b), b.len, &f, &err) != 1 ||
+		     dlrt_ip_get_seq(f.payload, f.len, &seq2, &err) != 0 || seq2 != seq))
+			abort();
+		dlrt_buf_free(&b);
+	}
 	if (dlrt_infer_change_get(p, n, &ch, &err) == 0) {
 		/* Follow the state's sequence so apply's own checks are reached. */
 		ch.seq = st->seq + 1;

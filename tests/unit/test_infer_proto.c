@@ -221,10 +221,52 @@ static void test_state(void)
 	dlrt_infer_state_free(&c);
 }
 
+/* The hot standby's messages and the SUBMIT token that makes a resent SUBMIT safe. */
+static void test_ha(void)
+{
+	struct dlrt_ip_frame f;
+	struct dlrt_err err;
+	struct dlrt_ip_ack a;
+	uint64_t seq = 0;
+	struct dlrt_ip_submit s = { .count = 2, .batch = 1, .token = 0xfeedbeefcafeull }, s2;
+	int32_t pred[1] = { 4 };
+	float score[1] = { 0.75f };
+	struct dlrt_ip_result r = { .job = 2, .task = 9, .n = 1, .pred = pred, .score = score }, r2;
+
+	dlrt_buf_init(&b, 1 << 26);
+	dlrt_ip_put_ack(&b, 5, 1ull << 33);
+	TAP_IS_INT(frame(&f), 1, "ACK framed");
+	TAP_OK(f.type == DLRT_IP_ACK && dlrt_ip_get_ack(f.payload, f.len, &a, &err) == 0 &&
+	       a.job == 5 && a.task == 1ull << 33, "ACK round trip");
+	TAP_IS_INT(dlrt_ip_get_ack(f.payload, f.len - 1, &a, &err), -1, "a short ACK is refused");
+	dlrt_buf_consume(&b, b.len);
+	dlrt_ip_put_seq(&b, DLRT_IP_SEQACK, 123456789012ull);
+	TAP_OK(frame(&f) == 1 && f.type == DLRT_IP_SEQACK &&
+	       dlrt_ip_get_seq(f.payload, f.len, &seq, &err) == 0 && seq == 123456789012ull,
+	       "SEQACK round trip");
+	dlrt_buf_consume(&b, b.len);
+	strcpy(s.model, "noop");
+	strcpy(s.inputs, "/x");
+	dlrt_ip_put_submit(&b, &s);
+	TAP_OK(frame(&f) == 1 && dlrt_ip_get_submit(f.payload, f.len, &s2, &err) == 0 &&
+	       s2.token == s.token, "SUBMIT carries its token");
+	dlrt_ip_submit_free(&s2);
+	dlrt_buf_consume(&b, b.len);
+	dlrt_ip_put_result(&b, &r);
+	dlrt_ip_frame_set_type(dlrt_buf_head(&b), DLRT_IP_RESENT);
+	TAP_OK(frame(&f) == 1 && f.type == DLRT_IP_RESENT &&
+	       dlrt_ip_get_result(f.payload, f.len, &r2, &err) == 0 && r2.task == 9 &&
+	       r2.pred[0] == 4, "a RESULT frame re-sent as RESENT decodes as the same answer");
+	dlrt_ip_result_free(&r2);
+	TAP_IS_STR(dlrt_ip_type_name(DLRT_IP_PROMOTE), "PROMOTE", "PROMOTE has a name");
+	dlrt_buf_free(&b);
+}
+
 int main(void)
 {
 	test_framing();
 	test_messages();
 	test_state();
+	test_ha();
 	return tap_done();
 }

@@ -16,7 +16,7 @@ one_line() { # one_line DESCRIPTION REGEX CMD...: fails with exactly one matchin
 }
 
 for c in "" submit status wait cancel plot local "pool start" "pool add" "pool stop" \
-	"pool run" coordinator worker; do
+	"pool restart" "pool run" coordinator worker standby; do
 	# shellcheck disable=SC2086
 	as_user dlrt-infer $c --help >"$WORK/o" 2>&1
 	ok "$([ $? -eq 0 ] && [ -s "$WORK/o" ]; echo $?)" "dlrt-infer $c --help"
@@ -25,6 +25,7 @@ one_line "submit without --model" "needs --model, --inputs and --batch" infer su
 one_line "submit --batch 0" "--batch=0: expected a whole number" infer submit --model lenet5 \
 	--inputs $T/t10k-images-idx3-ubyte.gz --batch 0
 one_line "status with no pool" "no coordinator has started in .*: start a pool" infer status
+one_line "pool restart without a journal" "has no journal: nothing to restart" infer pool restart
 one_line "pool run outside the runtime" "must run inside a step of sbatch --dl-runtime=infer" \
 	infer pool run
 one_line "labels given as inputs" "expected 28x28 images" infer submit --model lenet5 \

@@ -1,0 +1,131 @@
+#!/bin/bash
+# infer-failover.sh - dlrt-infer's coordinator failover and the cost of the
+# hot standby and the journal (issue 8, benchmark part 7).
+#
+# 1. Coordinator failure, RUNS times (default 5) in one pool of 4 workers on 3
+#    nodes running a deepcnn job: kill -9 the coordinator, and from the kill:
+#      detection  - the standby decides to take over (its log, wall clock)
+#      serving    - the new coordinator serves under the next epoch
+#      re-dispatch- the first answer to a task it dispatched is recorded
+#    Each run kills the coordinator the previous run made (the standby it
+#    chose takes over). Mean and standard deviation; the seed (IDunno) needed
+#    12.89 s (sd 3.82) to be back to normal; HyperQueue needs a manual restart
+#    from its journal and its workers restarted.
+# 2. Dispatch rate of N no-op tasks (one query each, --prefetch 1, 4 workers)
+#    with neither journal nor standby, the journal only, and both: the cost of
+#    replication (one round trip to the standby per change) and journaling
+#    (one write per change, fdatasync every 100 ms).
+# Timings are never pass/fail.
+#
+#   bench/infer-failover.sh     (from bench/run-all.sh, or with the cluster's env)
+# Environment: RUNS (5), N (20000).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+eval "$(tests/cluster/cluster.sh env)"
+U=${DLRT_TEST_USER:-dlrtu}
+RUNS=${RUNS:-5} N=${N:-20000}
+T=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+W=$(mktemp -d "$DLRT_CLUSTER_DIR/work/bench-failover.XXXX")
+chown "$U": "$W"
+cd "$W" || exit 1
+as_user() { timeout -k 5 600 runuser -u "$U" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" HOME="$W" "$@"; }
+now() { date +%s.%N; }
+stats() { # mean and sd of the numbers on stdin
+	awk '{ s += $1; q += $1 * $1; n++ } END { m = s / n; v = n > 1 ? (q - n * m * m) / (n - 1) : 0;
+		printf "%.3f (sd %.3f)", m, sqrt(v > 0 ? v : 0) }'
+}
+
+start_pool() { # start_pool DIR [ENV...]: 4 workers on 3 nodes; prints the array id
+	local pool=$1
+	shift
+	as_user env DLRT_INFER_POOL="$pool" "$@" dlrt-infer pool start --workers 4 -- -c 8
+	for _ in $(seq 1 240); do
+		[ "$(as_user env DLRT_INFER_POOL="$pool" dlrt-infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/')" -ge 4 ] && break
+		sleep 0.5
+	done
+}
+stop_pool() { # stop_pool DIR ARRAY
+	as_user env DLRT_INFER_POOL="$1" dlrt-infer pool stop >/dev/null
+	for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$2" 2>/dev/null)" ] && break; sleep 0.5; done
+}
+
+# ---- 1. coordinator failover ------------------------------------------------------
+P=$W/pool
+ARR=$(start_pool "$P")
+field() { sed -n "s/^$1=//p" "$P/access"; }
+after() { # after LOG MARK REGEX: lines matching REGEX after the line containing MARK
+	awk -v m="$2" -v r="$3" 'index($0, m) { on = 1 } on && $0 ~ r' "$1"
+}
+wait_ready() { # until the serving coordinator has a standby holding the state
+	local e log
+	e=$(field epoch)
+	for _ in $(seq 1 200); do
+		log=$(grep -l "epoch $e, prefetch" "$P"/element-*.log | head -1)
+		[ -n "$log" ] && [ -n "$(after "$log" "epoch $e, prefetch" "standby ready")" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+J=$(as_user env DLRT_INFER_POOL="$P" dlrt-infer submit --model deepcnn --inputs $T --batch 10 --no-labels)
+: >"$W/runs"
+for r in $(seq 1 "$RUNS"); do
+	wait_ready || { echo "run $r: no standby became ready" >&2; break; }
+	sleep 0.5
+	e=$(field epoch)
+	pid=$(field pid)
+	t0=$(now)
+	kill -9 "$pid"
+	for _ in $(seq 1 400); do
+		log=$(grep -l "epoch $((e + 1)) serves since wall" "$P"/element-*.log 2>/dev/null | head -1)
+		[ -n "$log" ] && [ -n "$(after "$log" "epoch $((e + 1)) serves" "first answer to a task")" ] && break
+		sleep 0.02
+	done
+	det=$(grep -o "taking over with [0-9]* changes at wall [0-9.]*" "$log" | tail -1 | grep -o '[0-9.]*$')
+	srv=$(grep -o "epoch $((e + 1)) serves since wall [0-9.]*" "$log" | grep -o '[0-9.]*$')
+	ans=$(after "$log" "epoch $((e + 1)) serves" "first answer to a task" | grep -o 'wall [0-9.]*' | head -1 | grep -o '[0-9.]*$')
+	awk -v t0="$t0" -v a="$det" -v b="$srv" -v c="$ans" \
+		'BEGIN { printf "%.4f %.4f %.4f\n", a - t0, b - t0, c - t0 }' | tee -a "$W/runs" |
+		sed "s/^/# run $r (epoch $e -> $((e + 1))): detection, serving, re-dispatch (s): /" >&2
+done
+as_user env DLRT_INFER_POOL="$P" dlrt-infer cancel "$J" >/dev/null 2>&1
+stop_pool "$P" "$ARR"
+n=$(wc -l <"$W/runs")
+
+echo "### Coordinator failure: kill -9 of the coordinator mid-job ($n runs, mean and sd, seconds)"
+echo
+echo "| from the kill to | dlrt-infer (hot standby) | IDunno (seed) |"
+echo "|---|---|---|"
+echo "| detection (the standby decides) | $(cut -d' ' -f1 "$W/runs" | stats) | 4 (worst case) |"
+echo "| the new coordinator serves (epoch +1) | $(cut -d' ' -f2 "$W/runs" | stats) | - |"
+echo "| re-dispatch: first new answer recorded | $(cut -d' ' -f3 "$W/runs" | stats) | 12.89 (sd 3.82) back to normal |"
+re=$(cut -d' ' -f3 "$W/runs" | stats | cut -d' ' -f1)
+awk -v r="$re" 'BEGIN { if (r > 0) printf "\nratio (seed / ours, back to normal): %.0fx\n\n", 12.89 / r }'
+
+# ---- 2. the cost of the standby and the journal on dispatch -------------------------
+rate() { # rate NAME ENV...: tasks/s of N no-op tasks of one query
+	local pool=$W/pool-$1 arr j t0 t1
+	shift
+	arr=$(start_pool "$pool" "$@")
+	[ $# -eq 0 ] && for _ in $(seq 1 100); do
+		grep -q "standby ready" "$pool/element-${arr}_0.log" 2>/dev/null && break
+		sleep 0.1
+	done
+	j=$(as_user env DLRT_INFER_POOL="$pool" dlrt-infer submit --model noop --inputs $T --count "$N" \
+		--batch 1 --no-labels)
+	as_user env DLRT_INFER_POOL="$pool" dlrt-infer wait "$j" >/dev/null
+	t0=$(awk -v j="$j" '$2 == j && $3 == "first_task" { print $1 }' "$pool/events.tsv")
+	t1=$(awk -v j="$j" '$2 == j && $3 == "done" { print $1 }' "$pool/events.tsv")
+	stop_pool "$pool" "$arr"
+	awk -v n="$N" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }'
+}
+r0=$(rate none DLRT_INFER_STANDBY=0 DLRT_INFER_JOURNAL=0)
+r1=$(rate journal DLRT_INFER_STANDBY=0)
+r2=$(rate both)
+echo "### Dispatch: $N no-op tasks of one query, 4 workers, --prefetch 1 (tasks/s)"
+echo
+echo "| configuration | tasks/s | ratio to neither |"
+echo "|---|---|---|"
+awk -v a="$r0" -v b="$r1" -v c="$r2" 'BEGIN {
+	printf "| neither journal nor standby | %d | 1.00 |\n", a
+	printf "| journal (write per change, fdatasync every 100 ms) | %d | %.2f |\n", b, b / a
+	printf "| journal + hot standby (SEQACK before every acknowledgement) | %d | %.2f |\n", c, c / a }'

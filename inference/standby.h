@@ -1,0 +1,57 @@
+/* standby.h - the hot standby coordinator of a dlrt-infer pool.
+ *
+ * A standby is a small process (`dlrt-infer standby`) that a worker starts
+ * next to itself when the coordinator asks it to (PROMOTE; element 1 is
+ * preferred, and a node other than the coordinator's). It connects as role
+ * STANDBY, receives the whole change log, then every change as the
+ * coordinator makes it, and answers SEQACK for each. The coordinator waits
+ * for that SEQACK before anyone else hears of the change (the worker's ACK,
+ * the client's reply, the results file), so the standby always holds
+ * everything that was acknowledged.
+ *
+ * The coordinator also sends SYNC every DLRT_STANDBY_BEAT_MS. When the
+ * connection drops, or nothing arrives for the takeover bound
+ * (DLRT_INFER_TAKEOVER_MS, default 1000 ms), the standby checks the access
+ * record: gone means the pool stopped (it exits); a newer epoch means
+ * someone else took over (it exits); otherwise it becomes the coordinator
+ * with its log (infer.h), writing the access record with a higher epoch.
+ *
+ * Fencing: a coordinator that loses its standby, or whose standby does not
+ * answer within the bound, reads the access record; if its epoch is no longer
+ * the newest, it stops at once without acknowledging anything more. Workers
+ * and clients only talk to the record's epoch; the journal and results files
+ * are replaced by rename on takeover, so an old coordinator still writing
+ * writes into unlinked files.
+ */
+#ifndef DLRT_INFER_STANDBY_H
+#define DLRT_INFER_STANDBY_H
+
+#include <stdint.h>
+
+#include "dlrt_err.h"
+#include "tcpserver.h"
+
+#define DLRT_STANDBY_BEAT_MS 100
+#define DLRT_STANDBY_TAKEOVER_MS 1000
+
+/* The takeover bound: $DLRT_INFER_TAKEOVER_MS (100..60000) or the default. */
+int dlrt_standby_timeout_ms(void);
+
+/* Coordinator side: sends what is queued in conn->out and waits (blocking,
+ * up to timeout_ms) until the standby acknowledges change `seq`. *acked is
+ * raised to every SEQACK seen. 0, or -1 with err (the standby is lost). */
+int dlrt_standby_push(struct dlrt_conn *conn, uint64_t seq, int timeout_ms, uint64_t *acked,
+		      struct dlrt_err *err);
+
+struct dlrt_standby_opts {
+	const char *pool;
+	const char *name;
+	uint32_t prefetch;
+	double window;
+};
+
+/* Runs a standby until the pool stops, another standby takes over, or this
+ * one took over and its coordinator ended. */
+int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err);
+
+#endif

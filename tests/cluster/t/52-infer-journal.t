@@ -1,0 +1,144 @@
+#!/bin/bash
+# dlrt-infer's journal: both coordinators lost (kill -9) mid-job, then
+# `dlrt-infer pool restart`; then the same with the journal cut in the middle
+# of its last record. After each: every query answered exactly once, answers
+# equal to a failure-free (single-process) run, no answer the journal held was
+# computed again, the torn tail reported and cut, and the pool serving again.
+. "$(dirname "$0")/../lib.sh"
+
+T=/usr/share/datasets/fashion-mnist
+POOL=$WORK/pool
+N1=10000 N2=20000 N3=8000
+infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
+
+if [ ! -r $T/train-images-idx3-ubyte.gz ]; then
+	echo "1..0 # SKIP dataset-fashion-mnist is not installed (tests/cluster/install-deps.sh)"
+	exit 0
+fi
+MD=$DLRT_CLUSTER_DIR/prefix/share/dlrt/models
+IN=$T/train-images-idx3-ubyte.gz
+ref() { # ref NAME MODEL FIRST COUNT
+	as_user dlrt-infer local --model "$2" --inputs $IN --first "$3" --count "$4" --model-dir "$MD" \
+		--out "$WORK/ref$1.csv" 2>/dev/null
+	tail -n +2 "$WORK/ref$1.csv" | sort -t, -k1n >"$WORK/ref$1.sorted"
+}
+ref 1 deepcnn 0 $N1
+ref 2 lenet5 10000 $N2
+ref 3 deepcnn 30000 $N3
+ok "$([ -s "$WORK/ref1.sorted" ] && [ -s "$WORK/ref3.sorted" ]; echo $?)" \
+	"single-process references for the three jobs"
+
+exactly_once() { # exactly_once JOB N REF: rows, each input once, answers equal the reference
+	local csv=$POOL/job-$1.csv
+	is "$(($(wc -l <"$csv") - 1))" "$2" "job $1: $2 result rows"
+	is "$(tail -n +2 "$csv" | cut -d, -f2 | sort -u | wc -l)" "$2" "job $1: every input exactly once"
+	tail -n +2 "$csv" | cut -d, -f2-4 | sort -t, -k1n >"$WORK/pool$1.sorted"
+	ok "$(cmp -s "$WORK/pool$1.sorted" "$WORK/ref$3.sorted"; echo $?)" \
+		"job $1: answers equal to the failure-free run"
+}
+done_of() { infer status 2>/dev/null | awk -v j="$1" '/^WKR/ { exit } $1 == j { split($5, a, "/"); print a[1] }'; }
+workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
+epoch() { sed -n 's/^epoch=//p' "$POOL/access" 2>/dev/null; }
+# Kills the coordinator and its standby with SIGKILL (stopped first, so the
+# standby cannot take over in between).
+kill_coordinators() {
+	local pid host pids
+	pid=$(sed -n 's/^pid=//p' "$POOL/access")
+	host=$(sed -n 's/^host=//p' "$POOL/access")
+	pids=$pid
+	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-infer standby'); do
+		[ "$(tr '\0' '\n' </proc/"$p"/environ 2>/dev/null | sed -n 's/^DLRT_INFER_POOL=//p')" = "$POOL" ] &&
+			pids="$pids $p"
+	done
+	# shellcheck disable=SC2086
+	kill -STOP $pids 2>/dev/null
+	# shellcheck disable=SC2086
+	kill -9 $pids 2>/dev/null
+	diag "killed the coordinator (pid $pid on $host) and its standby (pids: $pids)"
+}
+wait_epoch_above() { # wait_epoch_above E: until a coordinator of a later epoch answers
+	for _ in $(seq 1 240); do
+		[ "$(epoch)" -gt "$1" ] 2>/dev/null && infer status >/dev/null 2>&1 && return 0
+		sleep 0.25
+	done
+	return 1
+}
+
+ARRAY=$(infer pool start --workers 3 -- -c 2)
+like "$ARRAY" '^[0-9]+$' "a pool of 3 workers (array $ARRAY)"
+for _ in $(seq 1 120); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.5; done
+is "$(workers_up)" 3 "3 workers joined"
+J1=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10)
+J2=$(infer submit --model lenet5 --inputs $IN --first 10000 --count $N2 --batch 20)
+is "$J1 $J2" "1 2" "two jobs submitted"
+for _ in $(seq 1 600); do [ "${d1:=0}" -ge $((N1 / 5)) ] && break; sleep 0.05; d1=$(done_of 1); done
+ok "$([ "$d1" -ge $((N1 / 5)) ] && [ "$d1" -lt "$N1" ]; echo $?)" "job 1 is under way ($d1/$N1)"
+d2=$(done_of 2)
+E=$(epoch)
+
+# 1. Both coordinators lost mid-job.
+kill_coordinators
+sleep 1
+ok "$([ -s "$POOL/journal" ]; echo $?)" "the journal survives its coordinator"
+is "$(stat -c %a "$POOL/journal")" 600 "the journal is private (0600)"
+R=$(infer pool restart -- -c 2)
+like "$R" '^[0-9]+$' "pool restart submitted a new coordinator (job $R)"
+wait_epoch_above "$E"
+ok $? "a coordinator of a later epoch serves the pool ($E -> $(epoch))"
+like "$(cat "$POOL"/element-"${R}"_0.log)" "journal: [0-9]+ records replayed" \
+	"the new coordinator replayed the journal"
+like "$(cat "$POOL"/element-"${R}"_0.log)" "resumed 2 jobs" "and resumed both jobs"
+resumed() { sed -n "s/.*job $1 resumes with \([0-9]*\) of.*/\1/p" "$POOL"/element-"${R}"_0.log; }
+a1=$(resumed 1) a2=$(resumed 2)
+ok "$([ "${a1:-0}" -ge "$d1" ] && [ "${a2:-0}" -ge "$d2" ]; echo $?)" \
+	"the jobs resume from $a1 and $a2 recorded answers (>= $d1 and $d2 seen before the kill)"
+for _ in $(seq 1 120); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.25; done
+is "$(workers_up)" 3 "the 3 workers reconnected on their own"
+infer wait 1 >"$WORK/w1"
+is $? 0 "job 1 completed after the restart"
+infer wait 2 >"$WORK/w2"
+is $? 0 "job 2 completed after the restart"
+exactly_once 1 $N1 1
+exactly_once 2 $N2 2
+# Answers the journal held are never computed again: the workers of the new
+# coordinator answered at most the tasks left plus those in flight at the kill.
+s=$(infer status | awk '/^WKR/ { w = 1; next } w { s += $5 } END { print s + 0 }')
+left=$(((N1 - a1) / 10 + (N2 - a2) / 20))
+ok "$([ "$s" -le "$left" ]; echo $?)" "the new coordinator's workers ran $s tasks (<= $left left)"
+
+# 2. Lost again, with the journal torn in the middle of its last record.
+J3=$(infer submit --model deepcnn --inputs $IN --first 30000 --count $N3 --batch 10)
+is "$J3" 3 "job 3 submitted"
+for _ in $(seq 1 600); do [ "${d3:=0}" -ge $((N3 / 4)) ] && break; sleep 0.05; d3=$(done_of 3); done
+E=$(epoch)
+kill_coordinators
+sleep 0.5
+size=$(stat -c %s "$POOL/journal")
+truncate -s $((size - 5)) "$POOL/journal"
+diag "journal cut from $size to $((size - 5)) bytes"
+R=$(infer pool restart -- -c 2)
+wait_epoch_above "$E"
+ok $? "restarted again ($E -> $(epoch))"
+like "$(cat "$POOL"/element-"${R}"_0.log)" "journal: cut a torn or corrupt tail at byte [0-9]+ .*torn" \
+	"the torn record was detected, reported and cut"
+cut_at=$(grep -o 'tail at byte [0-9]*' "$POOL"/element-"${R}"_0.log | grep -o '[0-9]*$')
+ok "$([ "$cut_at" -lt $((size - 5)) ]; echo $?)" "it was cut at the last whole record (byte $cut_at)"
+infer wait 3 >"$WORK/w3"
+is $? 0 "job 3 completed"
+exactly_once 3 $N3 3
+exactly_once 1 $N1 1
+infer status >"$WORK/st"
+like "$(grep -E '^2 ' "$WORK/st")" " done +$N2/$N2" "job 2 is still done with $N2 answers"
+
+# 3. Serving again: a new job runs and the pool stops cleanly.
+J4=$(infer submit --model lenet5 --inputs $IN --count 500 --batch 50)
+infer wait "$J4" >"$WORK/w4"
+is $? 0 "a new job completes on the restarted pool"
+infer pool stop >/dev/null
+ok $? "pool stop"
+for _ in $(seq 1 60); do
+	[ -z "$(squeue -h -j "$ARRAY,$R" 2>/dev/null)" ] && break
+	sleep 0.5
+done
+is "$(squeue -h -j "$ARRAY,$R" 2>/dev/null | wc -l)" 0 "every element of the pool ended"
+done_testing
