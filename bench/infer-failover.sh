@@ -2,8 +2,10 @@
 # infer-failover.sh - dlrt-infer's coordinator failover and the cost of the
 # hot standby and the journal (issue 8, benchmark part 7).
 #
-# 1. Coordinator failure, RUNS times (default 5) in one pool of 4 workers on 3
-#    nodes running a deepcnn job: kill -9 the coordinator, and from the kill:
+# 1. Coordinator failure, RUNS times (default 5) each way in one pool of 4
+#    workers on 3 nodes running a deepcnn job: kill -9 of the coordinator, and
+#    SIGSTOP (silent, as a lost node: detected after DLRT_INFER_TAKEOVER_MS);
+#    from the failure:
 #      detection  - the standby decides to take over (its log, wall clock)
 #      serving    - the new coordinator serves under the next epoch
 #      re-dispatch- the first answer to a task it dispatched is recorded
@@ -11,10 +13,11 @@
 #    chose takes over). Mean and standard deviation; the seed (IDunno) needed
 #    12.89 s (sd 3.82) to be back to normal; HyperQueue needs a manual restart
 #    from its journal and its workers restarted.
-# 2. Dispatch rate of N no-op tasks (one query each, --prefetch 1, 4 workers)
-#    with neither journal nor standby, the journal only, and both: the cost of
-#    replication (one round trip to the standby per change) and journaling
-#    (one write per change, fdatasync every 100 ms).
+# 2. Dispatch rate of N no-op tasks (one query each, --prefetch 1, 4 workers),
+#    then of N/10 lenet5 tasks of 10 queries (real work), with neither journal
+#    nor standby, the journal only, and both: the cost of replication (one
+#    round trip to the standby per change) and journaling (one write per
+#    change, fdatasync every 100 ms).
 # Timings are never pass/fail.
 #
 #   bench/infer-failover.sh     (from bench/run-all.sh, or with the cluster's env)
@@ -67,42 +70,49 @@ wait_ready() { # until the serving coordinator has a standby holding the state
 	return 1
 }
 J=$(as_user env DLRT_INFER_POOL="$P" dlrt-infer submit --model deepcnn --inputs $T --batch 10 --no-labels)
-: >"$W/runs"
-for r in $(seq 1 "$RUNS"); do
-	wait_ready || { echo "run $r: no standby became ready" >&2; break; }
+: >"$W/runs-kill"
+: >"$W/runs-stop"
+failover() { # failover MODE RUN: kill (-9) or stop (SIGSTOP: silent, as a lost node)
+	local e pid t0 log det srv ans
+	wait_ready || { echo "run $2: no standby became ready" >&2; return 1; }
 	sleep 0.5
 	e=$(field epoch)
 	pid=$(field pid)
 	t0=$(now)
-	kill -9 "$pid"
+	if [ "$1" = kill ]; then kill -9 "$pid"; else kill -STOP "$pid"; fi
 	for _ in $(seq 1 400); do
 		log=$(grep -l "epoch $((e + 1)) serves since wall" "$P"/element-*.log 2>/dev/null | head -1)
 		[ -n "$log" ] && [ -n "$(after "$log" "epoch $((e + 1)) serves" "first answer to a task")" ] && break
 		sleep 0.02
 	done
+	[ "$1" = stop ] && kill -9 "$pid" # it would be fenced out when continued (t/53); here it goes
 	det=$(grep -o "taking over with [0-9]* changes at wall [0-9.]*" "$log" | tail -1 | grep -o '[0-9.]*$')
 	srv=$(grep -o "epoch $((e + 1)) serves since wall [0-9.]*" "$log" | grep -o '[0-9.]*$')
 	ans=$(after "$log" "epoch $((e + 1)) serves" "first answer to a task" | grep -o 'wall [0-9.]*' | head -1 | grep -o '[0-9.]*$')
 	awk -v t0="$t0" -v a="$det" -v b="$srv" -v c="$ans" \
-		'BEGIN { printf "%.4f %.4f %.4f\n", a - t0, b - t0, c - t0 }' | tee -a "$W/runs" |
-		sed "s/^/# run $r (epoch $e -> $((e + 1))): detection, serving, re-dispatch (s): /" >&2
-done
+		'BEGIN { printf "%.4f %.4f %.4f\n", a - t0, b - t0, c - t0 }' | tee -a "$W/runs-$1" |
+		sed "s/^/# $1 run $2 (epoch $e -> $((e + 1))): detection, serving, re-dispatch (s): /" >&2
+}
+for r in $(seq 1 "$RUNS"); do failover kill "$r"; done
+for r in $(seq 1 "$RUNS"); do failover stop "$r"; done
 as_user env DLRT_INFER_POOL="$P" dlrt-infer cancel "$J" >/dev/null 2>&1
 stop_pool "$P" "$ARR"
-n=$(wc -l <"$W/runs")
 
-echo "### Coordinator failure: kill -9 of the coordinator mid-job ($n runs, mean and sd, seconds)"
+row() { # row FILE: the three columns' statistics
+	for k in 1 2 3; do printf ' %s |' "$(cut -d' ' -f$k "$1" | stats)"; done
+}
+echo "### Coordinator failure mid-job: from the failure to ... ($RUNS runs each, mean and sd, seconds)"
 echo
-echo "| from the kill to | dlrt-infer (hot standby) | IDunno (seed) |"
-echo "|---|---|---|"
-echo "| detection (the standby decides) | $(cut -d' ' -f1 "$W/runs" | stats) | 4 (worst case) |"
-echo "| the new coordinator serves (epoch +1) | $(cut -d' ' -f2 "$W/runs" | stats) | - |"
-echo "| re-dispatch: first new answer recorded | $(cut -d' ' -f3 "$W/runs" | stats) | 12.89 (sd 3.82) back to normal |"
-re=$(cut -d' ' -f3 "$W/runs" | stats | cut -d' ' -f1)
-awk -v r="$re" 'BEGIN { if (r > 0) printf "\nratio (seed / ours, back to normal): %.0fx\n\n", 12.89 / r }'
+echo "| failure | detection (the standby decides) | the new coordinator serves | re-dispatch: first new answer recorded |"
+echo "|---|---|---|---|"
+echo "| kill -9 of the coordinator |$(row "$W/runs-kill")"
+echo "| SIGSTOP of the coordinator (silent, as a lost node; bound 1 s) |$(row "$W/runs-stop")"
+echo "| IDunno (the seed), back to normal after a coordinator failure | 4 (worst case) | - | 12.89 (sd 3.82) |"
+re=$(cut -d' ' -f3 "$W/runs-stop" | stats | cut -d' ' -f1)
+awk -v r="$re" 'BEGIN { if (r > 0) printf "\nratio (seed / ours, silent coordinator, back to normal): %.1fx\n\n", 12.89 / r }'
 
 # ---- 2. the cost of the standby and the journal on dispatch -------------------------
-rate() { # rate NAME ENV...: tasks/s of N no-op tasks of one query
+rate() { # rate NAME ENV...: tasks/s of N tasks of $MODEL, $B queries each
 	local pool=$W/pool-$1 arr j t0 t1
 	shift
 	arr=$(start_pool "$pool" "$@")
@@ -110,22 +120,30 @@ rate() { # rate NAME ENV...: tasks/s of N no-op tasks of one query
 		grep -q "standby ready" "$pool/element-${arr}_0.log" 2>/dev/null && break
 		sleep 0.1
 	done
-	j=$(as_user env DLRT_INFER_POOL="$pool" dlrt-infer submit --model noop --inputs $T --count "$N" \
-		--batch 1 --no-labels)
+	j=$(as_user env DLRT_INFER_POOL="$pool" dlrt-infer submit --model "$MODEL" --inputs $T \
+		--count $((N * B)) --batch "$B" --no-labels)
 	as_user env DLRT_INFER_POOL="$pool" dlrt-infer wait "$j" >/dev/null
 	t0=$(awk -v j="$j" '$2 == j && $3 == "first_task" { print $1 }' "$pool/events.tsv")
 	t1=$(awk -v j="$j" '$2 == j && $3 == "done" { print $1 }' "$pool/events.tsv")
 	stop_pool "$pool" "$arr"
 	awk -v n="$N" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / (b - a) }'
 }
-r0=$(rate none DLRT_INFER_STANDBY=0 DLRT_INFER_JOURNAL=0)
-r1=$(rate journal DLRT_INFER_STANDBY=0)
-r2=$(rate both)
-echo "### Dispatch: $N no-op tasks of one query, 4 workers, --prefetch 1 (tasks/s)"
-echo
-echo "| configuration | tasks/s | ratio to neither |"
-echo "|---|---|---|"
-awk -v a="$r0" -v b="$r1" -v c="$r2" 'BEGIN {
-	printf "| neither journal nor standby | %d | 1.00 |\n", a
-	printf "| journal (write per change, fdatasync every 100 ms) | %d | %.2f |\n", b, b / a
-	printf "| journal + hot standby (SEQACK before every acknowledgement) | %d | %.2f |\n", c, c / a }'
+table() { # table TITLE: the three configurations of the current MODEL, B, N
+	local r0 r1 r2
+	r0=$(rate none DLRT_INFER_STANDBY=0 DLRT_INFER_JOURNAL=0)
+	r1=$(rate journal DLRT_INFER_STANDBY=0)
+	r2=$(rate both)
+	echo "### Dispatch: $1, 4 workers, --prefetch 1 (tasks/s)"
+	echo
+	echo "| configuration | tasks/s | ratio to neither |"
+	echo "|---|---|---|"
+	awk -v a="$r0" -v b="$r1" -v c="$r2" 'BEGIN {
+		printf "| neither journal nor standby | %d | 1.00 |\n", a
+		printf "| journal (write per change, fdatasync every 100 ms) | %d | %.2f |\n", b, b / a
+		printf "| journal + hot standby (SEQACK before every acknowledgement) | %d | %.2f |\n", c, c / a }'
+	echo
+}
+MODEL=noop B=1
+table "$N no-op tasks of one query"
+MODEL=lenet5 B=10 N=$((N / 10))
+table "$N lenet5 tasks of 10 queries"

@@ -228,7 +228,7 @@ int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err)
 		rc = 0;
 		goto out;
 	}
-	if (coordinator_answers(o->pool, 300)) {
+	if (coordinator_answers(o->pool, 200)) {
 		slog("lost the link (%s) but the coordinator still answers: not taking over", why);
 		rc = 0;
 		goto out;

@@ -39,8 +39,12 @@ struct wjob {
 	struct dlrt_inputs *inputs; /* shared between jobs with the same file */
 	char inputs_path[DLRT_IP_STR_MAX + 1];
 	uint32_t first, count;
+	char model_spec[DLRT_IP_STR_MAX + 1];
+	bool kept;                 /* loaded under an earlier coordinator, not confirmed yet */
 	char error[DLRT_ERR_MAX];  /* why it cannot run, "" if it can */
 };
+
+#define KEPT_JOB_MS 10000 /* a loaded job no new coordinator names again is freed after this */
 
 /* An answer sent but not yet acknowledged (ACK): if the coordinator dies
  * before it is recorded, the next coordinator gets it again (RESENT). */
@@ -57,6 +61,7 @@ struct wstate {
 	const struct dlrt_worker_opts *o;
 	struct kept kept[MAX_KEPT];
 	uint32_t nkept;
+	int64_t connected_ms;      /* when the current connection started */
 	char model_dir[PATH_MAX];
 	struct wjob *jobs;
 	uint32_t njobs, cap;
@@ -110,11 +115,22 @@ static void drop_job(struct wstate *s, uint32_t id)
 
 static void add_job(struct wstate *s, const struct dlrt_ip_jobinfo *ji)
 {
-	struct wjob *j;
+	struct wjob *j = find_job(s, ji->job);
 	struct dlrt_err err;
 
-	if (find_job(s, ji->job))
+	if (j && j->kept) {
+		/* After a failover the same job keeps its loaded model (the state, and
+		 * so the job ids, carried over); anything else is loaded afresh. */
+		if (!j->error[0] && !strcmp(j->model_spec, ji->model) &&
+		    !strcmp(j->inputs_path, ji->inputs) && j->first == ji->first &&
+		    j->count == ji->count) {
+			j->kept = false;
+			return;
+		}
+		drop_job(s, ji->job);
+	} else if (j) {
 		return;
+	}
 	if (s->njobs == s->cap) {
 		uint32_t cap = s->cap ? s->cap * 2 : 4;
 		struct wjob *q = realloc(s->jobs, cap * sizeof(*q));
@@ -129,6 +145,7 @@ static void add_job(struct wstate *s, const struct dlrt_ip_jobinfo *ji)
 	j->id = ji->job;
 	j->first = ji->first;
 	j->count = ji->count;
+	snprintf(j->model_spec, sizeof(j->model_spec), "%s", ji->model);
 	snprintf(j->inputs_path, sizeof(j->inputs_path), "%s", ji->inputs);
 	if (!strncmp(ji->model, "ext:", 4)) {
 		if (dlrt_extmodel_start(&j->ext, ji->model + 4, EXT_START_MS, &err) < 0) {
@@ -363,7 +380,9 @@ static int serve(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 {
 	for (;;) {
 		struct dlrt_ip_frame f;
-		int rc = dlrt_ipc_recv(c, &f, 1000, err);
+		/* Idle checks every 250 ms: a coordinator that was only stopped keeps
+		 * the connection open, and its successor's record must be seen soon. */
+		int rc = dlrt_ipc_recv(c, &f, 250, err);
 
 		if (rc < 0)
 			return 0;
@@ -376,6 +395,9 @@ static int serve(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 
 			if (dlrt_pool_read_access(s->o->pool, &a, &e2) != 0 || a.epoch != c->epoch)
 				return 0;
+			for (uint32_t i = 0; i < s->njobs; i++)
+				if (s->jobs[i].kept && dlrt_now_ms() - s->connected_ms > KEPT_JOB_MS)
+					drop_job(s, s->jobs[i--].id);
 			continue;
 		}
 		switch (f.type) {
@@ -488,6 +510,7 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 			wlog("worker %u of pool %s (epoch %llu)", c.id, o->pool,
 			     (unsigned long long)c.epoch);
 			served = true;
+			s.connected_ms = dlrt_now_ms();
 			s.drained = false;
 			/* Before the heartbeat thread shares the socket. */
 			if (resend_kept(&s, &c, err) < 0) {
@@ -503,9 +526,10 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 			dlrt_ipc_close(&c);
 			if (r < 0)
 				goto out;
-			/* Jobs restart from JOBINFO on the next connection. */
-			while (s.njobs)
-				drop_job(&s, s.jobs[0].id);
+			/* Jobs restart from JOBINFO on the next connection; their models
+			 * stay loaded until then (KEPT_JOB_MS). */
+			for (uint32_t i = 0; i < s.njobs; i++)
+				s.jobs[i].kept = true;
 			deadline = dlrt_now_ms() + (int64_t)(o->wait_s > 0 ? o->wait_s : 300) * 1000;
 			continue;
 		}
@@ -515,7 +539,8 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 				     o->wait_s > 0 ? o->wait_s : 300);
 			goto out;
 		}
-		usleep(200000);
+		/* Short: after a failover the new record appears within milliseconds. */
+		usleep(50000);
 	}
 out:
 	while (s.nkept)
