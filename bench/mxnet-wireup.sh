@@ -5,7 +5,8 @@
 # at 3, 12 and 48 tasks, REPEAT times each after one discarded warm-up run,
 # and prints the median wall time of each and their ratio. The dlrt column
 # pays for the role plan, the scheduler address/port choice and the PMIx
-# exchange the plugin does in every task; the plain column is the same srun
+# exchange (one dlrt-kv PMIx client per node, the node's other tasks wait for
+# its answer); the plain column is the same srun
 # with --mpi=pmix, so the PMIx server start-up is in both. Target (issue 3):
 # ratio <= 1.15.
 #
@@ -64,7 +65,10 @@ median_ms() {
 }
 
 echo "# mxnet wire-up: $SRUN $SRUN_ARGS -nN [$DL_ARGS] true, median of $REPEAT runs"
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $($SRUN --version 2>/dev/null || echo 'srun version ?'), ${SLURM_JOB_ID:+inside job $SLURM_JOB_ID}${SLURM_JOB_ID:-one allocation per step}"
+where="one allocation per step"
+[ -n "${SLURM_JOB_ID:-}" ] && where="inside job $SLURM_JOB_ID"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $($SRUN --version 2>/dev/null || echo 'srun version ?'), $where"
+echo "# load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %16s %16s %8s %s\n' tasks 'plain srun ms' 'dlrt mxnet ms' ratio 'within 15%'
 rc=0
 for n in $TASKS; do
@@ -77,5 +81,6 @@ for n in $TASKS; do
 		r = p > 0 ? d / p : 0
 		printf "%-6s %16d %16d %8.2f %s\n", n, p, d, r, r <= 1.15 ? "yes" : "NO" }'
 done
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(uname -r)"
 exit $rc

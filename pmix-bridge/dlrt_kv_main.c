@@ -28,6 +28,9 @@ static void usage(FILE *f)
 		"  await RANK KEY   like get, but without a fence: wait until task RANK\n"
 		"                   has put KEY (asks again until --timeout)\n"
 		"  awaitall KEY     like getall, waiting for each task in turn\n"
+		"  awaitlist KEY R,R,...  like awaitall, for these ranks only\n"
+		"  linger RANK KEY SECONDS  wait until task RANK has put KEY, at most\n"
+		"                   SECONDS; never an error, prints nothing\n"
 		"  barrier          wait for the tasks on this node only\n"
 		"  rank | size      print this task's rank / the number of tasks\n"
 		"Example: dlrt-kv put host \"$(hostname)\" fence getall host\n"
@@ -44,7 +47,7 @@ static int op_args(const char *op)
 		const char *name;
 		int nargs;
 	} ops[] = { { "put", 2 }, { "get", 2 }, { "getall", 1 }, { "fence", 0 },
-		    { "await", 2 }, { "awaitall", 1 },
+		    { "await", 2 }, { "awaitall", 1 }, { "awaitlist", 2 }, { "linger", 3 },
 		    { "barrier", 0 }, { "rank", 0 }, { "size", 0 } };
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(*ops); i++)
@@ -84,6 +87,40 @@ static int run_op(struct dlrt_pmix *p, char **a, struct dlrt_err *err)
 	}
 	if (!strcmp(a[0], "awaitall"))
 		return dlrt_pmix_await_all(p, a[1], print_value, NULL, err);
+	if (!strcmp(a[0], "awaitlist")) {
+		/* "R,R,...": each rank in turn; the waits share the session's bound. */
+		for (const char *r = a[2]; *r;) {
+			char one[16];
+			size_t n = strcspn(r, ",");
+
+			if (n == 0 || n >= sizeof(one))
+				return dlrt_err_set(err, "awaitlist: '%s' is not a comma list of ranks",
+						    a[2]);
+			memcpy(one, r, n);
+			one[n] = '\0';
+			if (dlrt_parse_u32(one, 0, UINT32_MAX - 1, &rank) < 0)
+				return dlrt_err_set(err, "awaitlist: '%s' is not a rank", one);
+			if (dlrt_pmix_await(p, rank, a[1], value, sizeof(value), err) < 0)
+				return -1;
+			printf("%u %s\n", rank, value);
+			r += n + (r[n] == ',');
+		}
+		return 0;
+	}
+	if (!strcmp(a[0], "linger")) {
+		uint32_t secs;
+		int saved = p->timeout_s;
+
+		if (dlrt_parse_u32(a[1], 0, UINT32_MAX - 1, &rank) < 0 ||
+		    dlrt_parse_u32(a[3], 1, 3600, &secs) < 0)
+			return dlrt_err_set(err, "linger RANK KEY SECONDS: bad rank '%s' or seconds '%s'",
+					    a[1], a[3]);
+		/* Bounded by its own, usually shorter, time; whatever happens is fine. */
+		p->timeout_s = (int)secs;
+		dlrt_pmix_await(p, rank, a[2], value, sizeof(value), err);
+		p->timeout_s = saved;
+		return 0;
+	}
 	if (dlrt_parse_u32(a[1], 0, UINT32_MAX - 1, &rank) < 0)
 		return dlrt_err_set(err, "%s: '%s' is not a rank", a[0], a[1]);
 	if ((a[0][0] == 'g' ? dlrt_pmix_get : dlrt_pmix_await)(p, rank, a[2], value,

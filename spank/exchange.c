@@ -212,6 +212,101 @@ out:
 	return rc;
 }
 
+/* The other tasks of a node: wait for the first one's answer. */
+static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine, double limit_s,
+		      struct dlrt_err *err)
+{
+	double deadline = now_s() + limit_s;
+	long pause_us = 200;
+
+	for (;;) {
+		int state = __atomic_load_n(&req->share->state, __ATOMIC_ACQUIRE);
+
+		if (state == 1)
+			break;
+		if (state == 2)
+			return dlrt_err_set(err, "%s", req->share->err);
+		if (now_s() > deadline)
+			return dlrt_err_set(err, "the first task of this node did not finish the PMIx "
+					    "exchange within %.0f s (did it start? see the slurmd log)",
+					    limit_s);
+		nanosleep(&(struct timespec){ 0, pause_us * 1000 }, NULL);
+		if (pause_us < 4000)
+			pause_us *= 2;
+	}
+	if (dlrt_net_parse_hostport(req->share->root, mine->root_ip, &mine->root_port) < 0)
+		return dlrt_err_set(err, "the first task of this node shared a bad root address");
+	mine->valid = true;
+	return 0;
+}
+
+/* One PMIx client per node (see struct dlrt_exchange_req). No fence: the root
+ * publishes its address, every other node's first task reads it and says so
+ * (got), and the root leaves only once all of them did, so its node (whose
+ * PMIx server holds the address) stays in the step until then. A first task
+ * then lingers until the root is done (bounded, never an error), so its own
+ * node stays while the root reads its "got". */
+static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv, char **env,
+			     struct dlrt_addrs *mine, struct dlrt_err *err)
+{
+	char timeout_s[16], root_s[64];
+	char *argv[24], *text = NULL;
+	size_t n = 0, textlen = 0;
+	int status;
+
+	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
+	argv[n++] = "dlrt-kv";
+	argv[n++] = "--timeout";
+	argv[n++] = timeout_s;
+	if (req->rank == req->root) {
+		uint16_t port = req->root_port;
+
+		if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
+			return -1;
+		snprintf(root_s, sizeof(root_s), "%s:%u", mine->node_ip, port);
+		argv[n++] = "put";
+		argv[n++] = "root";
+		argv[n++] = root_s;
+		argv[n++] = "await";
+		argv[n++] = "0";
+		argv[n++] = "root";
+		if (req->reps[0]) {
+			argv[n++] = "awaitlist";
+			argv[n++] = "got";
+			argv[n++] = (char *)req->reps;
+			argv[n++] = "put";
+			argv[n++] = "done";
+			argv[n++] = "1";
+		}
+	} else {
+		argv[n++] = "await";
+		argv[n++] = "0";
+		argv[n++] = "root";
+		argv[n++] = "put";
+		argv[n++] = "got";
+		argv[n++] = mine->node_ip;
+		argv[n++] = "linger";
+		argv[n++] = "0";
+		argv[n++] = "done";
+		argv[n++] = "5";
+	}
+	argv[n] = NULL;
+	status = run_kv(kv, argv, env, 2 * req->timeout_s + EXCHANGE_SLACK_S, &text, &textlen,
+			(size_t)req->ntasks * 48 + 4096, err);
+	if (status < 0)
+		return -1;
+	if (dlrt_exchange_reply_parse(text, textlen, req->ntasks, mine, NULL, err) < 0) {
+		free(text);
+		return -1;
+	}
+	free(text);
+	if (status != 0)
+		return dlrt_err_set(err, "dlrt-kv exited with status %d during the PMIx exchange",
+				    status);
+	mine->valid = true;
+	return 0;
+}
+
 int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 		       struct dlrt_addrs *all, struct dlrt_err *err)
 {
@@ -229,8 +324,19 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 	if (dlrt_net_node_ipv4(req->iface, launch_ip, mine->node_ip, err) < 0)
 		return -1;
 	snprintf(mine->iface, sizeof(mine->iface), "%s", req->iface ? req->iface : "");
+	if (req->share && !all && req->local != 0)
+		return wait_share(req, mine, 2 * req->timeout_s + 2 * EXCHANGE_SLACK_S, err);
 	if (find_kv(kv, sizeof(kv), err) < 0)
-		return -1;
+		goto shared_fail;
+	if (req->share && !all) {
+		struct dlrt_node_share *sh = req->share;
+
+		if (exchange_per_node(req, kv, env, mine, err) < 0)
+			goto shared_fail;
+		snprintf(sh->root, sizeof(sh->root), "%s:%u", mine->root_ip, mine->root_port);
+		__atomic_store_n(&sh->state, 1, __ATOMIC_RELEASE);
+		return 0;
+	}
 	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
 	snprintf(rank_s, sizeof(rank_s), "%u", req->root);
 	/* The order matters on Slurm 22.05, whose PMIx plugin loses messages
@@ -289,4 +395,11 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 		memcpy(all[t].node_ip, ip, sizeof(ip));
 	}
 	return 0;
+shared_fail:
+	/* The node's other tasks wait for this one: tell them why. */
+	if (req->share && !all && req->local == 0) {
+		snprintf(req->share->err, sizeof(req->share->err), "%s", err->msg);
+		__atomic_store_n(&req->share->state, 2, __ATOMIC_RELEASE);
+	}
+	return -1;
 }

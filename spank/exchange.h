@@ -18,6 +18,21 @@ struct dlrt_exchange_req {
 	uint16_t root_port;
 	const char *iface;  /* --dl-iface or NULL */
 	int timeout_s;      /* bound of every wait */
+	/* Per node, one PMIx client instead of one per task: the node's first
+	 * task (local rank 0) runs the exchange for all of them and leaves the
+	 * answer in `share` (mapped in user_init, before the tasks forked); the
+	 * others wait for it there. NULL: every task runs the full exchange
+	 * (--dl-dry-run, which prints every task's address). */
+	struct dlrt_node_share *share;
+	uint32_t local;     /* this task's local rank */
+	const char *reps;   /* "R,R,...": the first task of every other node ("" for one node) */
+};
+
+/* The answer of a node's first task for the others (shared memory). */
+struct dlrt_node_share {
+	int state;          /* 0 pending, 1 done (root), 2 failed (err) */
+	char root[64];      /* "ip:port" */
+	char err[512];
 };
 
 /* True if the step has PMIx (srun --mpi=pmix or MpiDefault=pmix). */

@@ -17,6 +17,8 @@
 #include "opts.h"
 #include "runtime.h"
 
+struct dlrt_node_share;
+
 /* A node service started by this slurmstepd (service.c). */
 struct dlrt_svc {
 	pid_t pid;         /* 0 = none */
@@ -42,6 +44,11 @@ struct dlrt_plugin {
 	const char *service_what;  /* its description, for messages */
 	struct dlrt_svc svc;       /* started here if this node hosts task 0 */
 	long svc_start_us;         /* how long starting it took (--dl-verbose) */
+	/* The address exchange, one PMIx client per node (exchange.h): the
+	 * answer of the node's first task, shared with its other tasks, and the
+	 * first task of every other node. */
+	struct dlrt_node_share *share;
+	char *reps;
 	/* Errors found in user_init are raised in task_init: on Slurm 22.05 a
 	 * user_init failure does not fail srun (NVIDIA/pyxis does the same). */
 	int deferred_rc;

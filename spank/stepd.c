@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -130,6 +131,36 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 	return rc;
 }
 
+static bool needs_exchange(void);
+
+/* The exchange's per-node sharing (exchange.h): a page every task of this
+ * node inherits, and the ranks of the other nodes' first tasks. Without it
+ * (no memory) every task runs the full exchange. */
+static void share_init(void)
+{
+	const struct dlrt_layout *l = &dlrt_plugin.layout;
+	size_t len = (size_t)l->nnodes * 11 + 1, off = 0;
+	void *m;
+
+	if (!needs_exchange())
+		return;
+	dlrt_plugin.reps = calloc(1, len);
+	if (!dlrt_plugin.reps)
+		return;
+	for (uint32_t t = 0; t < l->ntasks; t++)
+		if (l->task_local[t] == 0 && l->task_node[t] != l->task_node[0])
+			off += (size_t)snprintf(dlrt_plugin.reps + off, len - off, "%s%u",
+						off ? "," : "", t);
+	m = mmap(NULL, sizeof(struct dlrt_node_share), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		free(dlrt_plugin.reps);
+		dlrt_plugin.reps = NULL;
+		return;
+	}
+	dlrt_plugin.share = m;
+}
+
 int dlrt_stepd_user_init(spank_t sp)
 {
 	char nodelist[ENV_MAX], tpn[ENV_MAX], dist_s[128] = "", plane_s[32] = "";
@@ -161,6 +192,7 @@ int dlrt_stepd_user_init(spank_t sp)
 	if (dlrt_stepd_gpu_user_init(sp, &err) < 0 || start_service(sp, &err) < 0)
 		return defer(&err);
 	dlrt_failfast_user_init();
+	share_init();
 	return 0;
 }
 
@@ -290,6 +322,9 @@ int dlrt_stepd_task_init(spank_t sp)
 		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
 		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
 		.root_port = dlrt_plugin.svc.port, /* non-zero on the root's node only */
+		.share = dlrt_plugin.opts.dry_run ? NULL : dlrt_plugin.share,
+		.local = (uint32_t)local,
+		.reps = dlrt_plugin.reps ? dlrt_plugin.reps : "",
 	};
 	if (dlrt_plugin.has_service && !dlrt_exchange_possible(sp)) {
 		dlrt_err_set(&err, "the tasks learn the address of %s (which dlrt starts on the "
@@ -363,6 +398,11 @@ int dlrt_stepd_task_init(spank_t sp)
 
 void dlrt_stepd_exit(void)
 {
+	if (dlrt_plugin.share)
+		munmap(dlrt_plugin.share, sizeof(struct dlrt_node_share));
+	dlrt_plugin.share = NULL;
+	free(dlrt_plugin.reps);
+	dlrt_plugin.reps = NULL;
 	dlrt_service_stop(&dlrt_plugin.svc);
 	dlrt_stepd_gpu_free();
 	dlrt_plan_free(&dlrt_plugin.plan);
