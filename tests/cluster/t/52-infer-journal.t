@@ -1,7 +1,7 @@
 #!/bin/bash
 # dlrt-infer's journal: both coordinators lost (kill -9) mid-job, then
 # `dlrt-infer pool restart`; then the same with the journal cut in the middle
-# of its last record. After each: every query answered exactly once, answers
+# of its last record; then lost again and the coordinator's element requeued. After each: every query answered exactly once, answers
 # equal to a failure-free (single-process) run, no answer the journal held was
 # computed again, the torn tail reported and cut, and the pool serving again.
 . "$(dirname "$0")/../lib.sh"
@@ -130,9 +130,31 @@ exactly_once 1 $N1 1
 infer status >"$WORK/st"
 like "$(grep -E '^2 ' "$WORK/st")" " done +$N2/$N2" "job 2 is still done with $N2 answers"
 
-# 3. Serving again: a new job runs and the pool stops cleanly.
-J4=$(infer submit --model lenet5 --inputs $IN --count 500 --batch 50)
-infer wait "$J4" >"$WORK/w4"
+# 3. Lost again mid-job; this time Slurm requeues the coordinator's element
+# (scontrol requeue; its start is moved to now, skipping Slurm's requeue delay).
+J4=$(infer submit --model deepcnn --inputs $IN --first 30000 --count $N3 --batch 10)
+is "$J4" 4 "job 4 submitted"
+for _ in $(seq 1 600); do d4=$(done_of 4); [ "${d4:-0}" -ge $((N3 / 4)) ] && break; sleep 0.05; done
+ok "$([ "${d4:-0}" -ge $((N3 / 4)) ] && [ "$d4" -lt $N3 ]; echo $?)" "job 4 under way ($d4/$N3)"
+E=$(epoch)
+kill_coordinators
+sleep 0.5
+scontrol requeue "${R}_0" 2>"$WORK/rq.err"
+ok $? "scontrol requeue ${R}_0 (the coordinator's element) $(cat "$WORK/rq.err")"
+for _ in $(seq 1 40); do squeue -h -j "${R}_0" -t PD 2>/dev/null | grep -q . && break; sleep 0.25; done
+scontrol update JobId="${R}_0" StartTime=now
+wait_epoch_above "$E"
+ok $? "the requeued element 0 serves the pool ($E -> $(epoch))"
+like "$(cat "$POOL"/element-"${R}"_0.log)" "journal: [0-9]+ records replayed" \
+	"it replayed the journal"
+like "$(cat "$POOL"/element-"${R}"_0.log)" "job 4 resumes with [0-9]+ of $N3" "and resumed job 4"
+infer wait 4 >"$WORK/w4"
+is $? 0 "job 4 completed"
+exactly_once 4 $N3 3
+
+# 4. Serving again: a new job runs and the pool stops cleanly.
+J5=$(infer submit --model lenet5 --inputs $IN --count 500 --batch 50)
+infer wait "$J5" >"$WORK/w5"
 is $? 0 "a new job completes on the restarted pool"
 infer pool stop >/dev/null
 ok $? "pool stop"
