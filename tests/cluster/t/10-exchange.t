@@ -36,6 +36,13 @@ done <"$OUT"
 ok $bad "mxnet: every task's DMLC_NODE_HOST is an address of its own node"
 is "$(grep -o ' N=n[0-9]* ' "$OUT" | sort -u | wc -l)" 3 "mxnet: the step spans 3 nodes"
 
+# --- many tasks per node: one PMIx client per node, the node's other tasks read its answer
+run_srun -N3 -n24 -O --dl-runtime=mxnet bash -c 'echo "N=$SLURMD_NODENAME R=$DMLC_PS_ROOT_URI:$DMLC_PS_ROOT_PORT H=$DMLC_NODE_HOST"'
+is "$RC" 0 "mxnet -N3 -n24: the step ran"
+is "$(grep -c '^N=' "$OUT")" 24 "all 24 tasks printed"
+is "$(grep -o ' R=[0-9.]*:[0-9]*' "$OUT" | sort -u | wc -l)" 1 "all 24 tasks got the same root address"
+is "$(grep -o '^N=n[0-9]* .* H=[0-9.]*$' "$OUT" | sed 's/ R=[^ ]*//' | sort -u | wc -l)" 3 "each node's tasks agree on their node's address (3 nodes, 3 addresses)"
+
 # --- the address is reachable across nodes: a real ps-lite-contract job
 run_srun -N3 -n6 --dl-runtime=mxnet --dl-servers=2 "$TESTS_BIN/pslite_contract" --timeout-s 20
 is "$RC" 0 "ps-lite contract job across 3 nodes with no address typed by the user"
