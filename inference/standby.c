@@ -161,17 +161,24 @@ int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err)
 	epoch = c.epoch;
 	slog("standby of pool %s (epoch %llu)", o->pool, (unsigned long long)epoch);
 	last = dlrt_now_ms();
-	for (;;) {
+	for (int64_t prev = last;;) {
 		struct dlrt_ip_frame f;
 		struct dlrt_err e2;
 		int r = dlrt_ipc_recv(&c, &f, 50, &e2);
+		int64_t now = dlrt_now_ms();
+
+		/* This process itself did not run for a while (a loaded node): the
+		 * coordinator's SYNCs wait unread in the socket; read before judging. */
+		if (now - prev > 300)
+			last = now;
+		prev = now;
 
 		if (r < 0) {
 			snprintf(why, sizeof(why), "%s", e2.msg);
 			break;
 		}
 		if (r == 0) {
-			if (dlrt_now_ms() - last > tmo) {
+			if (now - last > tmo) {
 				snprintf(why, sizeof(why), "silent for %d ms", tmo);
 				break;
 			}
