@@ -88,22 +88,27 @@ static int run_op(struct dlrt_pmix *p, char **a, struct dlrt_err *err)
 	if (!strcmp(a[0], "awaitall"))
 		return dlrt_pmix_await_all(p, a[1], print_value, NULL, err);
 	if (!strcmp(a[0], "awaitlist")) {
-		/* "R,R,...": each rank in turn; the waits share the session's bound. */
-		for (const char *r = a[2]; *r;) {
-			char one[16];
-			size_t n = strcspn(r, ",");
+		/* "R,R,...": checked whole before any wait, then each rank in turn;
+		 * the waits share the session's bound. */
+		for (int pass = 0; pass < 2; pass++) {
+			for (const char *r = a[2]; *r;) {
+				char one[16];
+				size_t n = strcspn(r, ",");
 
-			if (n == 0 || n >= sizeof(one))
-				return dlrt_err_set(err, "awaitlist: '%s' is not a comma list of ranks",
-						    a[2]);
-			memcpy(one, r, n);
-			one[n] = '\0';
-			if (dlrt_parse_u32(one, 0, UINT32_MAX - 1, &rank) < 0)
-				return dlrt_err_set(err, "awaitlist: '%s' is not a rank", one);
-			if (dlrt_pmix_await(p, rank, a[1], value, sizeof(value), err) < 0)
-				return -1;
-			printf("%u %s\n", rank, value);
-			r += n + (r[n] == ',');
+				if (n == 0 || n >= sizeof(one))
+					return dlrt_err_set(err, "awaitlist: '%s' is not a comma list of "
+							    "ranks", a[2]);
+				memcpy(one, r, n);
+				one[n] = '\0';
+				if (dlrt_parse_u32(one, 0, UINT32_MAX - 1, &rank) < 0)
+					return dlrt_err_set(err, "awaitlist: '%s' is not a rank", one);
+				r += n + (r[n] == ',');
+				if (!pass)
+					continue;
+				if (dlrt_pmix_await(p, rank, a[1], value, sizeof(value), err) < 0)
+					return -1;
+				printf("%u %s\n", rank, value);
+			}
 		}
 		return 0;
 	}
