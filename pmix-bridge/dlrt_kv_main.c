@@ -121,9 +121,13 @@ static int run_op(struct dlrt_pmix *p, char **a, struct dlrt_err *err)
 			return dlrt_err_set(err, "linger RANK KEY SECONDS: bad rank '%s' or seconds '%s'",
 					    a[1], a[3]);
 		/* Bounded by its own, usually shorter, time; whatever happens is fine. */
+		/* Ask often: whoever waits for this key may leave right after it
+		 * appears (the plugin's root: its node then leaves the step). */
 		p->timeout_s = (int)secs;
+		p->max_pause_ms = 2;
 		dlrt_pmix_await(p, rank, a[2], value, sizeof(value), err);
 		p->timeout_s = saved;
+		p->max_pause_ms = 0;
 		return 0;
 	}
 	if (dlrt_parse_u32(a[1], 0, UINT32_MAX - 1, &rank) < 0)

@@ -516,7 +516,7 @@ int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *o
 		/* Not there yet: the other task is still starting. Back off a little
 		 * so a large step does not flood the root's slurmstepd. */
 		nanosleep(&(struct timespec){ 0, pause_ms * 1000 * 1000 }, NULL);
-		if (pause_ms < 25)
+		if (pause_ms < (p->max_pause_ms > 0 ? p->max_pause_ms : 25))
 			pause_ms *= 2;
 	}
 }

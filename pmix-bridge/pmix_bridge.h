@@ -32,6 +32,7 @@ struct dlrt_pmix {
 	char nspace[256];
 	int timeout_s;
 	unsigned barrier_gen; /* node barriers done in this session */
+	long max_pause_ms;    /* await's back-off between asks (0 = 25 ms) */
 };
 
 /* True if this process was started as a PMIx client (srun --mpi=pmix). */

@@ -14,8 +14,9 @@ is "$(grep -E '^[0-2] n[1-3]$' "$WORK/job.out" | sort -u | tr '\n' ' ')" "0 n1 1
 	"fence + getall: every task read every task's host"
 is "$(grep '^AWAIT' "$WORK/job.out")" "AWAIT x2" "await without a fence: every task read task 2's value"
 
-# awaitlist (the plugin's root waits for these ranks only) and linger (bounded, never an error)
-run_srun -N3 -n3 --mpi=pmix bash -c 'dlrt-kv --timeout 10 put v "y$SLURM_PROCID" awaitlist v 2,0 linger 1 never 2; echo "rc=$?"'
+# awaitlist (the plugin's root waits for these ranks only) and linger (bounded, never an
+# error); the fence keeps every node in the step until all have read
+run_srun -N3 -n3 --mpi=pmix bash -c 'dlrt-kv --timeout 10 put v "y$SLURM_PROCID" awaitlist v 2,0 linger 1 never 2 fence; echo "rc=$?"'
 is "$RC" 0 "awaitlist + linger: the step ran"
 is "$(grep -c '^2 y2$' "$OUT"):$(grep -c '^0 y0$' "$OUT")" "3:3" "awaitlist: every task read ranks 2 and 0, as 'RANK VALUE'"
 is "$(grep -c '^rc=0$' "$OUT")" 3 "linger on a key nobody publishes ends without an error"
