@@ -103,11 +103,20 @@ static int client_open(struct dlrt_ipc *c, char *dir, size_t len)
 		return -1;
 	snprintf(client_dir, sizeof(client_dir), "%s", dir);
 	snprintf(name, sizeof(name), "client-%d", (int)getpid());
-	if (dlrt_ipc_open(c, dir, DLRT_IP_ROLE_CLIENT, name, CLIENT_TIMEOUT_MS, &err) < 0) {
-		die("%s", err.msg);
-		return -1;
+	/* A coordinator that does not answer (killed, stopped, its node lost) may
+	 * be replaced by its standby within seconds: read the record again and
+	 * retry for RECONNECT_MS. A refusal, or no record at all, is final. */
+	for (int64_t give_up = dlrt_now_ms() + RECONNECT_MS;;) {
+		if (dlrt_ipc_open(c, dir, DLRT_IP_ROLE_CLIENT, name, 2000, &err) == 0)
+			return 0;
+		if ((!strstr(err.msg, "the coordinator at ") && !strstr(err.msg, "did not answer") &&
+		     !strstr(err.msg, "closed the connection") &&
+		     !strstr(err.msg, "lost the connection")) || dlrt_now_ms() > give_up)
+			break;
+		usleep(100000);
 	}
-	return 0;
+	die("%s", err.msg);
+	return -1;
 }
 
 /* Sends c->out and waits for one frame (-1 after printing the error; an
