@@ -131,18 +131,21 @@ infer status >"$WORK/st"
 like "$(grep -E '^2 ' "$WORK/st")" " done +$N2/$N2" "job 2 is still done with $N2 answers"
 
 # 3. Lost again mid-job; this time Slurm requeues the coordinator's element
-# (scontrol requeue; its start is moved to now, skipping Slurm's requeue delay).
+# (scontrol requeue; its start is moved to a second from now, skipping Slurm's
+# requeue delay).
 J4=$(infer submit --model deepcnn --inputs $IN --first 30000 --count $N3 --batch 10)
 is "$J4" 4 "job 4 submitted"
 for _ in $(seq 1 600); do d4=$(done_of 4); [ "${d4:-0}" -ge $((N3 / 4)) ] && break; sleep 0.05; done
 ok "$([ "${d4:-0}" -ge $((N3 / 4)) ] && [ "$d4" -lt $N3 ]; echo $?)" "job 4 under way ($d4/$N3)"
 E=$(epoch)
 kill_coordinators
-sleep 0.5
+# Slurm revokes the ended run's credential at the second it ends: a run
+# started within that second is refused ("Job credential revoked").
+sleep 2
 scontrol requeue "${R}_0" 2>"$WORK/rq.err"
 ok $? "scontrol requeue ${R}_0 (the coordinator's element) $(cat "$WORK/rq.err")"
 for _ in $(seq 1 40); do squeue -h -j "${R}_0" -t PD 2>/dev/null | grep -q . && break; sleep 0.25; done
-scontrol update JobId="${R}_0" StartTime=now
+scontrol update JobId="${R}_0" StartTime=now+1
 wait_epoch_above "$E"
 ok $? "the requeued element 0 serves the pool ($E -> $(epoch))"
 like "$(cat "$POOL"/element-"${R}"_0.log)" "journal: [0-9]+ records replayed" \
