@@ -37,13 +37,13 @@
 
 #define NB 20               /* buckets per rate window */
 #define MAX_PREFETCH 64
-/* Rate feedback per tick, as an exponent on (mean rate / job's rate). The loop
- * sees its own effect about half a window later (rates are window averages),
- * so an integrator with gain g per tick is stable for g * NB / 2 < pi/2, i.e.
- * g < 0.15, whatever the window; 0.04 removes a steady bias within about a
- * window and a half without ringing, and adds ~2% of jitter from noisy rates.
- * (0.005, used before, corrected a 6% bias by 0.3% a second: no feedback.) */
-#define FEEDBACK_GAIN 0.04
+/* Rate feedback per tick, as an exponent on (mean rate / job's rate): an
+ * integrator on the remaining gap, for what the cost model misses. It sees its
+ * own effect a window later (rates are window averages), and a job's cost
+ * itself moves with its share (a worker time-shared between models), so a
+ * strong gain rings: 0.04 swung a cheap job's share by 2x every 3 s, 0.005
+ * left a 6% gap for many seconds; 0.02 is between. */
+#define FEEDBACK_GAIN 0.02
 
 struct inflight {
 	uint32_t job;
@@ -78,6 +78,7 @@ struct jrt {
 	uint32_t bq[NB];        /* queries answered */
 	uint32_t bqc[NB];       /* of which count for the cost (not warm-up tasks) */
 	double bocc[NB];        /* worker-seconds spent on those */
+	double bhold[NB];       /* worker-seconds the job held workers (see accrue) */
 	double bheld[NB];       /* sum of held samples */
 	uint32_t bsamples[NB];
 	double rate, held_avg;
@@ -582,11 +583,37 @@ static int send_jobinfo(struct wk *w, const struct dlrt_infer_job *j)
 	return 0;
 }
 
+/* The slot of bucket number b in the job's ring, emptied when it held an older one. */
+static int bucket_slot(struct jrt *r, int64_t b)
+{
+	int slot = (int)(b % NB);
+
+	if (r->bucket[slot] != b) {
+		r->bucket[slot] = b;
+		r->bq[slot] = 0;
+		r->bqc[slot] = 0;
+		r->bocc[slot] = 0;
+		r->bhold[slot] = 0;
+		r->bheld[slot] = 0;
+		r->bsamples[slot] = 0;
+	}
+	return slot;
+}
+
+/* Runs before every change of the jobs' held counts (and every tick): credit
+ * for the scheduler, and the worker-seconds each job held since the last call,
+ * which is what its answers cost it, whatever a worker spent waiting (for the
+ * coordinator, the standby's acknowledgement, the network) besides computing. */
 static void accrue(struct coord *c)
 {
 	int64_t t = now_us();
+	double dt = (double)(t - c->last_accrue_us) / 1e6;
+	int64_t b = t / 1000 / c->bucket_ms;
 
-	dlrt_sched_accrue(c->sj, c->st.njobs, (double)(t - c->last_accrue_us) / 1e6);
+	dlrt_sched_accrue(c->sj, c->st.njobs, dt);
+	for (uint32_t ji = 0; dt > 0 && ji < c->st.njobs; ji++)
+		if (c->sj[ji].held && c->st.jobs[ji].state == DLRT_IP_JOB_RUNNING)
+			c->jr[ji].bhold[bucket_slot(&c->jr[ji], b)] += c->sj[ji].held * dt;
 	c->last_accrue_us = t;
 }
 
@@ -690,17 +717,8 @@ static int64_t kick_timer(struct dlrt_evloop *loop, void *arg)
 
 static void bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ, bool cost)
 {
-	int64_t b = dlrt_now_ms() / c->bucket_ms;
-	int slot = (int)(b % NB);
+	int slot = bucket_slot(r, dlrt_now_ms() / c->bucket_ms);
 
-	if (r->bucket[slot] != b) {
-		r->bucket[slot] = b;
-		r->bq[slot] = 0;
-		r->bqc[slot] = 0;
-		r->bocc[slot] = 0;
-		r->bheld[slot] = 0;
-		r->bsamples[slot] = 0;
-	}
 	r->bq[slot] += q;
 	if (cost) {
 		r->bqc[slot] += q;
@@ -1473,26 +1491,20 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 	double win = (double)c->bucket_ms * NB / 1000.0;
 
 	(void)loop;
+	accrue(c);
 	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
 		struct jrt *r = &c->jr[ji];
 		struct dlrt_infer_job *j = &c->st.jobs[ji];
-		uint64_t q = 0, qall = 0, qc_now = 0;
-		double occ = 0, held = 0, age, occ_now = 0;
+		uint64_t q = 0, qall = 0, qc_now = 0, qwin = 0;
+		double occ = 0, held = 0, age, occ_now = 0, hold = 0, hold_now = 0;
 		int nb_now = 0;
 		uint32_t samples = 0;
-		int slot = (int)(b % NB);
+		int slot;
 		int64_t start, bmin;
 
 		if (j->state != DLRT_IP_JOB_RUNNING)
 			continue;
-		if (r->bucket[slot] != b) {
-			r->bucket[slot] = b;
-			r->bq[slot] = 0;
-			r->bqc[slot] = 0;
-			r->bocc[slot] = 0;
-			r->bheld[slot] = 0;
-			r->bsamples[slot] = 0;
-		}
+		slot = bucket_slot(r, b);
 		r->bheld[slot] += c->sj[ji].held;
 		r->bsamples[slot]++;
 		/* The rate counts from the latest of: the window's start, the job's
@@ -1509,11 +1521,14 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 			occ += r->bocc[i];
 			qall += r->bqc[i];
 			held += r->bheld[i];
+			hold += r->bhold[i];
+			qwin += r->bq[i];
 			samples += r->bsamples[i];
 			if (r->bucket[i] >= bmin) {
 				q += r->bq[i];
 				occ_now += r->bocc[i];
 				qc_now += r->bqc[i];
+				hold_now += r->bhold[i];
 				nb_now++;
 			}
 		}
@@ -1525,11 +1540,19 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 			age = c->bucket_ms / 1000.0;
 		r->rate = r->first_dispatch_us ? (double)q / age : 0;
 		r->held_avg = samples ? held / samples : 0;
-		/* Cost per query changes with the mix of jobs (the nodes' cores and
-		 * caches are shared), so once a few buckets since the last change have
-		 * answers, use only those; until then the whole window. */
-		if (nb_now >= 3 && qc_now >= 20)
-			c->sj[ji].cost = occ_now / (double)qc_now;
+		/* Cost per query: the worker-seconds the job held per answer. That
+		 * is what its rate is made of (rate = workers held / cost), so shares
+		 * from it equalise the rates; the time from task out to answer back
+		 * alone misses a worker's waits between tasks (for the coordinator,
+		 * the standby's acknowledgement), which weigh most on short tasks.
+		 * It changes with the mix of jobs (shared cores and caches), so once
+		 * a few buckets since the last change have answers, only those count;
+		 * until then the whole window, and before any answer is in the window
+		 * the first answer's own time (on_result). */
+		if (nb_now >= 3 && qc_now >= 20 && q && hold_now > 0)
+			c->sj[ji].cost = hold_now / (double)q;
+		else if (qwin && hold > 0)
+			c->sj[ji].cost = hold / (double)qwin;
 		else if (qall)
 			c->sj[ji].cost = occ / (double)qall;
 		if (c->timeline)

@@ -9,7 +9,9 @@
 
 T=/usr/share/datasets/fashion-mnist
 POOL=$WORK/pool
-N1=40000 N2=20000
+# Job 2 runs long enough (~10 s) for its steady period to span several of the
+# shares' adjustments, so the mean rates compare the jobs, not one swing.
+N1=60000 N2=40000
 infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
 
 if [ ! -r $T/t10k-images-idx3-ubyte.gz ]; then
