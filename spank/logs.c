@@ -17,12 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "logrelay.h"
+#include "exitlike.h"
 #include "plugin.h"
 
 #define LOG_DRAIN_MS 2000 /* output of daemonized grandchildren after the program exits */
@@ -64,25 +64,6 @@ static int log_path(spank_t sp, char *out, size_t len, const char *leaf, struct 
 	if (n < 0 || (size_t)n >= len)
 		return dlrt_err_set(err, "--dl-log-dir=%s: path too long", pl->opts.log_dir);
 	return 0;
-}
-
-static void __attribute__((noreturn)) exit_like(int status)
-{
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		struct rlimit no_core = { 0, 0 };
-		sigset_t one;
-
-		/* Die of the same signal, without a second core file. */
-		setrlimit(RLIMIT_CORE, &no_core);
-		signal(sig, SIG_DFL);
-		sigemptyset(&one);
-		sigaddset(&one, sig);
-		sigprocmask(SIG_UNBLOCK, &one, NULL);
-		raise(sig);
-		_exit(128 + sig);
-	}
-	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
@@ -157,7 +138,7 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 	else
 		dlrt_logrelay_note(r.file, "end task %u: exit %d", rank, WEXITSTATUS(status));
 	close(r.file);
-	exit_like(status);
+	dlrt_exit_like(status);
 fail:
 	for (int i = 0; i < 2; i++) {
 		if (out[i] >= 0)

@@ -27,12 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "failfast.h"
+#include "exitlike.h"
 #include "plugin.h"
 
 /* After the step was ended: how long to wait for the other child. */
@@ -75,24 +75,6 @@ static char **scheduler_env(spank_t sp, struct dlrt_err *err)
 		out[k++] = (char *)set[j];
 	out[k] = NULL;
 	return out;
-}
-
-static void __attribute__((noreturn)) exit_like(int status)
-{
-	if (WIFSIGNALED(status)) {
-		int sig = WTERMSIG(status);
-		struct rlimit no_core = { 0, 0 };
-		sigset_t one;
-
-		setrlimit(RLIMIT_CORE, &no_core);
-		signal(sig, SIG_DFL);
-		sigemptyset(&one);
-		sigaddset(&one, sig);
-		sigprocmask(SIG_UNBLOCK, &one, NULL);
-		raise(sig);
-		_exit(128 + sig);
-	}
-	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
 static int64_t mono_ms(void)
@@ -209,12 +191,12 @@ static void __attribute__((noreturn)) supervise(spank_t sp, pid_t sched, pid_t p
 			sched_status = wait_bounded(sched, AFTER_FAILURE_WAIT_S * 1000);
 		if (is_sched)
 			_exit(1);
-		exit_like(status);
+		dlrt_exit_like(status);
 	}
 	if (sched_status != -1 && prog_status != -1 && dlrt_failfast_is_failure(sched_status) &&
 	    !dlrt_failfast_is_failure(prog_status))
 		_exit(1); /* the scheduler failed after the step was ended: still a failure */
-	exit_like(prog_status == -1 ? 1 << 8 : prog_status);
+	dlrt_exit_like(prog_status == -1 ? 1 << 8 : prog_status);
 }
 
 int dlrt_mxsched_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
