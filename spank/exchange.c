@@ -212,6 +212,31 @@ out:
 	return rc;
 }
 
+/* Runs dlrt-kv with argv (two bounded waits at most: the start and the end of
+ * the exchange) and reads its reply into mine (and all, when not NULL). */
+static int run_kv_reply(const char *kv, char **argv, char **env,
+			const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
+			struct dlrt_addrs *all, struct dlrt_err *err)
+{
+	char *text = NULL;
+	size_t textlen = 0;
+	int status = run_kv(kv, argv, env, 2 * req->timeout_s + EXCHANGE_SLACK_S, &text,
+			    &textlen, (size_t)req->ntasks * 48 + 4096, err);
+
+	if (status < 0)
+		return -1;
+	if (dlrt_exchange_reply_parse(text, textlen, req->ntasks, mine, all, err) < 0) {
+		free(text);
+		return -1;
+	}
+	free(text);
+	if (status != 0)
+		return dlrt_err_set(err, "dlrt-kv exited with status %d during the PMIx exchange",
+				    status);
+	mine->valid = true;
+	return 0;
+}
+
 /* The other tasks of a node: wait for the first one's answer. */
 static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine, double limit_s,
 		      struct dlrt_err *err)
@@ -250,9 +275,8 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 			     struct dlrt_addrs *mine, struct dlrt_err *err)
 {
 	char timeout_s[16], root_s[64];
-	char *argv[24], *text = NULL;
-	size_t n = 0, textlen = 0;
-	int status;
+	char *argv[24];
+	size_t n = 0;
 
 	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
 	argv[n++] = "dlrt-kv";
@@ -291,29 +315,15 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 		argv[n++] = "5";
 	}
 	argv[n] = NULL;
-	status = run_kv(kv, argv, env, 2 * req->timeout_s + EXCHANGE_SLACK_S, &text, &textlen,
-			(size_t)req->ntasks * 48 + 4096, err);
-	if (status < 0)
-		return -1;
-	if (dlrt_exchange_reply_parse(text, textlen, req->ntasks, mine, NULL, err) < 0) {
-		free(text);
-		return -1;
-	}
-	free(text);
-	if (status != 0)
-		return dlrt_err_set(err, "dlrt-kv exited with status %d during the PMIx exchange",
-				    status);
-	mine->valid = true;
-	return 0;
+	return run_kv_reply(kv, argv, env, req, mine, NULL, err);
 }
 
 int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 		       struct dlrt_addrs *all, struct dlrt_err *err)
 {
 	char launch_ip[64] = "", kv[4096], timeout_s[16], root_s[64], rank_s[16];
-	char *argv[24], *text = NULL, **env = job_env(sp);
-	size_t n = 0, textlen = 0;
-	int status;
+	char *argv[24], **env = job_env(sp);
+	size_t n = 0;
 
 	memset(mine, 0, sizeof(*mine));
 	if (!dlrt_exchange_possible(sp))
@@ -374,19 +384,8 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 	argv[n++] = "fence";
 	argv[n] = NULL;
 	/* Two waits (the start, the closing fence), each bounded by the timeout. */
-	status = run_kv(kv, argv, env, 2 * req->timeout_s + EXCHANGE_SLACK_S, &text, &textlen,
-			(size_t)req->ntasks * 48 + 4096, err);
-	if (status < 0)
+	if (run_kv_reply(kv, argv, env, req, mine, all, err) < 0)
 		return -1;
-	if (dlrt_exchange_reply_parse(text, textlen, req->ntasks, mine, all, err) < 0) {
-		free(text);
-		return -1;
-	}
-	free(text);
-	if (status != 0)
-		return dlrt_err_set(err, "dlrt-kv exited with status %d during the PMIx exchange",
-				    status);
-	mine->valid = true;
 	for (uint32_t t = 0; all && t < req->ntasks; t++) {
 		char ip[sizeof(all[t].node_ip)];
 
