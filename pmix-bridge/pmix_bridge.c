@@ -232,6 +232,14 @@ int dlrt_pmix_open(struct dlrt_pmix *p, int timeout_s, struct dlrt_err *err)
 		return dlrt_err_set(err, "this step has no PMIx, which dlrt needs to exchange "
 				    "addresses: add --mpi=pmix to srun, or ask your admin for "
 				    "MpiDefault=pmix");
+	/* The shared-memory data stores (gds ds21/ds12) are created by the node's
+	 * PMIx server when the first client of the step connects: two 4 MiB
+	 * segments allocated and written by slurmstepd while the client waits,
+	 * 10-30 ms of a step's start (bench/RESULTS.md, "MXNet wire-up"). A
+	 * handful of keys needs none of that: the hash store answers from the
+	 * messages themselves. Only this process is affected; a user's own
+	 * choice wins. */
+	setenv("PMIX_MCA_gds", "hash", 0);
 	rc = init_bounded(&me, p->timeout_s);
 	if (rc == PMIX_ERR_TIMEOUT)
 		return dlrt_err_set(err, "Slurm's PMIx server did not accept this task within %d s "

@@ -172,8 +172,11 @@ static int run_kv(const char *path, char **argv, char **env, int limit_s, char *
 			break;
 	}
 	close(fds[0]);
-	/* Output ended: dlrt-kv is exiting; give it a moment, then stop it. */
-	while (!timed_out) {
+	/* Output ended: dlrt-kv is exiting (PMIx_Finalize, then exit), which
+	 * takes about a millisecond. Look often at first: the task starts its
+	 * program only after this, so a coarse sleep here would be paid by
+	 * every step (it was a fixed 5 ms). */
+	for (long pause_us = 100; !timed_out; pause_us = pause_us < 5000 ? 2 * pause_us : 5000) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 
 		if (w == pid)
@@ -186,7 +189,7 @@ static int run_kv(const char *path, char **argv, char **env, int limit_s, char *
 			timed_out = true;
 			break;
 		}
-		nanosleep(&(struct timespec){ 0, 5 * 1000 * 1000 }, NULL);
+		nanosleep(&(struct timespec){ 0, pause_us * 1000 }, NULL);
 	}
 	if (timed_out) {
 		kill(pid, SIGKILL);
@@ -242,7 +245,7 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 		      struct dlrt_err *err)
 {
 	double deadline = now_s() + limit_s;
-	long pause_us = 200;
+	long pause_us = 50; /* reading a shared page: cheap, so look often */
 
 	for (;;) {
 		int state = __atomic_load_n(&req->share->state, __ATOMIC_ACQUIRE);
@@ -256,7 +259,7 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 					    "exchange within %.0f s (did it start? see the slurmd log)",
 					    limit_s);
 		nanosleep(&(struct timespec){ 0, pause_us * 1000 }, NULL);
-		if (pause_us < 4000)
+		if (pause_us < 1000)
 			pause_us *= 2;
 	}
 	if (dlrt_net_parse_hostport(req->share->root, mine->root_ip, &mine->root_port) < 0)
