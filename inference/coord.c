@@ -37,13 +37,6 @@
 
 #define NB 20               /* buckets per rate window */
 #define MAX_PREFETCH 64
-/* Rate feedback per tick, as an exponent on (mean rate / job's rate): an
- * integrator on the remaining gap, for what the cost model misses. It sees its
- * own effect a window later (rates are window averages), and a job's cost
- * itself moves with its share (a worker time-shared between models), so a
- * strong gain rings: 0.04 swung a cheap job's share by 2x every 3 s, 0.005
- * left a 6% gap for many seconds; 0.02 is between. */
-#define FEEDBACK_GAIN 0.02
 
 struct inflight {
 	uint32_t job;
@@ -122,7 +115,6 @@ struct coord {
 	bool stopping;
 	int sfd;
 	struct dlrt_buf log;    /* every change so far, as CHANGE frames (for a new standby) */
-	double gain;            /* rate feedback per tick (DLRT_INFER_FEEDBACK) */
 	struct dlrt_hb hb;      /* heartbeat bound and periods */
 	int64_t hb_last_check_ms;
 	uint64_t next_attempt;  /* id of the next dispatch */
@@ -229,15 +221,12 @@ static void retarget(struct coord *c)
 
 /* The set of jobs changed: rates are measured from now (up to the window), so
  * they show the new shares at once instead of averaging in the old ones; and
- * credit earned under the old targets is void (it would starve the job that
- * held the workers until then). */
+ * the queries served so far no longer count (the job that had the workers
+ * until now would otherwise get none until the new one caught up). */
 static void regime_change(struct coord *c)
 {
 	c->regime_us = now_us();
-	for (uint32_t i = 0; i < c->st.njobs; i++) {
-		c->sj[i].credit = 0;
-		c->sj[i].trim = 1;
-	}
+	dlrt_sched_restart(c->sj, c->st.njobs);
 }
 
 static int grow_jobs(struct coord *c)
@@ -600,17 +589,16 @@ static int bucket_slot(struct jrt *r, int64_t b)
 	return slot;
 }
 
-/* Runs before every change of the jobs' held counts (and every tick): credit
- * for the scheduler, and the worker-seconds each job held since the last call,
- * which is what its answers cost it, whatever a worker spent waiting (for the
- * coordinator, the standby's acknowledgement, the network) besides computing. */
+/* Runs before every change of the jobs' held counts (and every tick): the
+ * worker-seconds each job held since the last call, which is what its answers
+ * cost it, whatever a worker spent waiting (for the coordinator, the standby's
+ * acknowledgement, the network) besides computing. */
 static void accrue(struct coord *c)
 {
 	int64_t t = now_us();
 	double dt = (double)(t - c->last_accrue_us) / 1e6;
 	int64_t b = t / 1000 / c->bucket_ms;
 
-	dlrt_sched_accrue(c->sj, c->st.njobs, dt);
 	for (uint32_t ji = 0; dt > 0 && ji < c->st.njobs; ji++)
 		if (c->sj[ji].held && c->st.jobs[ji].state == DLRT_IP_JOB_RUNNING)
 			c->jr[ji].bhold[bucket_slot(&c->jr[ji], b)] += c->sj[ji].held * dt;
@@ -672,6 +660,7 @@ static void fill_worker(struct coord *c, struct wk *w)
 			break;
 		}
 		dlrt_attempts_assign(&c->jr[ji].att, task, c->next_attempt);
+		dlrt_sched_charge(c->sj, c->st.njobs, (size_t)ji, t.n);
 		w->fl[w->n++] = (struct inflight){ j->id, task, c->next_attempt++, now_us(), warm };
 		c->jr[ji].inflight++;
 		if (!c->jr[ji].first_dispatch_us) {
@@ -1563,17 +1552,6 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 	}
 	if (c->timeline && b % 4 == 0)
 		fflush(c->timeline);
-	/* Close the loop on the rates themselves once they mean something. */
-	if (c->gain > 0 && t - c->regime_us > 150000 && c->st.njobs) {
-		double *rate = calloc(c->st.njobs, sizeof(*rate));
-
-		if (rate) {
-			for (uint32_t ji = 0; ji < c->st.njobs; ji++)
-				rate[ji] = c->st.jobs[ji].state == DLRT_IP_JOB_RUNNING ? c->jr[ji].rate : 0;
-			dlrt_sched_feedback(c->sj, c->st.njobs, rate, c->gain);
-			free(rate);
-		}
-	}
 	retarget(c);
 	return c->bucket_ms;
 }
@@ -1661,7 +1639,6 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 
 	c.start_us = now_us();
 	c.last_accrue_us = c.start_us;
-	c.gain = getenv("DLRT_INFER_FEEDBACK") ? atof(getenv("DLRT_INFER_FEEDBACK")) : FEEDBACK_GAIN;
 	c.bucket_ms = (int64_t)(window * 1000 / NB);
 	if (c.bucket_ms < 5)
 		c.bucket_ms = 5;

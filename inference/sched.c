@@ -1,106 +1,72 @@
+/* sched.c - the share model and the dispatch rule of sched.h. */
 #include "sched.h"
 
-#include <math.h>
-
-static double eff_trim(const struct dlrt_sched_job *j)
+/* The cost a job counts with: its own, or for a job not measured yet the
+ * mean of the others (an equal share, as in the seed). */
+static double cost_of(const struct dlrt_sched_job *j, double mean_known)
 {
-	return j->trim > 0 ? j->trim : 1.0;
-}
-
-void dlrt_sched_feedback(struct dlrt_sched_job *jobs, size_t n, const double *rate,
-			 double gain)
-{
-	double logsum = 0;
-	size_t k = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (jobs[i].runnable && rate[i] > 0) {
-			logsum += log(rate[i]);
-			k++;
-		}
-	if (k < 2)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		double t;
-
-		if (!jobs[i].runnable || rate[i] <= 0)
-			continue;
-		/* Geometric mean: a job twice too fast and one twice too slow move alike. */
-		t = eff_trim(&jobs[i]) * exp(gain * (logsum / (double)k - log(rate[i])));
-		jobs[i].trim = t < 0.25 ? 0.25 : t > 4 ? 4 : t;
-	}
+	return j->cost > 0 ? j->cost : mean_known > 0 ? mean_known : 1.0;
 }
 
 void dlrt_sched_targets(struct dlrt_sched_job *jobs, size_t n, uint32_t nworkers)
 {
-	double sum = 0, known = 0;
-	size_t nrun = 0, nknown = 0;
+	double known = 0, mean = 0, sum = 0;
+	size_t nknown = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		if (!jobs[i].runnable)
-			continue;
-		nrun++;
-		if (jobs[i].cost > 0) {
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].runnable && jobs[i].cost > 0) {
 			known += jobs[i].cost;
 			nknown++;
 		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		double c;
-
-		if (!jobs[i].runnable)
-			continue;
-		c = jobs[i].cost > 0 ? jobs[i].cost : nknown ? known / (double)nknown : 1.0;
-		sum += c * eff_trim(&jobs[i]);
-	}
-	for (size_t i = 0; i < n; i++) {
-		double c;
-
-		if (!jobs[i].runnable || sum <= 0) {
-			jobs[i].target = 0;
-			continue;
-		}
-		c = jobs[i].cost > 0 ? jobs[i].cost : nknown ? known / (double)nknown : 1.0;
-		jobs[i].target = (double)nworkers * c * eff_trim(&jobs[i]) / sum;
-	}
-	(void)nrun;
+	if (nknown)
+		mean = known / (double)nknown;
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].runnable)
+			sum += cost_of(&jobs[i], mean);
+	for (size_t i = 0; i < n; i++)
+		jobs[i].target = jobs[i].runnable && sum > 0
+					 ? (double)nworkers * cost_of(&jobs[i], mean) / sum
+					 : 0;
 }
 
-void dlrt_sched_accrue(struct dlrt_sched_job *jobs, size_t n, double dt)
+/* Is job a a better next job than job b (both runnable)? */
+static bool before(const struct dlrt_sched_job *jobs, size_t a, size_t b, int cur)
 {
-	for (size_t i = 0; i < n; i++) {
-		double c;
+	double below_a = jobs[a].target - (double)jobs[a].held;
+	double below_b = jobs[b].target - (double)jobs[b].held;
 
-		if (!jobs[i].runnable) {
-			jobs[i].credit = 0;
-			continue;
-		}
-		c = jobs[i].credit + (jobs[i].target - (double)jobs[i].held) * dt;
-		if (c > DLRT_SCHED_CREDIT_MAX)
-			c = DLRT_SCHED_CREDIT_MAX;
-		if (c < -DLRT_SCHED_CREDIT_MAX)
-			c = -DLRT_SCHED_CREDIT_MAX;
-		jobs[i].credit = c;
-	}
+	if (jobs[a].served != jobs[b].served)
+		return jobs[a].served < jobs[b].served;
+	if (below_a != below_b)
+		return below_a > below_b;
+	return (int)a == cur;
 }
 
 int dlrt_sched_pick(const struct dlrt_sched_job *jobs, size_t n, int cur)
 {
 	int best = -1;
-	double best_score = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		double s;
-
-		if (!jobs[i].runnable)
-			continue;
-		s = jobs[i].target - (double)jobs[i].held + jobs[i].credit / DLRT_SCHED_HORIZON;
-		if ((int)i == cur)
-			s += DLRT_SCHED_STICKY;
-		if (best < 0 || s > best_score) {
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].runnable && (best < 0 || before(jobs, i, (size_t)best, cur)))
 			best = (int)i;
-			best_score = s;
-		}
-	}
 	return best;
+}
+
+void dlrt_sched_charge(struct dlrt_sched_job *jobs, size_t n, size_t i, uint32_t q)
+{
+	double least = -1;
+
+	jobs[i].served += q;
+	for (size_t k = 0; k < n; k++)
+		if (jobs[k].runnable && (least < 0 || jobs[k].served < least))
+			least = jobs[k].served;
+	for (size_t k = 0; k < n && least >= 0; k++)
+		if (!jobs[k].runnable && jobs[k].served < least)
+			jobs[k].served = least;
+}
+
+void dlrt_sched_restart(struct dlrt_sched_job *jobs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		jobs[i].served = 0;
 }

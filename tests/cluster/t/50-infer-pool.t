@@ -9,8 +9,7 @@
 
 T=/usr/share/datasets/fashion-mnist
 POOL=$WORK/pool
-# Job 2 runs long enough (~10 s) for its steady period to span several of the
-# shares' adjustments, so the mean rates compare the jobs, not one swing.
+# Job 2 runs for about 10 s, so the steady period has a few dozen samples.
 N1=60000 N2=40000
 infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
 
@@ -88,16 +87,15 @@ nodes=$(awk '$2 ~ /^n[1-3]\// { split($2, a, "/"); print a[1] }' "$WORK/status" 
 is "$nodes" 3 "the 6 workers ran on 3 nodes"
 
 # Rates: from the coordinator's timeline (t job rate workers share done),
-# from 2.5 s after job 2's first answer (the shares converge within 2 s; the
-# rates are window averages, 1 s here, so they show it a little later) until
-# job 2 is about to run out of tasks. Each sample is a rate over the sliding
-# window (1 s); the assertion is on the two jobs' mean rates over that period,
-# so a momentary swing of one worker's CPU (6 workers share 2 cores here) does
-# not decide it. The median of the per-sample gaps is shown as well.
+# from 1.5 s after job 2's first answer (the rates converge within 0.5 s; they
+# are averages over the sliding window, 1 s here, so they show it a little
+# later) until job 2 is about to run out of tasks. Both the two jobs' mean
+# rates over that period and the median of the per-sample gaps must be within
+# 10% (the dispatch rule keeps the queries given equal, so every sample is).
 t2=$(awk -v j="$J2" '$2 == j && $3 == "first_result" { print $1 }' "$POOL/events.tsv")
 t2end=$(awk -v j="$J2" '$2 == j && $3 == "done" { print $1 }' "$POOL/events.tsv")
 awk -v a="$J1" -v b="$J2" -v from="$t2" -v to="$t2end" '
-	NR > 1 && $1 >= from + 2.5 && $1 <= to - 1.1 { r[$1, $2] = $3; ts[$1] = 1 }
+	NR > 1 && $1 >= from + 1.5 && $1 <= to - 1.1 { r[$1, $2] = $3; ts[$1] = 1 }
 	END { for (t in ts) if (((t, a) in r) && ((t, b) in r) && r[t, a] > 0 && r[t, b] > 0)
 		print t, r[t, a], r[t, b] }' "$POOL/timeline.tsv" | sort -n >"$WORK/pairs"
 n=$(wc -l <"$WORK/pairs")
@@ -112,7 +110,9 @@ diag "steady period: $n samples; mean rates $mean1 and $mean2 q/s (gap $gap); me
 conv=$([ "$n" -ge 4 ] && awk -v g="${gap:-x}" 'BEGIN { exit !(g ~ /^[0-9.]+$/ && g <= 0.10) }'
 	echo $?)
 ok "$conv" "both jobs' query rates within 10% after convergence ($mean1 vs $mean2 q/s over $n samples)"
-if [ "$conv" != 0 ]; then
+conv2=$(awk -v g="${med:-x}" 'BEGIN { exit !(g ~ /^[0-9.]+$/ && g <= 0.10) }'; echo $?)
+ok "$conv2" "and sample by sample (median gap $med)"
+if [ "$conv" != 0 ] || [ "$conv2" != 0 ]; then
 	fail_detail "job 2 ran from ${t2:-?} to ${t2end:-?} s; median per-sample gap $med"
 	fail_detail "from job 2's start, t: job rate/workers/share ..."
 	awk -v f="${t2:-0}" 'NR > 1 && $1 >= f - 0.1 && $1 <= f + 4 {
