@@ -40,6 +40,8 @@ if [ -n "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ]; then
 	done
 fi
 
+# ok, is and like return 1 when the check failed, so a caller can add details:
+#   is "$x" 1 "one line" || fail_detail "stderr: ..."
 ok() { # ok STATUS DESCRIPTION (STATUS 0 = pass, as a shell status)
 	_n=$((_n + 1))
 	if [ "$1" -eq 0 ]; then
@@ -48,6 +50,7 @@ ok() { # ok STATUS DESCRIPTION (STATUS 0 = pass, as a shell status)
 		_failed=$((_failed + 1))
 		echo "not ok $_n - $2"
 		echo "$_T: not ok $_n - $2" >>"$FAILLOG"
+		return 1
 	fi
 }
 
@@ -56,6 +59,7 @@ is() { # is GOT WANT DESCRIPTION
 		ok 1 "$3"
 		fail_detail "got:  '$1'"
 		fail_detail "want: '$2'"
+		return 1
 	fi
 }
 
@@ -64,6 +68,7 @@ like() { # like TEXT REGEX DESCRIPTION
 		ok 1 "$3"
 		fail_detail "'$(echo "$1" | head -20)'"
 		fail_detail "does not match /$2/"
+		return 1
 	fi
 }
 
@@ -93,6 +98,13 @@ OUT=$WORK/out ERR=$WORK/err RC=0
 run_srun() {
 	as_user srun "$@" >"$OUT" 2>"$ERR"
 	RC=$?
+}
+
+# $ERR without srun's allocation progress lines ("job N queued and waiting for
+# resources", "job N has been allocated resources"), which srun prints when the
+# nodes are still being released by the previous test's job: not the program's.
+srun_errors() {
+	grep -Ev '^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$' "$ERR"
 }
 
 # Submit a batch script (from stdin) and wait for it; output in $WORK/job.out.

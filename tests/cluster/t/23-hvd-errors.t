@@ -5,7 +5,8 @@
 
 one_line_error() { # DESC REGEX: checks $RC and $ERR
 	ok $((RC == 0)) "$1: exits non-zero (rc=$RC)"
-	is "$(grep -c . "$ERR")" 1 "$1: exactly one line on stderr"
+	is "$(srun_errors | grep -c .)" 1 "$1: exactly one line on stderr" ||
+		fail_detail "stderr: $(head -c 600 "$ERR")"
 	like "$(cat "$ERR")" "$2" "$1: the line names the problem"
 }
 

@@ -147,10 +147,12 @@ is "$(field cvd)" "$(expect n1:0,2,1,3 n2:0,2,1,3 n3:2,0,3,1)" \
 one_line_error() { # DESC REGEX [node]: a node-side error adds srun's "Exited" line
 	ok $((RC == 0)) "$1: exits non-zero (rc=$RC)"
 	if [ "${3:-}" = node ]; then
-		is "$(grep -c dlrt "$ERR")" 1 "$1: exactly one dlrt line on stderr"
-		is "$(grep -vc -e dlrt -e 'Exited with exit code 1$' "$ERR")" 0 "$1: and only srun's exit line besides"
+		is "$(srun_errors | grep -c dlrt)" 1 "$1: exactly one dlrt line on stderr"
+		is "$(srun_errors | grep -vc -e dlrt -e 'Exited with exit code 1$')" 0 \
+			"$1: and only srun's exit line besides" || fail_detail "stderr: $(head -c 600 "$ERR")"
 	else
-		is "$(grep -c . "$ERR")" 1 "$1: exactly one line on stderr"
+		is "$(srun_errors | grep -c .)" 1 "$1: exactly one line on stderr" ||
+			fail_detail "stderr: $(head -c 600 "$ERR")"
 	fi
 	like "$(cat "$ERR")" "$2" "$1: the line names the problem"
 	ok "$([ ! -e "$WORK/ran" ]; echo $?)" "$1: the program never ran"
