@@ -7,7 +7,8 @@
 # Caffe2's MPI rendezvous needs no helper store, so no PMIx session: --dl-store=file:.
 for rt in "horovod --dl-horovod=mpi" torch mxnet "caffe2 --dl-store=file:$WORK"; do
 	run_srun -N3 -n6 -c5 --mpi=pmix --dl-runtime=$rt "$TESTS_BIN/mpi_allreduce"
-	is "$RC" 0 "Open MPI allreduce under srun --mpi=pmix --dl-runtime=$rt"
+	is "$RC" 0 "Open MPI allreduce under srun --mpi=pmix --dl-runtime=$rt" ||
+		while read -r l; do fail_detail "$l"; done < <(tail -n 12 "$ERR")
 	is "$(grep -c 'sum=15 ok' "$OUT")" 6 "$rt: all six ranks computed the right sum"
 done
 run_batch -N3 -n6 -c5 --dl-runtime=horovod --dl-horovod=mpi <<JOB
