@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -34,6 +35,7 @@
 #include "standby.h"
 #include "state.h"
 #include "tcpserver.h"
+#include "tsvlog.h"
 
 #define NB 20               /* buckets per rate window */
 #define MAX_PREFETCH 64
@@ -110,6 +112,8 @@ struct coord {
 	uint32_t ndirty, capdirty;
 	bool kick_pending;
 	int64_t start_us, last_accrue_us, bucket_ms;
+	int64_t t0_us;          /* pool time 0 of the timeline files (tsvlog.h), on our clock */
+	int64_t tl_fence_ms;    /* the timeline's last fence check */
 	int64_t regime_us;      /* when the set of jobs last changed */
 	FILE *timeline, *events;
 	bool stopping;
@@ -164,9 +168,10 @@ static void logf_(struct coord *c, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* Pool time: continues across coordinators (tsvlog.h). */
 static double tsec(struct coord *c, int64_t us)
 {
-	return (double)(us - c->start_us) / 1e6;
+	return (double)(us - c->t0_us) / 1e6;
 }
 
 /* ---- deferred writes ----------------------------------------------------------- */
@@ -252,11 +257,33 @@ static int grow_jobs(struct coord *c)
 	return 0;
 }
 
+static bool fence_check(struct coord *c);
+
+/* Writes out a timeline file's buffered rows, unless a newer coordinator
+ * took over: then they are dropped, since rows from before a SIGSTOP written
+ * after the new coordinator's would put the t column out of order. */
+static void tl_flush(struct coord *c, FILE *f)
+{
+	int64_t now = dlrt_now_ms();
+
+	if (!f)
+		return;
+	/* At most every 20 ms: events may come in bursts (redispatches). */
+	if (c->fenced || now - c->tl_fence_ms >= 20) {
+		c->tl_fence_ms = now;
+		if (fence_check(c)) {
+			__fpurge(f);
+			return;
+		}
+	}
+	fflush(f);
+}
+
 static void event(struct coord *c, uint32_t job, const char *what)
 {
-	if (c->events) {
+	if (c->events && !c->fenced) {
 		fprintf(c->events, "%.6f\t%u\t%s\n", tsec(c, now_us()), job, what);
-		fflush(c->events);
+		tl_flush(c, c->events);
 	}
 }
 
@@ -982,7 +1009,7 @@ static void on_status(struct coord *c, struct dlrt_conn *conn)
 	struct dlrt_ip_status st = { .epoch = c->epoch };
 	uint32_t nw = 0;
 
-	st.uptime = tsec(c, now_us());
+	st.uptime = (double)(now_us() - c->start_us) / 1e6; /* this coordinator's */
 	st.window = (double)c->bucket_ms * NB / 1000.0;
 	st.workers = calloc(c->nworkers ? c->nworkers : 1, sizeof(*st.workers));
 	st.jobs = calloc(c->st.njobs ? c->st.njobs : 1, sizeof(*st.jobs));
@@ -1339,6 +1366,9 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 			}
 			return DLRT_PROTO_OK;
 		}
+		if (rc < 0)
+			/* The peer learns why (an older one reads our version from it). */
+			reply_error(conn, err.msg);
 		if (rc < 0 || handle(c, conn, &f, &err) < 0) {
 			logf_(c, "closing a connection: %s", err.msg);
 			return DLRT_PROTO_CLOSE;
@@ -1544,14 +1574,14 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 			c->sj[ji].cost = hold / (double)qwin;
 		else if (qall)
 			c->sj[ji].cost = occ / (double)qall;
-		if (c->timeline)
+		if (c->timeline && !c->fenced)
 			fprintf(c->timeline, "%.3f\t%u\t%.1f\t%.2f\t%.2f\t%u\n", tsec(c, t), j->id,
 				r->rate, r->held_avg, c->sj[ji].target, j->done);
 		if (r->csv && b % 20 == 0)
 			fflush(r->csv);
 	}
-	if (c->timeline && b % 4 == 0)
-		fflush(c->timeline);
+	if (b % 4 == 0)
+		tl_flush(c, c->timeline);
 	retarget(c);
 	return c->bucket_ms;
 }
@@ -1566,25 +1596,6 @@ static void on_signal(struct dlrt_evloop *loop, int fd, unsigned events, void *a
 		logf_(c, "signal %u: the pool shuts down", si.ssi_signo);
 		dlrt_evloop_stop(loop);
 	}
-}
-
-static FILE *open_private(const char *dir, const char *name, const char *header)
-{
-	char path[4200];
-	int fd;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return NULL;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return NULL;
-	}
-	fputs(header, f);
-	return f;
 }
 
 /* The state to start from: the standby's copy (a takeover), else the
@@ -1636,8 +1647,10 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	sigset_t ss;
 	int rc = -1;
 	double window = o->window > 0 ? o->window : 0.5;
+	bool continuing = false;
 
 	c.start_us = now_us();
+	c.t0_us = c.start_us;
 	c.last_accrue_us = c.start_us;
 	c.bucket_ms = (int64_t)(window * 1000 / NB);
 	if (c.bucket_ms < 5)
@@ -1687,6 +1700,15 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	dlrt_infer_state_init(&c.st);
 	dlrt_buf_init(&c.log, (size_t)-1);
 	c.jn.fd = -1;
+	{
+		/* pool start moves the journal aside: with one, this coordinator
+		 * continues a pool (pool restart, a requeued element 0). */
+		char jp[4200];
+		struct stat jsb;
+
+		snprintf(jp, sizeof(jp), "%s/journal", c.pool);
+		continuing = o->takeover || lstat(jp, &jsb) == 0;
+	}
 	if (load_state(&c, err) < 0)
 		goto out;
 	if (c.st.epoch >= c.epoch)
@@ -1715,14 +1737,37 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	c.sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sfd >= 0)
 		dlrt_evloop_add_fd(c.loop, c.sfd, DLRT_EV_READ, on_signal, &c);
-	c.timeline = open_private(c.pool, "timeline.tsv", "t\tjob\trate\tworkers\tshare\tdone\n");
-	c.events = open_private(c.pool, "events.tsv", "t\tjob\tevent\n");
 	{
-		/* Lets tools relate t to other clocks (failure benchmarks). */
-		char clk[64];
+		/* A new pool starts new files at t = 0; a continued one appends and
+		 * keeps the pool's time (tsvlog.h). */
+		struct dlrt_tsv_scan sc = { 0 };
+		struct dlrt_err e2;
+		char ev[64];
 
-		snprintf(clk, sizeof(clk), "clock:%.6f", wall_now() - tsec(&c, now_us()));
-		event(&c, 0, clk);
+		c.timeline = dlrt_tsv_open(c.pool, "timeline.tsv",
+					   "t\tjob\trate\tworkers\tshare\tdone\n", !continuing, &sc,
+					   &e2);
+		if (!c.timeline)
+			logf_(&c, "no timeline: %s", e2.msg);
+		c.events = dlrt_tsv_open(c.pool, "events.tsv", "t\tjob\tevent\n", !continuing, &sc,
+					 &e2);
+		if (!c.events)
+			logf_(&c, "no events: %s", e2.msg);
+		if (continuing) {
+			double t = dlrt_tsv_resume_t(&sc, wall_now());
+
+			c.t0_us = now_us() - (int64_t)(t * 1e6) - 1;
+			logf_(&c, "the timeline continues at pool time %.3f s", tsec(&c, now_us()));
+		}
+		/* Lets tools relate t to other clocks (failure benchmarks). */
+		snprintf(ev, sizeof(ev), "clock:%.6f", wall_now() - tsec(&c, now_us()));
+		event(&c, 0, ev);
+		if (continuing) {
+			/* Marks the change of coordinator (dlrt-infer plot draws it). */
+			snprintf(ev, sizeof(ev), "%s:%llu", o->takeover ? "takeover" : "restart",
+				 (unsigned long long)c.epoch);
+			event(&c, 0, ev);
+		}
 	}
 	dlrt_evloop_add_timer(c.loop, c.bucket_ms, tick, &c);
 	c.hb_last_check_ms = dlrt_now_ms();
@@ -1788,10 +1833,16 @@ out:
 	for (uint32_t i = 0; i < c.st.njobs; i++)
 		if (c.jr[i].csv)
 			fclose(c.jr[i].csv);
-	if (c.timeline)
+	if (c.timeline) {
+		if (c.fenced)
+			__fpurge(c.timeline);
 		fclose(c.timeline);
-	if (c.events)
+	}
+	if (c.events) {
+		if (c.fenced)
+			__fpurge(c.events);
 		fclose(c.events);
+	}
 	if (c.sfd >= 0)
 		close(c.sfd);
 	if (c.loop)

@@ -100,6 +100,18 @@ int dlrt_journal_parse(const uint8_t *p, size_t n, dlrt_journal_rec_fn fn, void 
 				 (unsigned long long)scan->records + 1);
 			break;
 		}
+		if (len >= DLRT_IP_HDR &&
+		    (p[off + DLRT_JOURNAL_REC_HDR + 4] | p[off + DLRT_JOURNAL_REC_HDR + 5] << 8) !=
+			    DLRT_IP_VERSION)
+			/* Sound (its checksum holds) but of another dlrt: cutting it
+			 * would lose every job, so refuse the whole file. */
+			return dlrt_err_set(err, "journal record %llu was written by dlrt-infer protocol "
+					    "version %u, this one speaks %u: restart the pool with the "
+					    "dlrt that wrote it, or move the journal away",
+					    (unsigned long long)scan->records + 1,
+					    p[off + DLRT_JOURNAL_REC_HDR + 4] |
+						    p[off + DLRT_JOURNAL_REC_HDR + 5] << 8,
+					    DLRT_IP_VERSION);
 		if (dlrt_ip_frame_peek(p + off + DLRT_JOURNAL_REC_HDR, len, &f, &e2) != 1 ||
 		    f.frame_len != len || f.type != DLRT_IP_CHANGE) {
 			snprintf(scan->why, sizeof(scan->why), "record %llu: not a state change",

@@ -16,6 +16,43 @@
 int dlrt_infer_plot(int argc, char **argv, const char *pool);
 
 #define MAX_PLOT_JOBS 16
+#define MAX_MARKS 64
+
+/* A change of coordinator (a standby's takeover or a restart from the
+ * journal), from POOL/events.tsv: drawn as a dashed line at its pool time. */
+struct mark {
+	double t;
+	char what[16];
+	unsigned long long epoch;
+};
+
+static int read_marks(const char *dir, struct mark *m, int max)
+{
+	char path[4200], line[256];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/events.tsv", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f)) {
+		double t;
+		unsigned job;
+		char what[16];
+		unsigned long long epoch;
+
+		if (sscanf(line, "%lf %u %15[a-z]:%llu", &t, &job, what, &epoch) == 4 &&
+		    (!strcmp(what, "takeover") || !strcmp(what, "restart")) && t >= 0 && t < 1e9) {
+			m[n].t = t;
+			snprintf(m[n].what, sizeof(m[n].what), "%s", what);
+			m[n].epoch = epoch;
+			n++;
+		}
+	}
+	fclose(f);
+	return n;
+}
 
 int dlrt_infer_plot(int argc, char **argv, const char *pool)
 {
@@ -31,6 +68,8 @@ int dlrt_infer_plot(int argc, char **argv, const char *pool)
 	FILE *in = NULL, *data[MAX_PLOT_JOBS] = { NULL }, *gp = NULL;
 	struct dlrt_err err;
 	long rows = 0;
+	struct mark marks[MAX_MARKS];
+	int nmarks;
 
 	while ((opt = getopt_long(argc, argv, "o:p:t:h", lo, NULL)) != -1) {
 		switch (opt) {
@@ -41,7 +80,9 @@ int dlrt_infer_plot(int argc, char **argv, const char *pool)
 			printf("usage: dlrt-infer plot JOB... [--out PNG] [--title T] [--pool DIR]\n"
 			       "Draws the query rate (queries/s over the rate window) and the workers\n"
 			       "held by each job over the pool's time, from POOL/timeline.tsv, with\n"
-			       "gnuplot. Default output: dlrt-infer.png.\n");
+			       "gnuplot. Default output: dlrt-infer.png. Dashed lines mark where a\n"
+			       "new coordinator took over (a standby, or pool restart), from\n"
+			       "POOL/events.tsv.\n");
 			return 0;
 		default: return 2;
 		}
@@ -106,6 +147,12 @@ int dlrt_infer_plot(int argc, char **argv, const char *pool)
 	}
 	fprintf(gp, "set terminal pngcairo size 900,700\nset output '%s'\n", out);
 	fprintf(gp, "set multiplot layout 2,1 title '%s'\nset grid\nset key outside right\n", title);
+	nmarks = read_marks(dir, marks, MAX_MARKS);
+	for (int k = 0; k < nmarks; k++)
+		fprintf(gp, "set arrow from %.3f, graph 0 to %.3f, graph 1 nohead dashtype 2 "
+			"lc rgb 'gray40'\nset label '%s (epoch %llu)' at %.3f, graph 0.95 offset -0.8,0 "
+			"rotate by 90 right font ',8' tc rgb 'gray40'\n", marks[k].t, marks[k].t,
+			marks[k].what, marks[k].epoch, marks[k].t);
 	fprintf(gp, "set ylabel 'queries/s'\nset xlabel ''\nplot ");
 	for (int k = 0; k < njobs; k++)
 		fprintf(gp, "%s'%s/%d.dat' using 1:2 with lines lw 2 title 'job %u'", k ? ", " : "",

@@ -293,6 +293,11 @@ int dlrt_ipc_open(struct dlrt_ipc *c, const char *dir, uint8_t role, const char 
 	if (dlrt_ip_put_hello(&c->out, &h) < 0 || dlrt_ipc_flush(c, timeout_ms, err) < 0)
 		goto fail;
 	rc = dlrt_ipc_recv(c, &f, timeout_ms, err);
+	if (rc < 0 && strstr(err->msg, "closed the connection"))
+		/* What an older coordinator does with a newer peer's HELLO. */
+		dlrt_err_set(err, "the coordinator of %s closed the connection after HELLO: a dlrt "
+			     "of another protocol version? run the same dlrt version everywhere "
+			     "(the coordinator's log says why)", dir);
 	if (rc == 1 && f.type == DLRT_IP_CHALLENGE) {
 		/* Prove we are the pool owner (auth.h): never the secret itself. */
 		struct dlrt_ip_challenge ch;

@@ -28,7 +28,14 @@
 #include "buf.h"
 #include "dlrt_err.h"
 
-#define DLRT_IP_VERSION 2 /* 2: dispatch attempts, heartbeats, DRAIN, CHALLENGE/AUTH */
+/* Peers of different versions refuse each other (dlrt_ip_frame_peek); the
+ * coordinator answers such a peer with one ERROR frame before closing, which
+ * an older peer reports as "protocol version N, this dlrt-infer speaks M".
+ *   2: dispatch attempts, HEARTBEAT, DRAIN, CHALLENGE/AUTH.
+ *   3: the hot standby and the journal: ACK, RESENT, SYNC, SEQACK, PROMOTE,
+ *      HELLO role 3 (standby), SUBMIT's token; CHANGE frames are journal
+ *      records (a journal of another version is refused, never cut). */
+#define DLRT_IP_VERSION 3
 #define DLRT_IP_HDR 8                   /* length + version + type */
 #define DLRT_IP_MAX_FRAME (16u << 20)   /* of the length field's value */
 #define DLRT_IP_STR_MAX 4096            /* paths, model specs, errors */

@@ -1,6 +1,7 @@
 /* test_infer_journal.c - the coordinator's journal (inference/journal.c):
  * records written and replayed into an equal state, appends, a torn tail
- * (cut mid-record), a flipped bit, a replayed duplicate and a foreign file. */
+ * (cut mid-record), a flipped bit, a replayed duplicate, a journal of another
+ * protocol version and a foreign file. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +170,32 @@ int main(void)
 	TAP_OK(scan.torn && strstr(scan.why, "already answered"),
 	       "a replayed duplicate answer is refused: %s", scan.why);
 	TAP_IS_INT(scan.records, 4, "everything before it replays");
+
+	/* A sound record of another protocol version (an older dlrt's journal):
+	 * refused whole, never cut. */
+	{
+		struct dlrt_buf old;
+		struct dlrt_ip_frame f;
+		uint8_t *fr;
+
+		dlrt_buf_init(&old, 1 << 24);
+		dlrt_ip_frame_peek(dlrt_buf_head(&log), log.len, &f, &err);
+		fr = malloc(f.frame_len);
+		memcpy(fr, dlrt_buf_head(&log), f.frame_len);
+		fr[4] = DLRT_IP_VERSION - 1;
+		dlrt_buf_append(&old, DLRT_JOURNAL_MAGIC, DLRT_JOURNAL_MAGIC_LEN);
+		dlrt_journal_put(&old, fr, f.frame_len);
+		fd = open(path, O_WRONLY | O_TRUNC);
+		TAP_IS_INT(write(fd, dlrt_buf_head(&old), old.len), (long)old.len,
+			   "a journal of the previous protocol version");
+		close(fd);
+		TAP_IS_INT(dlrt_journal_load(dir, &b, NULL, &scan, &err), -1, "is refused whole");
+		TAP_OK(strstr(err.msg, "protocol version") && strstr(err.msg, "move the journal away"),
+		       "says why and what to do: %s", err.msg);
+		TAP_IS_INT(file_size(), (off_t)old.len, "and is not cut");
+		free(fr);
+		dlrt_buf_free(&old);
+	}
 
 	/* Not a journal at all. */
 	fd = open(path, O_WRONLY | O_TRUNC);

@@ -32,6 +32,12 @@ static void test_framing(void)
 	TAP_IS_INT(f.len, 0, "empty payload");
 	TAP_IS_INT(dlrt_ip_frame_peek(bad, 8, &f, &err), -1, "version 9 refused");
 	TAP_OK(strstr(err.msg, "version 9"), "error names the version: %s", err.msg);
+	TAP_IS_INT(DLRT_IP_VERSION, 3, "protocol version 3 (standby and journal messages)");
+	bad[4] = DLRT_IP_VERSION - 1;
+	TAP_IS_INT(dlrt_ip_frame_peek(bad, 8, &f, &err), -1, "the previous version is refused");
+	TAP_OK(strstr(err.msg, "protocol version 2, this dlrt-infer speaks 3") &&
+	       strstr(err.msg, "same dlrt version everywhere") && !strchr(err.msg, '\n'),
+	       "in one line naming both versions and the fix: %s", err.msg);
 	bad[4] = DLRT_IP_VERSION;
 	bad[6] = 99;
 	TAP_IS_INT(dlrt_ip_frame_peek(bad, 8, &f, &err), -1, "unknown type refused");

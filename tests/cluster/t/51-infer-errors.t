@@ -42,10 +42,13 @@ like "$address:$port" '^10\.77\.[0-9]+\.[0-9]+:[0-9]+$' "the access record names
 ok "$(runuser -u nobody -- cat "$POOL/access" >/dev/null 2>&1; [ $? -ne 0 ]; echo $?)" \
 	"another user cannot read the access record"
 
-# Malformed input, a wrong secret, a stale epoch: each closes that connection only.
-python3 - "$address" "$port" "$epoch" >"$WORK/raw" 2>&1 <<'PY'
+# Malformed input, another protocol version, a wrong secret, a stale epoch:
+# each closes that connection only. V: the version this tree speaks.
+V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../../inference/proto.h")
+like "$V" '^[0-9]+$' "the protocol version from inference/proto.h ($V)"
+python3 - "$address" "$port" "$epoch" "$V" >"$WORK/raw" 2>&1 <<'PY'
 import socket, struct, sys
-addr, port, epoch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+addr, port, epoch, V = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 def s(x): x = x.encode(); return struct.pack('<I', len(x)) + x
 def talk(data):
     c = socket.create_connection((addr, port), timeout=5)
@@ -66,19 +69,25 @@ def talk(data):
             text = got[12:4 + n].decode(errors='replace')
         got = got[4 + n:]
     return 'closed ' + repr(text)
-def hello(ep):
+def hello(ep, v=V):
     p = struct.pack('<BQ', 2, ep) + s('tester')
-    return struct.pack('<IHH', len(p) + 4, 2, 1) + p
+    return struct.pack('<IHH', len(p) + 4, v, 1) + p
 def auth(mode, proof):
     p = bytes([mode]) + bytes(32) + s(proof)
-    return struct.pack('<IHH', len(p) + 4, 2, 22) + p
+    return struct.pack('<IHH', len(p) + 4, V, 22) + p
 print('garbage:', talk(b'GET / HTTP/1.0\r\n\r\n'))
 print('version:', talk(struct.pack('<IHH', 4, 9, 1)))
+# An older dlrt-infer's client: its HELLO is refused with our version's ERROR
+# frame, which that client reports as "protocol version V, ... speaks V-1".
+print('older:', talk(hello(epoch, V - 1)))
 print('secret:', talk(hello(epoch) + auth(2, '0' * 64) + auth(1, 'MUNGE:x:')))
 print('epoch:', talk(hello(epoch + 5)))
 PY
 like "$(grep '^garbage:' "$WORK/raw")" "closed" "garbage is answered by closing the connection"
 like "$(grep '^version:' "$WORK/raw")" "closed" "a wrong protocol version closes the connection"
+like "$(grep '^older:' "$WORK/raw")" \
+	"closed 'protocol version $((V - 1)), this dlrt-infer speaks $V: run the same dlrt version everywhere'" \
+	"a peer of the previous version gets one ERROR line naming both versions and the fix"
 like "$(grep '^secret:' "$WORK/raw")" "closed .*(wrong proof|pool uses)" "a wrong proof is refused with a reason"
 like "$(grep '^epoch:' "$WORK/raw")" "closed .*stale access record" "a wrong epoch is refused"
 infer status >"$WORK/st"

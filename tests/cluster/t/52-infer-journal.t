@@ -4,41 +4,18 @@
 # of its last record; then lost again and the coordinator's element requeued. After each: every query answered exactly once, answers
 # equal to a failure-free (single-process) run, no answer the journal held was
 # computed again, the torn tail reported and cut, and the pool serving again.
+# The timeline files survive each restart: appended to, on the pool's clock.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../infer_pool.sh"
 
-T=/usr/share/datasets/fashion-mnist
-POOL=$WORK/pool
 N1=10000 N2=20000 N3=8000
-infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
-
-if [ ! -r $T/train-images-idx3-ubyte.gz ]; then
-	echo "1..0 # SKIP dataset-fashion-mnist is not installed (tests/cluster/install-deps.sh)"
-	exit 0
-fi
-MD=$DLRT_CLUSTER_DIR/prefix/share/dlrt/models
-IN=$T/train-images-idx3-ubyte.gz
-ref() { # ref NAME MODEL FIRST COUNT
-	as_user dlrt-infer local --model "$2" --inputs $IN --first "$3" --count "$4" --model-dir "$MD" \
-		--out "$WORK/ref$1.csv" 2>/dev/null
-	tail -n +2 "$WORK/ref$1.csv" | sort -t, -k1n >"$WORK/ref$1.sorted"
-}
 ref 1 deepcnn 0 $N1
 ref 2 lenet5 10000 $N2
 ref 3 deepcnn 30000 $N3
 ok "$([ -s "$WORK/ref1.sorted" ] && [ -s "$WORK/ref3.sorted" ]; echo $?)" \
 	"single-process references for the three jobs"
 
-exactly_once() { # exactly_once JOB N REF: rows, each input once, answers equal the reference
-	local csv=$POOL/job-$1.csv
-	is "$(($(wc -l <"$csv") - 1))" "$2" "job $1: $2 result rows"
-	is "$(tail -n +2 "$csv" | cut -d, -f2 | sort -u | wc -l)" "$2" "job $1: every input exactly once"
-	tail -n +2 "$csv" | cut -d, -f2-4 | sort -t, -k1n >"$WORK/pool$1.sorted"
-	ok "$(cmp -s "$WORK/pool$1.sorted" "$WORK/ref$3.sorted"; echo $?)" \
-		"job $1: answers equal to the failure-free run"
-}
-done_of() { infer status 2>/dev/null | awk -v j="$1" '/^WKR/ { exit } $1 == j { split($5, a, "/"); print a[1] }'; }
-workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
-epoch() { sed -n 's/^epoch=//p' "$POOL/access" 2>/dev/null; }
+epoch() { field epoch; }
 # Kills the coordinator and its standby with SIGKILL (stopped first, so the
 # standby cannot take over in between).
 kill_coordinators() {
@@ -78,6 +55,7 @@ E=$(epoch)
 
 # 1. Both coordinators lost mid-job.
 kill_coordinators
+timeline_snapshot
 sleep 1
 ok "$([ -s "$POOL/journal" ]; echo $?)" "the journal survives its coordinator"
 is "$(stat -c %a "$POOL/journal")" 600 "the journal is private (0600)"
@@ -88,6 +66,7 @@ ok $? "a coordinator of a later epoch serves the pool ($E -> $(epoch))"
 like "$(cat "$POOL"/element-"${R}"_0.log)" "journal: [0-9]+ records replayed" \
 	"the new coordinator replayed the journal"
 like "$(cat "$POOL"/element-"${R}"_0.log)" "resumed 2 jobs" "and resumed both jobs"
+timeline_kept restart "restart:$(epoch)"
 resumed() { sed -n "s/.*job $1 resumes with \([0-9]*\) of.*/\1/p" "$POOL"/element-"${R}"_0.log; }
 a1=$(resumed 1) a2=$(resumed 2)
 ok "$([ "${a1:-0}" -ge "$d1" ] && [ "${a2:-0}" -ge "$d2" ]; echo $?)" \
@@ -166,4 +145,8 @@ for _ in $(seq 1 60); do
 	sleep 0.5
 done
 is "$(squeue -h -j "$ARRAY,$R" 2>/dev/null | wc -l)" 0 "every element of the pool ended"
+
+# The timeline files over the whole run: one header, the pool's time never
+# going backwards across the four coordinators, job 1's submission kept.
+timeline_end_checks restart 3
 done_testing

@@ -8,25 +8,13 @@
 # stopped (SIGSTOP) is replaced too, and when it continues it is fenced out by
 # the epoch: it stops without acknowledging anything. After all that: every
 # query answered exactly once, answers equal to a failure-free run, the pool
-# serving and stopping cleanly. Takeover times are printed, never asserted.
+# serving and stopping cleanly. The timeline files survive every takeover:
+# appended to, on the pool's clock (the t column never goes backwards), each
+# takeover marked in events.tsv. Takeover times are printed, never asserted.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../infer_pool.sh"
 
-T=/usr/share/datasets/fashion-mnist
-POOL=$WORK/pool
-IN=$T/train-images-idx3-ubyte.gz
 N1=12000 N2=24000 N3=8000
-infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
-
-if [ ! -r $IN ]; then
-	echo "1..0 # SKIP dataset-fashion-mnist is not installed (tests/cluster/install-deps.sh)"
-	exit 0
-fi
-MD=$DLRT_CLUSTER_DIR/prefix/share/dlrt/models
-ref() { # ref NAME MODEL FIRST COUNT
-	as_user dlrt-infer local --model "$2" --inputs $IN --first "$3" --count "$4" --model-dir "$MD" \
-		--out "$WORK/ref$1.csv" 2>/dev/null
-	tail -n +2 "$WORK/ref$1.csv" | sort -t, -k1n >"$WORK/ref$1.sorted"
-}
 ref 1 deepcnn 0 $N1 &
 ref 2 lenet5 20000 $N2
 ref 3 deepcnn 40000 $N3
@@ -34,17 +22,6 @@ wait
 ok "$([ -s "$WORK/ref1.sorted" ] && [ -s "$WORK/ref2.sorted" ] && [ -s "$WORK/ref3.sorted" ]; echo $?)" \
 	"single-process references for the three jobs"
 
-exactly_once() { # exactly_once JOB N REF
-	local csv=$POOL/job-$1.csv
-	is "$(($(wc -l <"$csv") - 1))" "$2" "job $1: $2 result rows"
-	is "$(tail -n +2 "$csv" | cut -d, -f2 | sort -u | wc -l)" "$2" "job $1: every input exactly once"
-	tail -n +2 "$csv" | cut -d, -f2-4 | sort -t, -k1n >"$WORK/pool$1.sorted"
-	ok "$(cmp -s "$WORK/pool$1.sorted" "$WORK/ref$3.sorted"; echo $?)" \
-		"job $1: answers equal to the failure-free run"
-}
-done_of() { infer status 2>/dev/null | awk -v j="$1" '/^WKR/ { exit } $1 == j { split($5, a, "/"); print a[1] }'; }
-workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
-field() { sed -n "s/^$1=//p" "$POOL/access" 2>/dev/null; }
 wait_log() { # wait_log FILE REGEX [TRIES of 0.1 s]
 	for _ in $(seq 1 "${3:-100}"); do grep -Eq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
 	return 1
@@ -82,6 +59,7 @@ for _ in $(seq 1 300); do d=$(done_of 1); [ "${d:-0}" -ge $((N1 / 5)) ] && break
 ok "$([ "${d:-0}" -ge $((N1 / 5)) ] && [ "$d" -lt $N1 ]; echo $?)" "job 1 under way ($d/$N1)"
 
 # 1. kill -9 the coordinator mid-job.
+timeline_snapshot
 pid=$(field pid) host=$(field host)
 t_kill=$(now)
 kill -9 "$pid"
@@ -99,6 +77,7 @@ for _ in $(seq 1 100); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.1; done
 ok "$([ "$(workers_up)" -ge 3 ]; echo $?)" "the workers reconnected on their own ($(workers_up))"
 wait_log "$S1" "standby ready" 100
 ok $? "a new standby was chosen and holds the state"
+timeline_kept takeover takeover:2
 infer pool restart >"$WORK/restart.out" 2>&1
 like "$(cat "$WORK/restart.out")" "still runs: nothing to restart" "pool restart refuses while a coordinator runs"
 
@@ -146,4 +125,10 @@ ok $? "pool stop"
 for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
 is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "every element of the pool ended"
 is "$(pgrep -u "$DLRT_TEST_USER" -fc "dlrt-infer standby --pool $POOL")" 0 "no standby is left"
+
+# The timeline files over the whole run: one header, every row kept, the
+# pool's time never going backwards across the four coordinators.
+timeline_end_checks takeover 3
+infer plot 1 2 --out "$WORK/failover.png" >/dev/null 2>&1
+ok "$([ -s "$WORK/failover.png" ]; echo $?)" "plot draws the jobs across the takeovers"
 done_testing
