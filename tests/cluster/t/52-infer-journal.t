@@ -6,7 +6,7 @@
 # computed again, the torn tail reported and cut, and the pool serving again.
 # The timeline files survive each restart: appended to, on the pool's clock.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../infer_pool.sh"
+. "$HERE/infer_pool.sh"
 
 N1=10000 N2=20000 N3=8000
 ref 1 deepcnn 0 $N1

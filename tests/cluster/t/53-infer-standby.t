@@ -12,7 +12,7 @@
 # appended to, on the pool's clock (the t column never goes backwards), each
 # takeover marked in events.tsv. Takeover times are printed, never asserted.
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../infer_pool.sh"
+. "$HERE/infer_pool.sh"
 
 N1=12000 N2=24000 N3=8000
 ref 1 deepcnn 0 $N1 &

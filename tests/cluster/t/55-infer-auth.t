@@ -76,7 +76,7 @@ else:
     print('mode %d: closed (%s)' % (mode, t))
 PY
 # The frames carry the protocol version this tree speaks.
-V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$(dirname "$0")/../../../inference/proto.h")
+V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference/proto.h")
 sed -i "s/@DLRT_IP_VERSION@/${V:-0}/" "$WORK/client.py"
 chmod 0644 "$WORK/client.py"
 
