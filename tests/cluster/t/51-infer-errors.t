@@ -101,6 +101,43 @@ done
 like "$(cat "$POOL"/element-"${ARRAY}"_0.log)" "closing a connection: protocol version 9" \
 	"the coordinator logged why it closed the connection"
 
+# A client facing an older coordinator, which closes the connection on a HELLO
+# of another version without a word (as protocol version 2 did): after its
+# usual retries (a failover looks the same), one line.
+OLD=$WORK/oldpool
+as_user mkdir -m 0700 "$OLD"
+python3 - "$WORK/oldport" >"$WORK/oldsrv" 2>&1 <<'PY' &
+import socket, sys
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+s.listen(1)
+s.settimeout(30)
+open(sys.argv[1] + '.tmp', 'w').write(str(s.getsockname()[1]))
+__import__('os').rename(sys.argv[1] + '.tmp', sys.argv[1])
+n = 0
+while True:  # clients retry a closed connection (a failover): hang up on each
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        break
+    s.settimeout(3)
+    c.settimeout(5)
+    n += len(c.recv(4096))
+    c.close()
+print('got', n, 'bytes')
+PY
+OLDSRV=$!
+for _ in $(seq 1 50); do [ -s "$WORK/oldport" ] && break; sleep 0.1; done
+as_user sh -c "umask 077; printf 'epoch=1\naddress=127.0.0.1\nport=%s\n%s\n' '$(cat "$WORK/oldport")' \
+	'$(grep '^secret=' "$POOL/access")' >'$OLD/access'"
+as_user env DLRT_INFER_POOL="$OLD" dlrt-infer status >"$WORK/old.out" 2>"$WORK/old.err"
+ok "$([ $? -ne 0 ]; echo $?)" "status against a coordinator that hangs up on HELLO fails"
+is "$(wc -l <"$WORK/old.err")" 1 "with one line"
+like "$(cat "$WORK/old.err")" "closed the connection after HELLO: a dlrt of another protocol version\? run the same dlrt version everywhere" \
+	"that names the likely cause and the fix"
+wait "$OLDSRV"
+like "$(cat "$WORK/oldsrv")" "got [1-9][0-9]* bytes" "(the fake old coordinator got the HELLO)"
+
 # A job whose model cannot be loaded fails with the worker's one-line reason.
 J=$(infer submit --model nosuchmodel --inputs $T/t10k-images-idx3-ubyte.gz --count 100 --batch 10)
 infer wait "$J" >"$WORK/w"
