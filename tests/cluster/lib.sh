@@ -100,6 +100,14 @@ run_srun() {
 	RC=$?
 }
 
+# run_srun for an Open MPI program: once more if Open MPI itself crashed in
+# MPI_Init (progs/mpi-step says why). Batch scripts call "$TESTS_BIN/mpi-step"
+# instead of srun for the same reason.
+run_mpi_srun() {
+	as_user "$TESTS_BIN/mpi-step" "$@" >"$OUT" 2>"$ERR"
+	RC=$?
+}
+
 # $ERR without srun's allocation progress lines ("job N queued and waiting for
 # resources", "job N has been allocated resources"), which srun prints when the
 # nodes are still being released by the previous test's job: not the program's.

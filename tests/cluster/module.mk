@@ -10,3 +10,9 @@ TEST_PROGS += $(BUILD)/testprogs/hvd_proto.py
 $(BUILD)/testprogs/hvd_proto.py: tests/cluster/progs/hvd_proto.py
 	@mkdir -p $(@D)
 	install -m 0755 $< $@
+
+# srun for Open MPI programs, once more after Open MPI's own MPI_Init crash (see the script).
+TEST_PROGS += $(BUILD)/testprogs/mpi-step
+$(BUILD)/testprogs/mpi-step: tests/cluster/progs/mpi-step
+	@mkdir -p $(@D)
+	install -m 0755 $< $@

@@ -7,7 +7,7 @@
 
 run_batch -N3 -n7 --dl-runtime=horovod --dl-horovod=mpi --dl-verbose <<JOB
 #!/bin/bash
-srun --mpi=pmix "$TESTS_BIN/mpi_allreduce"
+"$TESTS_BIN/mpi-step" --mpi=pmix "$TESTS_BIN/mpi_allreduce"
 echo "mpi rc=\$?"
 srun bash -c 'echo "vars rank=\$HOROVOD_RANK size=\$HOROVOD_SIZE ctl=\${HOROVOD_CONTROLLER:-none} addr=\${HOROVOD_GLOO_RENDEZVOUS_ADDR:-none}"'
 JOB
@@ -21,6 +21,6 @@ unlike "$(cat "$WORK/job.err")" "rendezvous driver" "no driver was started (--dl
 like "$(cat "$WORK/job.err")" "horovod worker" "--dl-verbose logged the roles"
 
 # srun alone, no batch script.
-run_srun -N2 -n2 --mpi=pmix --dl-runtime=horovod --dl-horovod=mpi "$TESTS_BIN/mpi_allreduce"
+run_mpi_srun -N2 -n2 --mpi=pmix --dl-runtime=horovod --dl-horovod=mpi "$TESTS_BIN/mpi_allreduce"
 is "$RC" 0 "srun --dl-horovod=mpi (no sbatch) also works"
 done_testing
