@@ -78,6 +78,7 @@ struct jrt {
 	uint32_t bsamples[NB];
 	double rate, held_avg;
 	int64_t first_dispatch_us, first_result_us;
+	bool answered_before;   /* resumed with answers: its first_task/first_result are logged */
 	FILE *csv;
 	char out[DLRT_IP_STR_MAX + 1];
 	struct dlrt_conn **waiters;
@@ -692,7 +693,8 @@ static void fill_worker(struct coord *c, struct wk *w)
 		c->jr[ji].inflight++;
 		if (!c->jr[ji].first_dispatch_us) {
 			c->jr[ji].first_dispatch_us = now_us();
-			event(c, j->id, "first_task");
+			if (!c->jr[ji].answered_before)
+				event(c, j->id, "first_task");
 		}
 		if (!job_runnable(c, (uint32_t)ji))
 			retarget(c);
@@ -832,7 +834,8 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	bucket_add(c, &c->jr[ji], res->n, occ, !warm);
 	if (!c->jr[ji].first_result_us) {
 		c->jr[ji].first_result_us = t;
-		event(c, j->id, "first_result");
+		if (!c->jr[ji].answered_before)
+			event(c, j->id, "first_result");
 	}
 	/* The first answer gives the job's cost: use it now, not a window later. */
 	if (c->sj[ji].cost <= 0 && res->n && !warm) {
@@ -929,6 +932,9 @@ static int resume_jobs(struct coord *c)
 
 		if (job_open(c, ji, true, msg, sizeof(msg)) < 0)
 			logf_(c, "job %u: %s", j->id, msg);
+		/* events.tsv continues across coordinators (tsvlog.h): a job that
+		 * has answers logged its first task and answer there already. */
+		c->jr[ji].answered_before = j->done > 0;
 		if (j->state == DLRT_IP_JOB_RUNNING) {
 			running++;
 			logf_(c, "job %u resumes with %u of %u queries answered", j->id, j->done,

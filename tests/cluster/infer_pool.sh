@@ -72,5 +72,8 @@ timeline_end_checks() { # timeline_end_checks KIND N: after N changes of coordin
 	is "$(awk -F'\t' '$2 == 1 && $3 == "submitted"' "$EV" | wc -l)" 1 \
 		"events.tsv still has job 1's submission, from before the first $1"
 	is "$(grep -cE "	$1:[0-9]+\$" "$EV")" "$2" "events.tsv marks the $2 changes ($1:EPOCH)"
+	is "$(awk -F'\t' '$3 == "first_task" || $3 == "first_result" { n[$2 " " $3]++ }
+		END { for (k in n) if (n[k] > 1) print k }' "$EV")" "" \
+		"events.tsv: each job's first_task and first_result once, across coordinators"
 	diag "pool time of each $1: $(awk -F'\t' -v k="$1:" 'index($3, k) == 1 { printf "%s at %s s; ", $3, $1 }' "$EV")"
 }
