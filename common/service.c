@@ -2,12 +2,15 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 void dlrt_service_spec_init(struct dlrt_service_spec *s, const char *program, const char *what)
@@ -180,4 +183,77 @@ int dlrt_service_stop_on_signals(struct dlrt_evloop *loop, const char **why)
 		return -1;
 	}
 	return fd;
+}
+
+/* EOF on the lifetime pipe ends the service at once, not at a later tick:
+ * slurmstepd waits for it in slurm_spank_exit, and the next step of a batch
+ * script may be waiting for this step's nodes. */
+static void lifetime_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
+{
+	struct dlrt_service_watch *w = arg;
+	char buf[256];
+	ssize_t n;
+
+	(void)events;
+	n = read(fd, buf, sizeof(buf));
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+		return; /* anything written is ignored; only the end counts */
+	*w->why = "the step ended (lifetime fd closed)";
+	dlrt_evloop_del_fd(loop, fd);
+	dlrt_evloop_stop(loop);
+}
+
+/* A pidfd cannot be fooled by pid reuse; without one, a parent that was our
+ * parent is gone once we are reparented, any other once kill(pid, 0) says so. */
+static bool parent_gone(const struct dlrt_service_watch *w)
+{
+	if (w->parent_pidfd >= 0) {
+		struct pollfd p = { .fd = w->parent_pidfd, .events = POLLIN };
+
+		return poll(&p, 1, 0) > 0;
+	}
+	return (w->parent_is_ppid && getppid() != w->parent_pid) ||
+	       (kill(w->parent_pid, 0) < 0 && errno == ESRCH);
+}
+
+static int64_t parent_check(struct dlrt_evloop *loop, void *arg)
+{
+	struct dlrt_service_watch *w = arg;
+
+	if (!parent_gone(w))
+		return DLRT_SERVICE_WATCH_MS;
+	*w->why = "the parent process is gone";
+	dlrt_evloop_stop(loop);
+	return -1;
+}
+
+int dlrt_service_watch_start(struct dlrt_service_watch *w, struct dlrt_evloop *loop,
+			     int lifetime_fd, pid_t parent_pid, const char **why)
+{
+	*w = (struct dlrt_service_watch){ .lifetime_fd = lifetime_fd, .parent_pid = parent_pid,
+					  .parent_pidfd = -1, .why = why };
+	if (lifetime_fd >= 0) {
+		int fl = fcntl(lifetime_fd, F_GETFL);
+
+		/* The event may be spurious; the read must never block the loop. */
+		if (fl < 0 || fcntl(lifetime_fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
+		    dlrt_evloop_add_fd(loop, lifetime_fd, DLRT_EV_READ, lifetime_event, w) < 0)
+			return -1;
+	}
+	if (parent_pid > 0) {
+		w->parent_is_ppid = getppid() == parent_pid;
+#ifdef SYS_pidfd_open
+		w->parent_pidfd = (int)syscall(SYS_pidfd_open, parent_pid, 0);
+#endif
+		if (dlrt_evloop_add_timer(loop, DLRT_SERVICE_WATCH_MS, parent_check, w) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void dlrt_service_watch_end(struct dlrt_service_watch *w)
+{
+	if (w->parent_pidfd >= 0)
+		close(w->parent_pidfd);
+	w->parent_pidfd = -1;
 }

@@ -17,7 +17,9 @@
  *   --ready-fd FD        once listening, write "<port>\n" to FD and close it
  *   [--verbose]          log to stderr
  * The plugin's side is pure here (no SPANK symbol, no process handling: that
- * is spank/service.c); the last two functions are the service programs' side.
+ * is spank/service.c); the functions from dlrt_service_write_ready on are the
+ * service programs' side, shared so that every service ends with its step in
+ * the same way.
  */
 #ifndef DLRT_SERVICE_H
 #define DLRT_SERVICE_H
@@ -25,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "dlrt_err.h"
 #include "evloop.h"
@@ -76,5 +79,27 @@ int dlrt_service_write_ready(int fd, uint16_t port);
  * with the signal's name in *why. Blocks them and returns the signalfd to
  * close after the loop; -1 on error (errno). */
 int dlrt_service_stop_on_signals(struct dlrt_evloop *loop, const char **why);
+
+/* Service programs: what ties a service's life to the step. */
+struct dlrt_service_watch {
+	int lifetime_fd;     /* -1: none */
+	pid_t parent_pid;    /* 0: none */
+	int parent_pidfd;    /* -1: none, or pidfd_open is not supported */
+	bool parent_is_ppid; /* parent_pid was our parent when the watch started */
+	const char **why;
+};
+
+/* Service programs: ends `loop` when the step ends, with the reason in *why:
+ * at end of file (or a read error) on lifetime_fd (-1: none; what is written
+ * to it is ignored), or once process parent_pid (0: none) is gone, checked
+ * every DLRT_SERVICE_WATCH_MS. Returns 0, or -1 (errno; e.g. EPERM when
+ * lifetime_fd is a regular file, which epoll cannot watch). Undo with
+ * dlrt_service_watch_end after the loop; a watch set to DLRT_SERVICE_WATCH_NONE
+ * may be ended without having started. */
+#define DLRT_SERVICE_WATCH_MS 100
+#define DLRT_SERVICE_WATCH_NONE { .lifetime_fd = -1, .parent_pidfd = -1 }
+int dlrt_service_watch_start(struct dlrt_service_watch *w, struct dlrt_evloop *loop,
+			     int lifetime_fd, pid_t parent_pid, const char **why);
+void dlrt_service_watch_end(struct dlrt_service_watch *w);
 
 #endif

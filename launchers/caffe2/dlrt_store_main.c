@@ -41,7 +41,7 @@ struct app {
 	int64_t max_idle_ms; /* a client silent this long between requests (0 = never) */
 	int lifetime_fd;
 	pid_t parent_pid;
-	bool parent_is_ppid;
+	struct dlrt_service_watch watch;
 	bool verbose;
 	const char *stop_reason;
 };
@@ -206,36 +206,6 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 
 static const struct dlrt_proto store_proto = { on_data, on_open, on_close };
 
-/* ---- lifetime ----------------------------------------------------------- */
-
-static void lifetime_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
-{
-	struct app *app = arg;
-	char buf[256];
-	ssize_t n;
-
-	(void)events;
-	n = read(fd, buf, sizeof(buf));
-	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
-		return; /* anything written is ignored; only the end counts */
-	app->stop_reason = "the step ended (lifetime fd closed)";
-	dlrt_evloop_del_fd(loop, fd);
-	dlrt_evloop_stop(loop);
-}
-
-static int64_t parent_check(struct dlrt_evloop *loop, void *arg)
-{
-	struct app *app = arg;
-
-	if ((app->parent_is_ppid && getppid() != app->parent_pid) ||
-	    (kill(app->parent_pid, 0) < 0 && errno == ESRCH)) {
-		app->stop_reason = "the parent process is gone";
-		dlrt_evloop_stop(loop);
-		return -1;
-	}
-	return 500;
-}
-
 int main(int argc, char **argv)
 {
 	enum { O_BIND = 256, O_PORT, O_ALLOW, O_ALLOW_ANY, O_MAXVAL, O_MAXARGS, O_IDLE,
@@ -261,6 +231,7 @@ int main(int argc, char **argv)
 		.max_args = DLRT_RESP_DEFAULT_MAX_ARGS,
 		.stall_ms = 60000,
 		.lifetime_fd = -1,
+		.watch = DLRT_SERVICE_WATCH_NONE,
 	};
 	struct dlrt_tcpserver_cfg cfg = { .bind_addr = "127.0.0.1" };
 	uint32_t loopback = htonl(INADDR_LOOPBACK), *allow = NULL;
@@ -361,8 +332,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (app.parent_pid) {
-		app.parent_is_ppid = getppid() == app.parent_pid;
-		if (!app.parent_is_ppid && kill(app.parent_pid, 0) < 0 && errno == ESRCH) {
+		if (getppid() != app.parent_pid && kill(app.parent_pid, 0) < 0 && errno == ESRCH) {
 			fprintf(stderr, PROG ": --parent-pid %d does not exist: pass the pid of the "
 				"process whose end should stop the store\n", (int)app.parent_pid);
 			return 2;
@@ -399,17 +369,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	dlrt_evloop_add_timer(app.loop, 100, sweep, &app);
-	if (app.lifetime_fd >= 0) {
-		fcntl(app.lifetime_fd, F_SETFL, fcntl(app.lifetime_fd, F_GETFL) | O_NONBLOCK);
-		if (dlrt_evloop_add_fd(app.loop, app.lifetime_fd, DLRT_EV_READ,
-				       lifetime_event, &app) < 0) {
-			fprintf(stderr, PROG ": --lifetime-fd %d cannot be watched (%s): pass a pipe "
-				"or socket, not a regular file\n", app.lifetime_fd, strerror(errno));
-			goto out;
-		}
+	if (dlrt_service_watch_start(&app.watch, app.loop, app.lifetime_fd, app.parent_pid,
+				     &app.stop_reason) < 0) {
+		if (app.lifetime_fd >= 0)
+			fprintf(stderr, PROG ": --lifetime-fd %d cannot be watched (%s): pass a "
+				"pipe or socket, not a regular file\n", app.lifetime_fd, strerror(errno));
+		else
+			fprintf(stderr, PROG ": cannot set up the event loop: %s\n", strerror(errno));
+		goto out;
 	}
-	if (app.parent_pid)
-		dlrt_evloop_add_timer(app.loop, 500, parent_check, &app);
 	if (app.verbose)
 		fprintf(stderr, PROG ": listening on %s:%u\n", cfg.bind_addr,
 			dlrt_tcpserver_port(app.srv));
@@ -430,6 +398,7 @@ out:
 	dlrt_tcpserver_stop(app.srv);
 	dlrt_kv_destroy(app.kv);
 	dlrt_evloop_destroy(app.loop);
+	dlrt_service_watch_end(&app.watch);
 	if (sfd >= 0)
 		close(sfd);
 	free(allow);

@@ -12,14 +12,12 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,15 +37,13 @@ enum {
 	EXIT_READY = 4,  /* cannot report readiness on --ready-fd */
 };
 
-#define LIFETIME_POLL_MS 100
-
 struct driver {
 	struct dlrt_evloop *loop;
 	struct dlrt_hvd_store *store;
 	struct dlrt_http_limits lim;
 	int lifetime_fd;   /* -1 if none */
-	int parent_pidfd;  /* -1 if none or not supported */
 	pid_t parent_pid;  /* 0 if none */
+	struct dlrt_service_watch watch;
 	bool verbose;
 	const char *why_stop;
 	unsigned long requests;
@@ -194,51 +190,6 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 	return DLRT_PROTO_CLOSE;
 }
 
-/* The driver must not outlive the step: a bounded poll of what ties it to it. */
-static int64_t lifetime_tick(struct dlrt_evloop *loop, void *arg)
-{
-	struct driver *d = arg;
-
-	if (d->lifetime_fd >= 0) {
-		struct pollfd p = { .fd = d->lifetime_fd, .events = POLLIN };
-		char scratch[256];
-
-		if (poll(&p, 1, 0) > 0) {
-			ssize_t n = (p.revents & POLLIN) ? read(d->lifetime_fd, scratch, sizeof(scratch)) : 0;
-
-			if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-				d->why_stop = "lifetime fd closed";
-				dlrt_evloop_stop(loop);
-				return -1;
-			}
-		}
-	}
-	if (d->parent_pidfd >= 0) {
-		struct pollfd p = { .fd = d->parent_pidfd, .events = POLLIN };
-
-		if (poll(&p, 1, 0) > 0) {
-			d->why_stop = "parent process exited";
-			dlrt_evloop_stop(loop);
-			return -1;
-		}
-	} else if (d->parent_pid > 0 && (kill(d->parent_pid, 0) < 0 && errno == ESRCH)) {
-		d->why_stop = "parent process exited";
-		dlrt_evloop_stop(loop);
-		return -1;
-	}
-	return LIFETIME_POLL_MS;
-}
-
-/* EOF on the lifetime pipe ends the driver at once, not at the next tick:
- * slurmstepd waits for it in slurm_spank_exit, and the next step of a batch
- * script may be waiting for this step's nodes. */
-static void lifetime_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
-{
-	(void)fd;
-	(void)events;
-	lifetime_tick(loop, arg);
-}
-
 static bool fd_is_open(int fd)
 {
 	return fcntl(fd, F_GETFD) >= 0;
@@ -309,7 +260,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct driver d = { .lifetime_fd = -1, .parent_pidfd = -1 };
+	struct driver d = { .lifetime_fd = -1, .watch = DLRT_SERVICE_WATCH_NONE };
 	struct dlrt_tcpserver_cfg cfg = {
 		.bind_addr = "0.0.0.0",
 		.idle_timeout_ms = 3000,
@@ -420,10 +371,6 @@ int main(int argc, char **argv)
 			rv = EXIT_USAGE;
 			goto out;
 		}
-#ifdef SYS_pidfd_open
-		/* A pidfd cannot be fooled by pid reuse; kill(pid, 0) is the fallback. */
-		d.parent_pidfd = (int)syscall(SYS_pidfd_open, d.parent_pid, 0);
-#endif
 	}
 	raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
@@ -433,9 +380,7 @@ int main(int argc, char **argv)
 	}
 	d.loop = dlrt_evloop_create();
 	if (!d.loop || (sfd = dlrt_service_stop_on_signals(d.loop, &d.why_stop)) < 0 ||
-	    dlrt_evloop_add_timer(d.loop, LIFETIME_POLL_MS, lifetime_tick, &d) < 0 ||
-	    (d.lifetime_fd >= 0 &&
-	     dlrt_evloop_add_fd(d.loop, d.lifetime_fd, DLRT_EV_READ, lifetime_event, &d) < 0)) {
+	    dlrt_service_watch_start(&d.watch, d.loop, d.lifetime_fd, d.parent_pid, &d.why_stop) < 0) {
 		fprintf(stderr, PROG ": cannot set up the event loop: %s\n", strerror(errno));
 		goto out;
 	}
@@ -478,7 +423,6 @@ out:
 	free(allow_ips);
 	if (sfd >= 0)
 		close(sfd);
-	if (d.parent_pidfd >= 0)
-		close(d.parent_pidfd);
+	dlrt_service_watch_end(&d.watch);
 	return rv;
 }

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "evloop.h"
 #include "hostlist.h"
 #include "layout.h"
 #include "runtime.h"
@@ -19,6 +21,21 @@ static int argv_has(char **argv, const char *a, const char *b)
 		if (!strcmp(argv[i], a) && (!b || (argv[i + 1] && !strcmp(argv[i + 1], b))))
 			return 1;
 	return 0;
+}
+
+/* Closes the write end of the lifetime pipe: the step ends. */
+static int64_t stop_after(struct dlrt_evloop *loop, void *arg)
+{
+	(void)loop;
+	close(*(int *)arg);
+	return -1;
+}
+
+static int64_t give_up(struct dlrt_evloop *loop, void *arg)
+{
+	*(const char **)arg = "timeout: the watch did not end the loop";
+	dlrt_evloop_stop(loop);
+	return -1;
 }
 
 int main(void)
@@ -183,6 +200,51 @@ int main(void)
 		close(fds[0]);
 		signal(SIGPIPE, SIG_IGN);
 		TAP_IS_INT(dlrt_service_write_ready(fds[1], 40123), -1, "a launcher that went away: -1");
+	}
+	/* The lifetime watch every service program shares: the loop ends at EOF
+	 * on the lifetime fd (not before, whatever is written to it), and when
+	 * the watched process is gone. A 3 s timer bounds each run. */
+	{
+		struct dlrt_service_watch w = DLRT_SERVICE_WATCH_NONE;
+		struct dlrt_evloop *loop = dlrt_evloop_create();
+		const char *why = NULL;
+		int fds[2], rc;
+		int64_t t0;
+		pid_t kid;
+
+		dlrt_service_watch_end(&w); /* safe before start */
+		TAP_OK(loop && pipe(fds) == 0, "loop and lifetime pipe");
+		TAP_IS_INT(dlrt_service_watch_start(&w, loop, fds[0], 0, &why), 0, "watch the pipe");
+		TAP_OK(write(fds[1], "x", 1) == 1, "bytes on the pipe");
+		dlrt_evloop_add_timer(loop, 50, stop_after, &fds[1]);
+		dlrt_evloop_add_timer(loop, 3000, give_up, &why);
+		t0 = dlrt_now_ms();
+		rc = dlrt_evloop_run(loop);
+		TAP_OK(rc == 0 && why && strstr(why, "lifetime fd closed"),
+		       "EOF ends the loop, bytes before it do not: %s", why ? why : "(nothing)");
+		TAP_OK(dlrt_now_ms() - t0 < 1000, "at once, not at a tick");
+		dlrt_service_watch_end(&w);
+		dlrt_evloop_destroy(loop);
+		close(fds[0]);
+
+		loop = dlrt_evloop_create();
+		why = NULL;
+		kid = fork();
+		if (kid == 0) {
+			pause();
+			_exit(0);
+		}
+		TAP_OK(kid > 0, "a process to watch");
+		TAP_IS_INT(dlrt_service_watch_start(&w, loop, -1, kid, &why), 0, "watch it");
+		kill(kid, SIGKILL);
+		waitpid(kid, NULL, 0);
+		dlrt_evloop_add_timer(loop, 3000, give_up, &why);
+		rc = dlrt_evloop_run(loop);
+		TAP_OK(rc == 0 && why && strstr(why, "parent process is gone"),
+		       "a vanished parent ends the loop: %s", why ? why : "(nothing)");
+		dlrt_service_watch_end(&w);
+		TAP_IS_INT(w.parent_pidfd, -1, "pidfd closed");
+		dlrt_evloop_destroy(loop);
 	}
 	return tap_done();
 }
