@@ -22,6 +22,9 @@
 #              (default: the cluster's libexec/dlrt-tests)
 #   STEP_TIMEOUT  seconds before one step counts as hung (default: 180)
 set -uo pipefail
+# median_ms (warm-up, REPEAT runs of run_ms, median) is shared with the other wire-up benches.
+# shellcheck source=bench/lib-wireup.sh
+. "$(dirname "$0")/lib-wireup.sh" || exit 1
 
 SRUN=${SRUN:-srun}
 SRUN_ARGS=${SRUN_ARGS:--N3 -O --mpi=pmix}
@@ -52,17 +55,6 @@ run_ms() {
 	fi
 	last=$(sed -n 's/.*past global at \([0-9]*\).*/\1/p' "$out" | sort -n | tail -1)
 	echo $(((last - t0) / 1000000))
-}
-
-median_ms() {
-	local v all=()
-	run_ms "$@" >/dev/null || return 1
-	for ((i = 0; i < REPEAT; i++)); do
-		v=$(run_ms "$@") || return 1
-		all+=("$v")
-	done
-	printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 } END {
-		print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
 echo "# Horovod wire-up: ms from srun to the last rank past the global rendezvous, median of $REPEAT"

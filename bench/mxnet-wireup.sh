@@ -25,6 +25,9 @@
 # steps are timed, which shows the plugin's share more sharply. -O lets 48
 # tasks run on nodes with fewer CPUs.
 set -uo pipefail
+# median_ms (warm-up, REPEAT runs of run_ms, median) is shared with the other wire-up benches.
+# shellcheck source=bench/lib-wireup.sh
+. "$(dirname "$0")/lib-wireup.sh" || exit 1
 
 SRUN=${SRUN:-srun}
 SRUN_ARGS=${SRUN_ARGS:---mpi=pmix -N3 -O}
@@ -49,19 +52,6 @@ run_ms() {
 	fi
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000000))
-}
-
-# median_ms N EXTRA...: warm-up, then REPEAT timed runs; prints the median.
-median_ms() {
-	local n=$1 v all=()
-	shift
-	run_ms "$n" "$@" >/dev/null || return 1
-	for ((i = 0; i < REPEAT; i++)); do
-		v=$(run_ms "$n" "$@") || return 1
-		all+=("$v")
-	done
-	printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 } END {
-		print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
 echo "# mxnet wire-up: $SRUN $SRUN_ARGS -nN [$DL_ARGS] true, median of $REPEAT runs"

@@ -18,7 +18,8 @@ export BUILD SRUN=${SRUN:-"runuser -u $DLRT_TEST_USER -- srun"}
 mkdir -p "$BUILD/bench"
 
 if [ $# -eq 0 ]; then
-	set -- $(ls bench/*.sh | sed 's|bench/||; s|\.sh$||' | grep -vx run-all)
+	# lib-*.sh are sourced by benchmarks, not benchmarks themselves.
+	set -- $(ls bench/*.sh | sed 's|bench/||; s|\.sh$||' | grep -vx -e run-all -e 'lib-.*')
 fi
 failed=0
 for name in "$@"; do

@@ -16,6 +16,9 @@
 # Environment: SRUN, SRUN_ARGS (default: --mpi=pmix -N3 -n6 -c2), REPEAT (default 5),
 # STEP_TIMEOUT (default 120 s). Timings are reported, never judged.
 set -uo pipefail
+# median_ms (warm-up, REPEAT runs of run_ms, median) is shared with the other wire-up benches.
+# shellcheck source=bench/lib-wireup.sh
+. "$(dirname "$0")/lib-wireup.sh" || exit 1
 cd "$(dirname "$0")/.." || exit 1
 
 SRUN=${SRUN:-srun}
@@ -57,17 +60,6 @@ run_ms() {
 	fi
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000000))
-}
-
-median_ms() {
-	local v all=()
-	run_ms "$@" >/dev/null || return 1
-	for ((i = 0; i < REPEAT; i++)); do
-		v=$(run_ms "$@") || return 1
-		all+=("$v")
-	done
-	printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 } END {
-		print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2) }'
 }
 
 echo "# torch wire-up: $SRUN $SRUN_ARGS, median of $REPEAT runs, $(date -u '+%Y-%m-%d %H:%M UTC')"
