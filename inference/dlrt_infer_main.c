@@ -84,6 +84,40 @@ static int parse_u32_opt(const char *name, const char *v, uint32_t lo, uint32_t 
 	return 0;
 }
 
+/* The options given in (fractional) seconds: --interval, --window. */
+static int parse_seconds_opt(const char *name, const char *v, double lo, double hi, double *out)
+{
+	double d = atof(v);
+
+	if (d < lo || d > hi) {
+		die("--%s=%s: expected seconds from %g to %g", name, v, lo, hi);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
+/* The commands whose only options are --pool and --help (wait, cancel, pool
+ * stop): -1 to go on with the arguments from optind, else the exit status
+ * (0 once `help` is printed). */
+static int pool_only_opts(int argc, char **argv, const char *help)
+{
+	static const struct option lo[] = {
+		{ "pool", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "p:h", lo, NULL)) != -1) {
+		switch (opt) {
+		case 'p': pool_opt = optarg; break;
+		case 'h': fputs(help, stdout); return 0;
+		default: return 2;
+		}
+	}
+	return -1;
+}
+
 static int pool_dir(char *out, size_t len)
 {
 	struct dlrt_err err;
@@ -423,11 +457,7 @@ static int cmd_status(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "wi:p:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'w': watch = true; break;
-		case 'i':
-			interval = atof(optarg);
-			if (interval < 0.05 || interval > 3600)
-				return die("--interval=%s: expected seconds from 0.05 to 3600", optarg) + 1;
-			break;
+		case 'i': if (parse_seconds_opt("interval", optarg, 0.05, 3600, &interval)) return 2; break;
 		case 'p': pool_opt = optarg; break;
 		case 'h':
 			printf("usage: dlrt-infer status [--watch [--interval S]] [--pool DIR]\n"
@@ -476,64 +506,57 @@ static int cmd_status(int argc, char **argv)
 
 /* ---- wait, cancel, stop ------------------------------------------------------------ */
 
-static int one_job_cmd(int argc, char **argv, const char *what, uint32_t *job)
+/* wait and cancel: `JOB [--pool DIR]`; sends `type` about JOB to the
+ * coordinator and receives its answer. -1 with the answer in *f and *c open
+ * (close it), else the exit status. */
+static int one_job_call(int argc, char **argv, const char *what, const char *help,
+			uint16_t type, int timeout_ms, struct dlrt_ipc *c, struct dlrt_ip_frame *f,
+			uint32_t *job)
 {
-	static const struct option lo[] = {
-		{ "pool", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int opt;
+	char dir[4096];
+	int rc = pool_only_opts(argc, argv, help);
 
-	while ((opt = getopt_long(argc, argv, "p:h", lo, NULL)) != -1) {
-		switch (opt) {
-		case 'p': pool_opt = optarg; break;
-		case 'h':
-			if (!strcmp(what, "wait"))
-				printf("usage: dlrt-infer wait JOB [--pool DIR]\n"
-				       "Waits until the job ends; prints how. Exit 0 if every query was\n"
-				       "answered, 1 if it was cancelled or failed.\n");
-			else
-				printf("usage: dlrt-infer cancel JOB [--pool DIR]\n"
-				       "Stops handing out the job's tasks; answers already recorded stay\n"
-				       "in its CSV, answers still in flight are discarded.\n");
-			return 0;
-		default: return 2;
-		}
-	}
+	if (rc >= 0)
+		return rc;
 	if (optind + 1 != argc || dlrt_parse_u32(argv[optind], 1, UINT32_MAX, job) < 0)
 		return die("usage: dlrt-infer %s JOB (a job id from dlrt-infer submit)", what) + 1;
+	if (client_open(c, dir, sizeof(dir)) < 0)
+		return 1;
+	dlrt_ip_put_jobref(&c->out, type, *job);
+	if (client_call(c, f, timeout_ms) < 0) {
+		dlrt_ipc_close(c);
+		return 1;
+	}
 	return -1;
 }
 
 static int cmd_wait(int argc, char **argv)
 {
-	uint32_t job;
-	int rc = one_job_cmd(argc, argv, "wait", &job);
 	struct dlrt_ipc c;
 	struct dlrt_ip_frame f;
 	struct dlrt_ip_job_info info;
 	struct dlrt_err err;
-	char dir[4096];
+	uint32_t job;
+	int rc = one_job_call(argc, argv, "wait",
+			      "usage: dlrt-infer wait JOB [--pool DIR]\n"
+			      "Waits until the job ends; prints how. Exit 0 if every query was\n"
+			      "answered, 1 if it was cancelled or failed.\n",
+			      DLRT_IP_WAIT, 24 * 3600 * 1000, &c, &f, &job);
 
 	if (rc >= 0)
 		return rc;
-	if (client_open(&c, dir, sizeof(dir)) < 0)
-		return 1;
-	dlrt_ip_put_jobref(&c.out, DLRT_IP_WAIT, job);
 	rc = 1;
-	if (client_call(&c, &f, 24 * 3600 * 1000) == 0) {
-		if (f.type != DLRT_IP_JOBEND || dlrt_ip_get_jobend(f.payload, f.len, &info, &err) < 0) {
-			die("bad answer to WAIT");
-		} else {
-			printf("job %u %s: %u/%u queries", info.id, dlrt_ip_job_state_name(info.state),
-			       info.done, info.total);
-			if (info.labelled)
-				printf(", accuracy %.2f%% (%u/%u)", 100.0 * info.correct / info.labelled,
-				       info.correct, info.labelled);
-			printf(", %.2f s, results in %s%s%s\n", info.elapsed, info.out,
-			       info.error[0] ? ": " : "", info.error);
-			rc = info.state == DLRT_IP_JOB_DONE ? 0 : 1;
-		}
+	if (f.type != DLRT_IP_JOBEND || dlrt_ip_get_jobend(f.payload, f.len, &info, &err) < 0) {
+		die("bad answer to WAIT");
+	} else {
+		printf("job %u %s: %u/%u queries", info.id, dlrt_ip_job_state_name(info.state),
+		       info.done, info.total);
+		if (info.labelled)
+			printf(", accuracy %.2f%% (%u/%u)", 100.0 * info.correct / info.labelled,
+			       info.correct, info.labelled);
+		printf(", %.2f s, results in %s%s%s\n", info.elapsed, info.out,
+		       info.error[0] ? ": " : "", info.error);
+		rc = info.state == DLRT_IP_JOB_DONE ? 0 : 1;
 	}
 	dlrt_ipc_close(&c);
 	return rc;
@@ -541,18 +564,18 @@ static int cmd_wait(int argc, char **argv)
 
 static int cmd_cancel(int argc, char **argv)
 {
-	uint32_t job;
-	int rc = one_job_cmd(argc, argv, "cancel", &job);
 	struct dlrt_ipc c;
 	struct dlrt_ip_frame f;
-	char dir[4096];
+	uint32_t job;
+	int rc = one_job_call(argc, argv, "cancel",
+			      "usage: dlrt-infer cancel JOB [--pool DIR]\n"
+			      "Stops handing out the job's tasks; answers already recorded stay\n"
+			      "in its CSV, answers still in flight are discarded.\n",
+			      DLRT_IP_CANCEL, CLIENT_TIMEOUT_MS, &c, &f, &job);
 
 	if (rc >= 0)
 		return rc;
-	if (client_open(&c, dir, sizeof(dir)) < 0)
-		return 1;
-	dlrt_ip_put_jobref(&c.out, DLRT_IP_CANCEL, job);
-	rc = client_call(&c, &f, CLIENT_TIMEOUT_MS) == 0 && f.type == DLRT_IP_OK ? 0 : 1;
+	rc = f.type == DLRT_IP_OK ? 0 : 1;
 	if (rc == 0)
 		printf("job %u cancelled\n", job);
 	dlrt_ipc_close(&c);
@@ -678,11 +701,7 @@ static int cmd_service(int argc, char **argv, const char *what)
 		switch (opt) {
 		case 'p': pool_opt = optarg; break;
 		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
-		case 'W':
-			window = atof(optarg);
-			if (window < 0.1 || window > 60)
-				return die("--window=%s: expected seconds from 0.1 to 60", optarg) + 1;
-			break;
+		case 'W': if (parse_seconds_opt("window", optarg, 0.1, 60, &window)) return 2; break;
 		case 'a': address = optarg; break;
 		case 'n': name = optarg; break;
 		case 'd': model_dir = optarg; break;
@@ -801,11 +820,7 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 			break;
 		case 'p': pool_opt = optarg; break;
 		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
-		case 'W':
-			window = atof(optarg);
-			if (window < 0.1 || window > 60)
-				return die("--window=%s: expected seconds from 0.1 to 60", optarg) + 1;
-			break;
+		case 'W': if (parse_seconds_opt("window", optarg, 0.1, 60, &window)) return 2; break;
 		case 'D': dry = true; break;
 		case 'B':
 			heartbeat = optarg;
@@ -929,25 +944,12 @@ static int cmd_pool(int argc, char **argv)
 	if (!strcmp(argv[1], "run"))
 		return cmd_service(argc - 1, argv + 1, "run");
 	if (!strcmp(argv[1], "stop")) {
-		static const struct option lo[] = {
-			{ "pool", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
-			{ NULL, 0, NULL, 0 },
-		};
-		int opt;
+		int rc = pool_only_opts(argc - 1, argv + 1,
+					"usage: dlrt-infer pool stop [--pool DIR]\nThe coordinator "
+					"removes its access record and exits; workers see that and exit, "
+					"so the array's elements end.\n");
 
-		optind = 1;
-		while ((opt = getopt_long(argc - 1, argv + 1, "p:h", lo, NULL)) != -1) {
-			if (opt == 'p')
-				pool_opt = optarg;
-			else if (opt == 'h') {
-				printf("usage: dlrt-infer pool stop [--pool DIR]\nThe coordinator "
-				       "removes its access record and exits; workers see that and exit, "
-				       "so the array's elements end.\n");
-				return 0;
-			} else
-				return 2;
-		}
-		return cmd_pool_stop();
+		return rc >= 0 ? rc : cmd_pool_stop();
 	}
 	return die("unknown pool command '%s': start, add, restart, stop or run", argv[1]) + 1;
 }
