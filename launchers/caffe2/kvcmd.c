@@ -83,6 +83,21 @@ static void r_array(struct ctx *c, size_t n)
 	c->rc |= dlrt_resp_add_array(c->out, n);
 }
 
+/* GET's answer, also given by GETSET, GETDEL, MGET and SET ... GET: the
+ * key's value, or nil where it has none. True if it had one. */
+static bool r_value(struct ctx *c, const uint8_t *key, size_t klen)
+{
+	const uint8_t *v;
+	size_t vl;
+
+	if (!dlrt_kv_lookup(c->kv, key, klen, &v, &vl)) {
+		r_nil(c);
+		return false;
+	}
+	r_bulk(c, v, vl);
+	return true;
+}
+
 static void r_oom(struct ctx *c)
 {
 	r_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
@@ -111,14 +126,8 @@ static void r_unknown_sub(struct ctx *c, const uint8_t *sub, size_t n, const cha
 
 static void cmd_get(struct ctx *c, ARGS)
 {
-	const uint8_t *v;
-	size_t vl;
-
 	(void)argc;
-	if (dlrt_kv_lookup(c->kv, argv[1], argvlen[1], &v, &vl))
-		r_bulk(c, v, vl);
-	else
-		r_nil(c);
+	r_value(c, argv[1], argvlen[1]);
 }
 
 static void cmd_setnx(struct ctx *c, ARGS)
@@ -164,13 +173,11 @@ static void cmd_set(struct ctx *c, ARGS)
 			return;
 		}
 	}
-	exists = dlrt_kv_lookup(c->kv, argv[1], argvlen[1], &v, &vl);
-	if (get) {
-		if (exists)
-			r_bulk(c, v, vl); /* before the put: v may move */
-		else
-			r_nil(c);
-	}
+	/* GET answers with the old value before the put, which may move it. */
+	if (get)
+		exists = r_value(c, argv[1], argvlen[1]);
+	else
+		exists = dlrt_kv_lookup(c->kv, argv[1], argvlen[1], &v, &vl);
 	if ((nx && exists) || (xx && !exists)) {
 		if (!get)
 			r_nil(c);
@@ -189,37 +196,24 @@ static void cmd_set(struct ctx *c, ARGS)
 
 static void cmd_getset(struct ctx *c, ARGS)
 {
-	const uint8_t *v;
-	size_t vl;
-
 	(void)argc;
-	if (dlrt_kv_lookup(c->kv, argv[1], argvlen[1], &v, &vl))
-		r_bulk(c, v, vl);
-	else
-		r_nil(c);
+	r_value(c, argv[1], argvlen[1]);
 	if (dlrt_kv_put(c->kv, argv[1], argvlen[1], argv[2], argvlen[2]) < 0)
 		c->rc = -1; /* the reply is out already: close rather than lie */
 }
 
 static void cmd_getdel(struct ctx *c, ARGS)
 {
-	const uint8_t *v;
-	size_t vl;
-
 	(void)argc;
-	if (dlrt_kv_lookup(c->kv, argv[1], argvlen[1], &v, &vl)) {
-		r_bulk(c, v, vl);
+	if (r_value(c, argv[1], argvlen[1]))
 		dlrt_kv_remove(c->kv, argv[1], argvlen[1]);
-	} else {
-		r_nil(c);
-	}
 }
 
 static void cmd_mget(struct ctx *c, ARGS)
 {
 	r_array(c, argc - 1);
 	for (size_t i = 1; i < argc; i++)
-		cmd_get(c, 2, argv + i - 1, argvlen + i - 1);
+		r_value(c, argv[i], argvlen[i]);
 }
 
 static void cmd_mset(struct ctx *c, ARGS)
