@@ -28,6 +28,23 @@ static long read_num(const char **p)
 	return v;
 }
 
+/* Reads one "N" or "N-M" (N <= M) of a comma list at *p, into lo..hi;
+ * -1 with *p where it is malformed. The GPU and CPU lists share it. */
+static int read_range(const char **p, long *lo, long *hi)
+{
+	*lo = read_num(p);
+	if (*lo < 0)
+		return -1;
+	*hi = *lo;
+	if (**p == '-') {
+		(*p)++;
+		*hi = read_num(p);
+		if (*hi < *lo)
+			return -1;
+	}
+	return 0;
+}
+
 /* Copies at most len-4 characters of a bad value for an error line, with
  * control characters replaced so the error stays one printable line. */
 static const char *clip(const char *s, char *buf, size_t len)
@@ -63,16 +80,8 @@ int dlrt_gpuplan_parse_gpuset(const char *s, const char *what, uint64_t *set,
 	for (;;) {
 		long lo, hi;
 
-		lo = read_num(&p);
-		if (lo < 0)
+		if (read_range(&p, &lo, &hi) < 0)
 			goto bad;
-		hi = lo;
-		if (*p == '-') {
-			p++;
-			hi = read_num(&p);
-			if (hi < lo)
-				goto bad;
-		}
 		if (hi >= DLRT_GPUPLAN_GPU_MAX)
 			return dlrt_err_set(err, "%s=%s names GPU %ld but dlrt handles GPUs 0-%d per node",
 					    what, clip(s, cb, sizeof(cb)), hi, DLRT_GPUPLAN_GPU_MAX - 1);
@@ -104,16 +113,8 @@ int dlrt_gpuplan_parse_cpulist(const char *s, hwloc_bitmap_t set, struct dlrt_er
 	for (;;) {
 		long lo, hi;
 
-		lo = read_num(&p);
-		if (lo < 0)
+		if (read_range(&p, &lo, &hi) < 0)
 			goto bad;
-		hi = lo;
-		if (*p == '-') {
-			p++;
-			hi = read_num(&p);
-			if (hi < lo)
-				goto bad;
-		}
 		if (hi >= DLRT_GPUPLAN_CPU_MAX)
 			return dlrt_err_set(err, "CPU list %s names CPU %ld, past the limit %d",
 					    clip(s, cb, sizeof(cb)), hi, DLRT_GPUPLAN_CPU_MAX - 1);
