@@ -2,8 +2,9 @@
  *
  * dlrt's services (the Horovod rendezvous driver, the Caffe2 helper store, the
  * inference coordinator) each run one loop: file events for sockets, and
- * timers for idle timeouts, heartbeats and the service's own lifetime. Nothing
- * in a callback may block; every wait is a timer.
+ * timers for idle timeouts, heartbeats and, for the services a step starts,
+ * the step's lifetime (common/service.h). Nothing in a callback may block;
+ * every wait is a timer.
  */
 #ifndef DLRT_EVLOOP_H
 #define DLRT_EVLOOP_H
