@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "evloop.h"
+#include "pool.h"
 #include "proto.h"
 
 /* ---- CRC32C (reflected polynomial 0x82F63B78), table driven -------------------- */
@@ -214,10 +215,9 @@ int dlrt_journal_load(const char *dir, struct dlrt_infer_state *st, struct dlrt_
 		close(fd);
 		return -1;
 	}
-	if (sb.st_uid != getuid() || (sb.st_mode & 077)) {
+	if (dlrt_pool_check_private(path, &sb, err) < 0) {
 		close(fd);
-		return dlrt_err_set(err, "the journal %s is not private to you: chmod 600 it, or "
-				    "move it away", path);
+		return -1;
 	}
 	if (sb.st_size > 0) {
 		map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

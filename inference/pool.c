@@ -36,7 +36,7 @@ int dlrt_pool_dir(const char *given, char *out, size_t len, struct dlrt_err *err
 	return 0;
 }
 
-static int check_private(const char *path, const struct stat *st, struct dlrt_err *err)
+int dlrt_pool_check_private(const char *path, const struct stat *st, struct dlrt_err *err)
 {
 	if (st->st_uid != getuid())
 		return dlrt_err_set(err, "%s belongs to uid %u, not to you (uid %u): use your own "
@@ -57,7 +57,7 @@ int dlrt_pool_prepare(const char *dir, struct dlrt_err *err)
 		return dlrt_err_errno(err, errno, "cannot use the pool directory %s", dir);
 	if (!S_ISDIR(st.st_mode))
 		return dlrt_err_set(err, "%s is not a directory: give another --pool", dir);
-	return check_private(dir, &st, err);
+	return dlrt_pool_check_private(dir, &st, err);
 }
 
 int dlrt_pool_read_access(const char *dir, struct dlrt_pool_access *a, struct dlrt_err *err)
@@ -75,7 +75,7 @@ int dlrt_pool_read_access(const char *dir, struct dlrt_pool_access *a, struct dl
 			return 1;
 		return dlrt_err_errno(err, errno, "cannot read the access record %s", path);
 	}
-	if (fstat(fileno(f), &st) < 0 || check_private(path, &st, err) < 0) {
+	if (fstat(fileno(f), &st) < 0 || dlrt_pool_check_private(path, &st, err) < 0) {
 		fclose(f);
 		return -1;
 	}

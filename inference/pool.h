@@ -14,6 +14,7 @@
 #define DLRT_INFER_POOL_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "buf.h"
 #include "dlrt_err.h"
@@ -38,6 +39,11 @@ int dlrt_pool_dir(const char *given, char *out, size_t len, struct dlrt_err *err
 /* Creates the directory (0700) if needed; refuses one owned by someone else
  * or open to others. */
 int dlrt_pool_prepare(const char *dir, struct dlrt_err *err);
+
+/* Every file of the pool directory (the access record, the journal, the
+ * timelines) must be the user's own and closed to others: 0, or -1 with one
+ * line naming the file and the fix. */
+int dlrt_pool_check_private(const char *path, const struct stat *st, struct dlrt_err *err);
 
 /* Reads <dir>/access; refuses a record not owned by us or readable by others.
  * Returns 0, 1 if there is no record (yet), -1 on error. */

@@ -1,5 +1,7 @@
 #include "tsvlog.h"
 
+#include "pool.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -107,12 +109,12 @@ FILE *dlrt_tsv_open(const char *dir, const char *name, const char *header, bool 
 		dlrt_err_errno(err, errno, "cannot open %s", path);
 		return NULL;
 	}
-	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid() ||
-	    (sb.st_mode & 077)) {
-		dlrt_err_set(err, "%s is not a private file of yours: chmod 600 it, or move it away",
-			     path);
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		dlrt_err_set(err, "%s is not a regular file: move it away", path);
 		goto fail;
 	}
+	if (dlrt_pool_check_private(path, &sb, err) < 0)
+		goto fail;
 	if (fresh && sb.st_size > 0) {
 		if (ftruncate(fd, 0) < 0) {
 			dlrt_err_errno(err, errno, "cannot empty %s", path);
