@@ -22,7 +22,7 @@ SLURM_LIBDIR ?= $(shell pkg-config --variable=libdir slurm 2>/dev/null || echo /
 
 CC          ?= cc
 CXX         ?= c++
-PKGS        := pmix hwloc
+PKGS        := pmix hwloc nettle
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS    := $(shell pkg-config --libs $(PKGS))
 

@@ -6,10 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
-#include "sha256.h"
+#include "crypto.h"
 
 static const char MAGIC[16] = "DLRT-INFER-AUTH1";
 
@@ -38,7 +37,7 @@ void dlrt_auth_transcript(uint8_t out[DLRT_AUTH_TRANSCRIPT], uint8_t mode,
 
 int dlrt_auth_nonce(uint8_t out[DLRT_AUTH_NONCE], struct dlrt_err *err)
 {
-	if (getrandom(out, DLRT_AUTH_NONCE, 0) != DLRT_AUTH_NONCE)
+	if (dlrt_crypto_random(out, DLRT_AUTH_NONCE) < 0)
 		return dlrt_err_errno(err, errno, "cannot get random bytes for authentication");
 	return 0;
 }
@@ -162,12 +161,12 @@ int dlrt_auth_pick(const char *want, uint8_t *mode, char *why, size_t whylen,
 	return 0;
 }
 
-static void hmac_hex(const char *secret, const uint8_t *t, char out[2 * DLRT_SHA256_LEN + 1])
+static void hmac_hex(const char *secret, const uint8_t *t, char out[2 * DLRT_HMAC_LEN + 1])
 {
-	uint8_t mac[DLRT_SHA256_LEN];
+	uint8_t mac[DLRT_HMAC_LEN];
 
-	dlrt_hmac_sha256(secret, strlen(secret), t, DLRT_AUTH_TRANSCRIPT, mac);
-	for (int i = 0; i < DLRT_SHA256_LEN; i++)
+	dlrt_crypto_hmac_sha256(secret, strlen(secret), t, DLRT_AUTH_TRANSCRIPT, mac);
+	for (int i = 0; i < DLRT_HMAC_LEN; i++)
 		sprintf(out + 2 * i, "%02x", mac[i]);
 }
 
@@ -210,10 +209,10 @@ int dlrt_auth_verify(uint8_t mode, const uint8_t snonce[DLRT_AUTH_NONCE], const 
 
 	dlrt_auth_transcript(t, mode, snonce, cnonce, role, epoch);
 	if (mode == DLRT_AUTH_SECRET) {
-		char want[2 * DLRT_SHA256_LEN + 1];
+		char want[2 * DLRT_HMAC_LEN + 1];
 
 		hmac_hex(secret, t, want);
-		if (strlen(proof) != strlen(want) || dlrt_memneq(proof, want, strlen(want)))
+		if (strlen(proof) != strlen(want) || !dlrt_crypto_equal(proof, want, strlen(want)))
 			return dlrt_err_set(err, "wrong proof of the pool secret (forged or replayed)");
 		return 0;
 	}
@@ -250,7 +249,7 @@ int dlrt_auth_verify(uint8_t mode, const uint8_t snonce[DLRT_AUTH_NONCE], const 
 			return dlrt_err_set(err, "MUNGE credential of uid %d, not the pool owner "
 					    "(uid %d)", (int)uid, (int)owner);
 		}
-		if (n != (int)sizeof(t) || dlrt_memneq(p, t, sizeof(t))) {
+		if (n != (int)sizeof(t) || !dlrt_crypto_equal(p, t, sizeof(t))) {
 			free(p);
 			return dlrt_err_set(err, "MUNGE credential of the owner made for another "
 					    "connection (replayed)");

@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
 	# build
 	build-essential pkg-config clang llvm libclang-rt-14-dev
-	libslurm-dev libpmix-dev libhwloc-dev libmunge-dev zlib1g-dev libhiredis-dev
+	libslurm-dev libpmix-dev libhwloc-dev libmunge-dev zlib1g-dev libhiredis-dev nettle-dev
 	# the local cluster
 	slurm-wlm slurmctld slurmd slurm-client munge
 	openmpi-bin libopenmpi-dev hwloc iproute2 util-linux procps psmisc

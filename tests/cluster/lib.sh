@@ -93,6 +93,23 @@ as_user() {
 		env SLURM_CONF="$SLURM_CONF" PATH="$PATH" HOME="$WORK" "$@"
 }
 
+# The second unprivileged user, for hostile-user tests: a process of someone else
+# who can run things on the same nodes as the test user's jobs.
+STRANGER=$DLRT_STRANGER_USER
+as_stranger() {
+	timeout -k 5 "$JOB_TIMEOUT" runuser -u "$STRANGER" -- \
+		env SLURM_CONF="$SLURM_CONF" PATH="$PATH" HOME=/tmp "$@"
+}
+
+# on_node NODE USER CMD...: CMD as USER inside a node of the cluster (its network,
+# hostname and /tmp), as a login shell on that node would run it; bounded in time.
+on_node() {
+	local node=$1 user=$2
+	shift 2
+	timeout -k 5 "$JOB_TIMEOUT" "$HERE/cluster.sh" exec "$node" \
+		runuser -u "$user" -- env PATH="$PATH" HOME=/tmp "$@"
+}
+
 # srun as the test user; stdout to $OUT, stderr to $ERR, status in $RC.
 OUT=$WORK/out ERR=$WORK/err RC=0
 run_srun() {
