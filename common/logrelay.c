@@ -2,9 +2,12 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -13,23 +16,100 @@
 
 static const char *const stream_name[2] = { "out", "err" };
 
-static void write_all(int fd, const char *p, size_t n)
+#define MARK_GAP 2048 /* bytes between the fallback line starts kept in marks[] */
+
+/* Writes all of p; 0, or the errno of the write that failed. */
+static int write_all(int fd, const char *p, size_t n)
 {
-	while (fd >= 0 && n > 0) {
+	while (n > 0) {
 		ssize_t w = write(fd, p, n);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return; /* a full disk or a gone reader must not stop the task */
+		if (w < 0)
+			return errno;
+		if (w == 0)
+			return EIO;
 		p += w;
 		n -= (size_t)w;
 	}
+	return 0;
+}
+
+/* The raw output to srun: a reader that went away (srun killed) must not stop
+ * the task, so its errors are deliberately not acted on. */
+static void tee_write(int fd, const char *p, size_t n)
+{
+	if (fd >= 0 && write_all(fd, p, n)) {
+		/* nowhere left to report it */
+	}
+}
+
+/* Remembers line ends between good and good + len (the buffer just written
+ * holds whole lines only), at least MARK_GAP apart, the newest last. */
+static void note_marks(struct dlrt_logrelay *r, const char *p, size_t len)
+{
+	off_t last = r->nmarks ? r->marks[r->nmarks - 1] : 0;
+
+	for (;;) {
+		off_t from = last + MARK_GAP - r->good;
+		const char *nl;
+
+		if (from < 0)
+			from = 0;
+		if ((size_t)from >= len || !(nl = memchr(p + from, '\n', len - (size_t)from)))
+			return;
+		last = r->good + (nl - p) + 1;
+		if (r->nmarks == DLRT_LOGRELAY_MARKS) {
+			memmove(r->marks, r->marks + 1, sizeof(r->marks) - sizeof(*r->marks));
+			r->nmarks--;
+		}
+		r->marks[r->nmarks++] = last;
+	}
+}
+
+/* A write failed: cut the file back to a complete line and end it with the
+ * marker; when the disk is full, cutting back to `good` frees the half-written
+ * buffer, and if even that leaves no room, to earlier line ends (losing a few
+ * KiB of log that srun has already shown). Then one warning on stderr. */
+static void cut_log(struct dlrt_logrelay *r, int e)
+{
+	char line[512], warn[3000];
+	bool landed = false;
+	int n, w;
+
+	r->cut = e;
+	n = snprintf(line, sizeof(line), "%s dlrt " DLRT_LOGRELAY_CUT "%s; the rest of this "
+		     "task's output went only to srun\n", r->stamp, strerror(e));
+	for (int i = r->nmarks; i >= 0 && !landed; i--) {
+		off_t to = i == r->nmarks ? r->good : r->marks[i];
+
+		if (ftruncate(r->file, to) < 0)
+			break; /* not a regular file: nothing to cut back */
+		lseek(r->file, to, SEEK_SET); /* for a file opened without O_APPEND */
+		if (write_all(r->file, line, (size_t)n) == 0)
+			landed = true;
+	}
+	w = snprintf(warn, sizeof(warn), "dlrt: --dl-log-dir: writing %s failed: %s; %s, the "
+		     "rest of this task's output goes only here\n", r->name ? r->name : "the log",
+		     strerror(e), landed ? "the log ends with a \"" DLRT_LOGRELAY_CUT "\" line"
+		     : "the log could not be marked");
+	tee_write(r->tee[1], warn, (size_t)(w < (int)sizeof(warn) ? w : (int)sizeof(warn) - 1));
 }
 
 static void flush_out(struct dlrt_logrelay *r)
 {
-	write_all(r->file, r->out, r->out_len);
+	int e;
+
+	if (r->file >= 0 && !r->cut && r->out_len) {
+		e = write_all(r->file, r->out, r->out_len);
+		if (e) {
+			cut_log(r, e);
+		} else {
+			note_marks(r, r->out, r->out_len);
+			r->good += (off_t)r->out_len;
+		}
+	}
 	r->out_len = 0;
 }
 
@@ -58,25 +138,54 @@ static void emit(struct dlrt_logrelay *r, const char *stream, const char *text, 
 	r->out[r->out_len++] = '\n';
 }
 
-void dlrt_logrelay_note(int file, const char *fmt, ...)
+void dlrt_logrelay_init(struct dlrt_logrelay *r, int file, const char *name)
 {
-	struct dlrt_logrelay *r = calloc(1, sizeof(*r));
+	struct stat st;
+
+	r->file = file;
+	r->name = name;
+	r->cut = 0;
+	r->out_len = 0;
+	r->nmarks = 0;
+	/* Appending to an earlier attempt's log: its end is a line end. */
+	r->good = file >= 0 && fstat(file, &st) == 0 ? st.st_size : 0;
+}
+
+void dlrt_logrelay_note(struct dlrt_logrelay *r, const char *fmt, ...)
+{
 	char text[512];
 	va_list ap;
 	int n;
 
-	if (!r)
-		return;
 	va_start(ap, fmt);
 	n = vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	if (n >= 0) {
-		r->file = file;
-		set_stamp(r);
-		emit(r, "dlrt", text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
-		flush_out(r);
+	if (n < 0)
+		return;
+	flush_out(r);
+	set_stamp(r);
+	emit(r, "dlrt", text, (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+	flush_out(r);
+}
+
+int dlrt_logrelay_close(struct dlrt_logrelay *r)
+{
+	int rv = r->cut ? -1 : 0;
+
+	flush_out(r);
+	if (r->file >= 0 && close(r->file) < 0 && !r->cut) {
+		char warn[3000];
+		int e = errno, w;
+
+		w = snprintf(warn, sizeof(warn), "dlrt: --dl-log-dir: closing %s failed: %s; its "
+			     "last lines may be missing (the task's output reached srun)\n",
+			     r->name ? r->name : "the log", strerror(e));
+		tee_write(r->tee[1], warn,
+			  (size_t)(w < (int)sizeof(warn) ? w : (int)sizeof(warn) - 1));
+		rv = -1;
 	}
-	free(r);
+	r->file = -1;
+	return rv;
 }
 
 /* Stamps every complete line in the buffer; keeps the unfinished rest. */
@@ -172,7 +281,7 @@ int dlrt_logrelay_run(struct dlrt_logrelay *r, pid_t child, int drain_ms, int *s
 				r->in[s] = -1;
 				continue;
 			}
-			write_all(r->tee[s], buf, (size_t)got);
+			tee_write(r->tee[s], buf, (size_t)got);
 			set_stamp(r);
 			take(r, s, buf, (size_t)got);
 			flush_out(r);

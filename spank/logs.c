@@ -24,32 +24,12 @@
 #include "logrelay.h"
 #include "exitlike.h"
 #include "plugin.h"
+#include "privdir.h"
 
 #define LOG_DRAIN_MS 2000 /* output of daemonized grandchildren after the program exits */
 
-/* mkdir -p, as the user; a folder that exists is fine. */
-static int mkdir_p(char *path, struct dlrt_err *err)
-{
-	for (char *p = path + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-
-		*p = '\0';
-		if (mkdir(path, 0750) < 0 && errno != EEXIST) {
-			dlrt_err_errno(err, errno, "--dl-log-dir: cannot create %s (check the "
-				       "folder exists and is yours)", path);
-			*p = c;
-			return -1;
-		}
-		*p = c;
-		if (!c)
-			return 0;
-	}
-}
-
-/* A relative --dl-log-dir is relative to the job's working directory. */
-static int log_path(spank_t sp, char *out, size_t len, const char *leaf, struct dlrt_err *err)
+/* DIR (a relative --dl-log-dir is relative to the job's working directory). */
+static int log_base(spank_t sp, char *out, size_t len, struct dlrt_err *err)
 {
 	const struct dlrt_plugin *pl = &dlrt_plugin;
 	char pwd[1024] = "";
@@ -59,20 +39,53 @@ static int log_path(spank_t sp, char *out, size_t len, const char *leaf, struct 
 	    (spank_getenv(sp, "PWD", pwd, sizeof(pwd)) != ESPANK_SUCCESS || pwd[0] != '/'))
 		return dlrt_err_set(err, "--dl-log-dir=%s is relative and the job has no working "
 				    "directory: give an absolute path", pl->opts.log_dir);
-	n = snprintf(out, len, "%s%s%s/%u/%u%s%s", pwd, pwd[0] ? "/" : "", pl->opts.log_dir,
-		     pl->step.job_id, pl->step.step_id, leaf ? "/" : "", leaf ? leaf : "");
+	n = snprintf(out, len, "%s%s%s", pwd, pwd[0] ? "/" : "", pl->opts.log_dir);
 	if (n < 0 || (size_t)n >= len)
 		return dlrt_err_set(err, "--dl-log-dir=%s: path too long", pl->opts.log_dir);
 	return 0;
 }
 
+/* Opens DIR/<job>/<step>/<leaf> for appending: each level created as the user
+ * and checked on its descriptor (common/privdir.h), so nothing another user
+ * created in a shared DIR can receive the task's output. */
+static int log_open(spank_t sp, const char *leaf, char *file, size_t len, struct dlrt_err *err)
+{
+	static const char what[] = "--dl-log-dir";
+	char base[2048], name[16];
+	int dfd = -1, jfd = -1, sfd = -1, fd = -1;
+
+	if (log_base(sp, base, sizeof(base), err) < 0 ||
+	    (dfd = dlrt_privdir_base(base, what, err)) < 0)
+		goto out;
+	snprintf(name, sizeof(name), "%u", dlrt_plugin.step.job_id);
+	snprintf(file, len, "%s/%s", base, name);
+	if ((jfd = dlrt_privdir_sub(dfd, name, file, what, err)) < 0)
+		goto out;
+	snprintf(name, sizeof(name), "%u", dlrt_plugin.step.step_id);
+	snprintf(file, len, "%s/%u/%s", base, dlrt_plugin.step.job_id, name);
+	if ((sfd = dlrt_privdir_sub(jfd, name, file, what, err)) < 0)
+		goto out;
+	snprintf(file, len, "%s/%u/%u/%s", base, dlrt_plugin.step.job_id,
+		 dlrt_plugin.step.step_id, leaf);
+	fd = dlrt_privdir_append(sfd, leaf, file, what, err);
+out:
+	if (sfd >= 0)
+		close(sfd);
+	if (jfd >= 0)
+		close(jfd);
+	if (dfd >= 0)
+		close(dfd);
+	return fd;
+}
+
 int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 {
 	static const int quiet[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-				     SIGPIPE, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU };
+				     SIGPIPE, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU,
+				     SIGXFSZ /* a file size limit: the write fails, the log is cut */ };
 	const struct dlrt_task_role *tr = &dlrt_plugin.plan.task[rank];
 	struct dlrt_logrelay r = { .in = { -1, -1 }, .tee = { STDOUT_FILENO, STDERR_FILENO } };
-	char dir[2048], file[2200], leaf[64];
+	char file[2200], leaf[64];
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, status;
 	uid_t uid = 0;
 	sigset_t all, old;
@@ -86,12 +99,10 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 				    "uid %u; refusing to create log files", (unsigned)geteuid(),
 				    (unsigned)uid);
 	snprintf(leaf, sizeof(leaf), "%s-%u.log", dlrt_role_name(tr->role), tr->role_index);
-	if (log_path(sp, dir, sizeof(dir), NULL, err) < 0 || mkdir_p(dir, err) < 0 ||
-	    log_path(sp, file, sizeof(file), leaf, err) < 0)
-		return -1;
-	r.file = open(file, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
+	r.file = log_open(sp, leaf, file, sizeof(file), err);
 	if (r.file < 0)
-		return dlrt_err_errno(err, errno, "--dl-log-dir: cannot open %s", file);
+		return -1;
+	dlrt_logrelay_init(&r, r.file, file);
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		dlrt_err_errno(err, errno, "--dl-log-dir: cannot create the output pipes");
 		goto fail;
@@ -126,7 +137,7 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 	close(errp[1]);
 	r.in[0] = out[0];
 	r.in[1] = errp[0];
-	dlrt_logrelay_note(r.file, "start task %u (%s-%u) on %s, job %u step %u attempt %u, pid %d",
+	dlrt_logrelay_note(&r, "start task %u (%s-%u) on %s, job %u step %u attempt %u, pid %d",
 			   rank, dlrt_role_name(tr->role), tr->role_index,
 			   dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id],
 			   dlrt_plugin.step.job_id, dlrt_plugin.step.step_id,
@@ -134,10 +145,10 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 	if (dlrt_logrelay_run(&r, child, LOG_DRAIN_MS, &status) < 0)
 		status = 1 << 8;
 	if (WIFSIGNALED(status))
-		dlrt_logrelay_note(r.file, "end task %u: killed by signal %d", rank, WTERMSIG(status));
+		dlrt_logrelay_note(&r, "end task %u: killed by signal %d", rank, WTERMSIG(status));
 	else
-		dlrt_logrelay_note(r.file, "end task %u: exit %d", rank, WEXITSTATUS(status));
-	close(r.file);
+		dlrt_logrelay_note(&r, "end task %u: exit %d", rank, WEXITSTATUS(status));
+	dlrt_logrelay_close(&r);
 	dlrt_exit_like(status);
 fail:
 	for (int i = 0; i < 2; i++) {

@@ -38,16 +38,19 @@
 
 #include "logline.h"
 #include "plugin.h"
+#include "privdir.h"
 #include "retrylog.h"
 
 #define RQ_TIMEOUT_S 60  /* the whole decision, from slurmstepd's point of view */
 #define CMD_TIMEOUT_S 15 /* one scontrol/sinfo call */
+#define RQ_LOG_NAME "dlrt-retries.log"
 
 struct rq_job {
 	uid_t uid;
 	gid_t gid;
 	uint32_t job_id, step_id, attempt;
 	char pwd[1024], slurm_conf[1024], path[2048], nodelist[4096];
+	int dirfd; /* the job's verified folder of the retry record, or -1 */
 };
 
 static void getenv_job(spank_t sp, const char *name, char *buf, int len)
@@ -57,40 +60,49 @@ static void getenv_job(spank_t sp, const char *name, char *buf, int len)
 }
 
 /* The retry log: DIR/<job>/dlrt-retries.log with --dl-log-dir, else
- * ~/.dlrt/jobs/<job>/dlrt-retries.log. Called as the user. */
-static int retry_log_path(const struct rq_job *j, char *out, size_t len)
+ * ~/.dlrt/jobs/<job>/dlrt-retries.log. Called as the user. The job's folder is
+ * created and checked like the task logs' (common/privdir.h): only the job's
+ * user can write in it, so no other user can plant a line that requeues the
+ * job. A folder that fails the check is reported (one line in the slurmd log)
+ * and leaves j->dirfd at -1: nothing is recorded, nothing is read, and the
+ * decision rests on the node states alone. */
+static int retry_log_path(struct rq_job *j, char *out, size_t len)
 {
+	static const char what[] = "--dl-retries";
 	const char *d = dlrt_plugin.opts.log_dir;
-	char base[2048];
-	int n;
+	char base[2048], name[16];
+	struct dlrt_err err = { "" };
+	int n, dfd;
 
+	j->dirfd = -1;
 	if (d[0] == '/')
-		n = snprintf(base, sizeof(base), "%s/%u", d, j->job_id);
+		n = snprintf(base, sizeof(base), "%s", d);
 	else if (d[0] && j->pwd[0] == '/')
-		n = snprintf(base, sizeof(base), "%s/%s/%u", j->pwd, d, j->job_id);
+		n = snprintf(base, sizeof(base), "%s/%s", j->pwd, d);
 	else {
 		struct passwd *pw = getpwuid(j->uid);
 
 		if (!pw || !pw->pw_dir)
 			return -1;
-		n = snprintf(base, sizeof(base), "%s/.dlrt/jobs/%u", pw->pw_dir, j->job_id);
+		n = snprintf(base, sizeof(base), "%s/.dlrt/jobs", pw->pw_dir);
 	}
 	if (n < 0 || (size_t)n >= sizeof(base))
 		return -1;
-	for (char *p = base + 1;; p++) { /* mkdir -p */
-		if (*p == '/' || !*p) {
-			char c = *p;
+	snprintf(name, sizeof(name), "%u", j->job_id);
+	n = snprintf(out, len, "%s/%s/" RQ_LOG_NAME, base, name);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	dfd = dlrt_privdir_base(base, what, &err);
+	if (dfd >= 0) {
+		char shown[2100];
 
-			*p = '\0';
-			if (mkdir(base, 0750) < 0 && errno != EEXIST)
-				return -1;
-			*p = c;
-			if (!c)
-				break;
-		}
+		snprintf(shown, sizeof(shown), "%s/%s", base, name);
+		j->dirfd = dlrt_privdir_sub(dfd, name, shown, what, &err);
+		close(dfd);
 	}
-	n = snprintf(out, len, "%s/dlrt-retries.log", base);
-	return n < 0 || (size_t)n >= len ? -1 : 0;
+	if (j->dirfd < 0)
+		slurm_error("dlrt: %s (job %u: its retry record is not used)", err.msg, j->job_id);
+	return 0;
 }
 
 static void rq_note(const struct rq_job *j, const char *fmt, ...)
@@ -98,10 +110,13 @@ static void rq_note(const struct rq_job *j, const char *fmt, ...)
 static void rq_note(const struct rq_job *j, const char *fmt, ...)
 {
 	char line[1024], stamp[DLRT_LOGSTAMP_LEN + 1];
+	struct dlrt_err err = { "" };
 	struct timespec ts;
 	va_list ap;
 	int fd, n;
 
+	if (j->dirfd < 0)
+		return; /* reported by retry_log_path */
 	clock_gettime(CLOCK_REALTIME, &ts);
 	dlrt_logline_stamp(stamp, &ts);
 	n = snprintf(line, sizeof(line), "%s ", stamp);
@@ -111,13 +126,46 @@ static void rq_note(const struct rq_job *j, const char *fmt, ...)
 	if (n >= (int)sizeof(line) - 1)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	fd = open(j->path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0640);
-	if (fd < 0)
+	fd = dlrt_privdir_append(j->dirfd, RQ_LOG_NAME, j->path, "--dl-retries", &err);
+	if (fd < 0) {
+		slurm_error("dlrt: %s (job %u)", err.msg, j->job_id);
 		return;
-	if (write(fd, line, (size_t)n) != n) {
-		/* nothing better to do: the log is best effort */
 	}
+	/* One write of one line: O_APPEND keeps lines of several nodes whole. */
+	if (write(fd, line, (size_t)n) != n || close(fd) < 0)
+		slurm_error("dlrt: --dl-retries: cannot record \"%.*s\" in %s: %s (job %u)",
+			    n - 1, line, j->path, strerror(errno), j->job_id);
+}
+
+/* This attempt's part of the retry record (its last lines, from a line start)
+ * into buf; "" if there is none or it cannot be trusted (reported). */
+static void rq_read(const struct rq_job *j, char *buf, size_t len)
+{
+	struct dlrt_err err = { "" };
+	struct stat st;
+	off_t from = 0;
+	ssize_t n;
+	char *p;
+	int fd;
+
+	buf[0] = '\0';
+	if (j->dirfd < 0 || len < 2)
+		return;
+	fd = dlrt_privdir_read(j->dirfd, RQ_LOG_NAME, j->path, "--dl-retries", &err);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			slurm_error("dlrt: %s (job %u: the record is not used)", err.msg, j->job_id);
+		return;
+	}
+	if (fstat(fd, &st) == 0 && st.st_size > (off_t)len - 1)
+		from = st.st_size - (off_t)len + 1;
+	n = pread(fd, buf, len - 1, from);
 	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (from > 0 && (p = strchr(buf, '\n')))
+		memmove(buf, p + 1, strlen(p + 1) + 1);
+	else if (from > 0)
+		buf[0] = '\0';
 }
 
 /* Runs argv (scontrol, sinfo) with the job's Slurm config; stdout into out.
@@ -223,7 +271,6 @@ static void decide(const struct rq_job *j)
 	char failed[1024] = "", buf[16384], state[64], exc[1024], jid[16];
 	char *sinfo[] = { "sinfo", "-h", "-N", "-n", (char *)j->nodelist, "-o", "%N %t", NULL };
 	bool running, held = false;
-	FILE *f;
 
 	snprintf(jid, sizeof(jid), "%u", j->job_id);
 	job_state(j, state, sizeof(state), exc, sizeof(exc));
@@ -233,23 +280,9 @@ static void decide(const struct rq_job *j)
 	/* 1. When the script ended by itself: tasks killed by a signal in this
 	 * attempt (recorded by the steps). When Slurm is requeueing the job, its
 	 * tasks were killed by Slurm, so only the node states below count. */
-	if (running && (f = fopen(j->path, "r"))) {
-		/* This attempt's lines are the last ones: read the tail, from a line start. */
-		long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : 0;
-		size_t n;
-		char *from = buf;
-
-		if (size > (long)sizeof(buf) - 1)
-			fseek(f, size - (long)sizeof(buf) + 1, SEEK_SET);
-		else
-			rewind(f);
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		buf[n] = '\0';
-		fclose(f);
-		if (size > (long)sizeof(buf) - 1 && (from = strchr(buf, '\n')))
-			from++;
-		if (from)
-			dlrt_retry_log_nodes(from, j->attempt, failed, sizeof(failed));
+	if (running) {
+		rq_read(j, buf, sizeof(buf));
+		dlrt_retry_log_nodes(buf, j->attempt, failed, sizeof(failed));
 	}
 	/* 2. Nodes of the job Slurm reports down, failing or not responding ("*"). */
 	if (j->nodelist[0] && run(j, buf, sizeof(buf), sinfo) == 0)

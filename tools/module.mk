@@ -3,7 +3,7 @@
 BINS     += $(BUILD)/bin/dlrt-logs
 MANPAGES += docs/man/dlrt-logs.1
 FUZZERS  += logline
-UNIT_TESTS += $(BUILD)/tests/test_logs
+UNIT_TESTS += $(BUILD)/tests/test_logs $(BUILD)/tests/test_privdir
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-logs,tools/dlrt_logs_main.c))
 # --dl-retries' readers (common/retrylog.c, used by spank/requeue.c).
 FUZZERS    += retrylog

@@ -4,7 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <errno.h>
 #include <unistd.h>
 
 #include "logline.h"
@@ -18,6 +21,156 @@ static char *slurp_fd(int fd)
 
 	buf[n > 0 ? n : 0] = '\0';
 	return buf;
+}
+
+/* Runs the relay in a child whose file size limit is `limit` bytes (EFBIG
+ * stands for a full disk: the same failed write, and a cut frees room the same
+ * way), with a writer printing `lines` lines of 99 characters. The log and the
+ * warnings (tee[1]) land in files; returns the relay process' exit code. */
+static int relay_limited(int file, int warn, long limit, int lines)
+{
+	pid_t relay = fork();
+	int status;
+
+	if (relay == 0) {
+		static struct dlrt_logrelay r;
+		struct rlimit rl = { (rlim_t)limit, (rlim_t)limit };
+		int out[2], st;
+		pid_t pid;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (pipe(out) || setrlimit(RLIMIT_FSIZE, &rl))
+			_exit(100);
+		pid = fork();
+		if (pid == 0) {
+			for (int i = 0; i < lines; i++)
+				dprintf(out[1], "line %05d %088d\n", i, 0);
+			_exit(5);
+		}
+		close(out[1]);
+		dlrt_logrelay_init(&r, file, "/x/worker-0.log");
+		r.in[0] = out[0];
+		r.in[1] = -1;
+		r.tee[0] = open("/dev/null", O_WRONLY);
+		r.tee[1] = warn;
+		dlrt_logrelay_note(&r, "start task 0");
+		if (dlrt_logrelay_run(&r, pid, 2000, &st) < 0)
+			_exit(101);
+		dlrt_logrelay_note(&r, "end task 0: exit %d", WEXITSTATUS(st));
+		dlrt_logrelay_close(&r);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 102);
+	}
+	if (relay < 0 || waitpid(relay, &status, 0) != relay)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char *slurp_path(const char *path)
+{
+	static char buf[1 << 20];
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+/* Every line complete and stamped: what dlrt-logs reads. */
+static int all_lines_parse(const char *log)
+{
+	struct dlrt_logline l;
+
+	for (const char *p = log; *p;) {
+		const char *nl = strchr(p, '\n');
+
+		if (!nl || dlrt_logline_parse(p, (size_t)(nl - p), &l) < 0)
+			return 0;
+		p = nl + 1;
+	}
+	return 1;
+}
+
+static void test_cut_full(void)
+{
+	char log[] = "/tmp/dlrt-test-cut-XXXXXX", wpath[] = "/tmp/dlrt-test-warn-XXXXXX";
+	int file = mkostemp(log, O_APPEND), warn = mkstemp(wpath);
+	const char *text, *last;
+	struct stat st;
+
+	TAP_IS_INT(relay_limited(file, warn, 20000, 2000), 5,
+		   "a failing log write keeps the program's exit status");
+	fstat(file, &st);
+	TAP_OK(st.st_size <= 20000, "the log stays within the limit (%ld bytes)", (long)st.st_size);
+	text = slurp_path(log);
+	TAP_OK(all_lines_parse(text), "the cut log has whole, stamped lines only");
+	last = strrchr(text, '\n');
+	while (last && last > text && last[-1] != '\n')
+		last--;
+	TAP_OK(last && strstr(last, "Z dlrt " DLRT_LOGRELAY_CUT "File too large; the rest of "
+			      "this task's output went only to srun"), "its last line is the marker");
+	TAP_OK(strstr(text, "Z dlrt start task 0\n") && !strstr(text, "end task"),
+	       "nothing after the marker, not even the end note");
+	text = slurp_path(wpath);
+	TAP_IS_STR(text, "dlrt: --dl-log-dir: writing /x/worker-0.log failed: File too large; the "
+		   "log ends with a \"" DLRT_LOGRELAY_CUT "\" line, the rest of this task's output "
+		   "goes only here\n", "one warning line on the task's stderr");
+	close(file);
+	close(warn);
+	unlink(log);
+	unlink(wpath);
+}
+
+/* Notes one line at a time: the failing write leaves too little room for the
+ * marker at the last line end, so it falls back to an earlier one. */
+static void test_cut_fallback(void)
+{
+	char log[] = "/tmp/dlrt-test-cut-XXXXXX";
+	int file = mkstemp(log), devnull = open("/dev/null", O_WRONLY);
+	pid_t pid = fork();
+	int status;
+
+	if (pid == 0) {
+		static struct dlrt_logrelay r = { .tee = { -1, -1 } };
+		struct rlimit rl = { 5010, 5010 };
+
+		signal(SIGXFSZ, SIG_IGN);
+		setrlimit(RLIMIT_FSIZE, &rl);
+		r.tee[1] = devnull;
+		dlrt_logrelay_init(&r, file, "f");
+		/* 100-byte lines: 27 + " dlrt " + 66 + "\n" */
+		for (int i = 0; i < 60; i++)
+			dlrt_logrelay_note(&r, "note %03d %057d", i, 0);
+		_exit(r.cut == EFBIG ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the notes hit the limit");
+	{
+		const char *text = slurp_path(log), *m = strstr(text, DLRT_LOGRELAY_CUT);
+
+		TAP_OK(all_lines_parse(text), "whole lines after falling back");
+		TAP_OK(m && !strchr(m, '\n')[1], "the marker is the last line");
+		TAP_OK(strstr(text, "note 041 ") && !strstr(text, "note 049 "),
+		       "it replaced the last lines before the limit (kept up to an earlier line end)");
+	}
+	close(file);
+	close(devnull);
+	unlink(log);
+}
+
+/* A log that cannot be cut back (/dev/full): a warning, and the output still flows. */
+static void test_cut_unmarkable(void)
+{
+	char wpath[] = "/tmp/dlrt-test-warn-XXXXXX";
+	int file = open("/dev/full", O_WRONLY), warn = mkstemp(wpath);
+
+	TAP_IS_INT(relay_limited(file, warn, 1 << 30, 3000), 5, "relay on /dev/full ends normally");
+	TAP_OK(strstr(slurp_path(wpath), "writing /x/worker-0.log failed: No space left on device; "
+		      "the log could not be marked") != NULL, "and warns once: %s", slurp_path(wpath));
+	close(file);
+	close(warn);
+	unlink(wpath);
 }
 
 int main(void)
@@ -49,7 +202,7 @@ int main(void)
 	 * line) and dies of a signal; the tee gets the raw bytes. */
 	{
 		int out[2], err[2], tee[2], file = mkstemp(path), status;
-		struct dlrt_logrelay r = { .file = file };
+		static struct dlrt_logrelay r;
 		char *log, long_line[DLRT_LOGRELAY_LINE + 100];
 		pid_t pid;
 
@@ -70,11 +223,12 @@ int main(void)
 		}
 		close(out[1]);
 		close(err[1]);
+		dlrt_logrelay_init(&r, file, path);
 		r.in[0] = out[0];
 		r.in[1] = err[0];
 		r.tee[0] = tee[1];
 		r.tee[1] = -1;
-		dlrt_logrelay_note(file, "start task %d", 7);
+		dlrt_logrelay_note(&r, "start task %d", 7);
 		TAP_IS_INT(dlrt_logrelay_run(&r, pid, 500, &status), 0, "relay ran");
 		TAP_OK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child's signal is reported");
 		log = slurp_fd(file);
@@ -97,8 +251,10 @@ int main(void)
 	/* A grandchild that keeps the pipe open cannot hold the relay. */
 	{
 		int out[2], file = open("/dev/null", O_WRONLY), status;
-		struct dlrt_logrelay r = { .file = file, .tee = { -1, -1 } };
+		static struct dlrt_logrelay r = { .tee = { -1, -1 } };
 		pid_t pid;
+
+		dlrt_logrelay_init(&r, file, "/dev/null");
 
 		if (pipe(out))
 			return 1;
@@ -117,5 +273,8 @@ int main(void)
 		TAP_OK(WIFEXITED(status) && WEXITSTATUS(status) == 3, "exit status 3 reported");
 		close(file);
 	}
+	test_cut_full();
+	test_cut_fallback();
+	test_cut_unmarkable();
 	return tap_done();
 }

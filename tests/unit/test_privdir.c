@@ -1,0 +1,153 @@
+/* Unit tests: the job's folders and files in a shared folder (common/privdir.c). */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "privdir.h"
+#include "tap.h"
+
+#define STRANGER 4242 /* a uid that is not ours (the tests that chown need root) */
+
+static const char what[] = "--dl-log-dir";
+
+static void clean(const char *top)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+	if (system(cmd) != 0)
+		fprintf(stderr, "# could not remove %s\n", top);
+}
+
+static off_t size_of(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 ? st.st_size : -1;
+}
+
+int main(void)
+{
+	char top[] = "/tmp/dlrt-test-privdir-XXXXXX", p[512], q[512];
+	struct dlrt_err err = { "" };
+	struct stat st;
+	int base, job, fd, fd2;
+	bool root = geteuid() == 0;
+
+	umask(022);
+	if (!mkdtemp(top))
+		return 1;
+	chmod(top, 01777); /* the shared scratch folder */
+
+	snprintf(p, sizeof(p), "%s/logs/deep", top);
+	base = dlrt_privdir_base(p, what, &err);
+	TAP_OK(base >= 0, "DIR and its parents are created: %s", err.msg);
+	job = dlrt_privdir_sub(base, "77", "DIR/77", what, &err);
+	TAP_OK(job >= 0, "the job's folder is created: %s", err.msg);
+	TAP_OK(fstat(job, &st) == 0 && (st.st_mode & 07777) == 0750, "mode 0750");
+	fd = dlrt_privdir_sub(base, "77", "DIR/77", what, &err);
+	TAP_OK(fd >= 0, "an existing folder of ours is taken (a second task, a second step)");
+	close(fd);
+	TAP_IS_INT(dlrt_privdir_sub(base, "..", "DIR/..", what, &err), -1, "one name only");
+
+	fd = dlrt_privdir_append(job, "worker-0.log", "DIR/77/worker-0.log", what, &err);
+	TAP_OK(fd >= 0, "a new file is created: %s", err.msg);
+	TAP_OK(fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0640 && S_ISREG(st.st_mode),
+	       "mode 0640");
+	TAP_IS_INT((int)write(fd, "a\n", 2), 2, "written");
+	fd2 = dlrt_privdir_append(job, "worker-0.log", "DIR/77/worker-0.log", what, &err);
+	TAP_OK(fd2 >= 0, "our own file is appended to (a requeued job's next attempt)");
+	TAP_IS_INT((int)write(fd2, "b\n", 2), 2, "appended");
+	TAP_IS_INT((int)lseek(fd2, 0, SEEK_CUR), 4, "at the end, after the first attempt");
+	close(fd);
+	close(fd2);
+	fd = dlrt_privdir_read(job, "worker-0.log", "DIR/77/worker-0.log", what, &err);
+	TAP_OK(fd >= 0, "our file can be read back");
+	close(fd);
+	errno = 0;
+	TAP_IS_INT(dlrt_privdir_read(job, "none.log", "DIR/77/none.log", what, &err), -1,
+		   "a missing file");
+	TAP_IS_INT(errno, ENOENT, "says ENOENT");
+
+	/* A hard link to our file (someone could read it under another name). */
+	snprintf(p, sizeof(p), "%s/logs/deep/77/worker-0.log", top);
+	snprintf(q, sizeof(q), "%s/logs/deep/77/worker-1.log", top);
+	TAP_IS_INT(link(p, q), 0, "hard link made");
+	TAP_IS_INT(dlrt_privdir_append(job, "worker-1.log", "DIR/77/worker-1.log", what, &err), -1,
+		   "a file with two links is refused");
+	TAP_OK(strstr(err.msg, "DIR/77/worker-1.log has 2 hard links") != NULL, "%s", err.msg);
+	unlink(q);
+
+	/* A symbolic link, to a file or to a folder. */
+	snprintf(q, sizeof(q), "%s/logs/deep/77/worker-2.log", top);
+	TAP_IS_INT(symlink(p, q), 0, "symlink made");
+	TAP_IS_INT(dlrt_privdir_append(job, "worker-2.log", "DIR/77/worker-2.log", what, &err), -1,
+		   "a symbolic link is not followed");
+	TAP_OK(strstr(err.msg, "--dl-log-dir: DIR/77/worker-2.log is a symbolic link owned by") &&
+	       strstr(err.msg, "not a regular file"), "%s", err.msg);
+	TAP_IS_INT((int)size_of(p), 4, "its target is untouched");
+	snprintf(q, sizeof(q), "%s/logs/deep/78", top);
+	TAP_IS_INT(symlink(top, q), 0, "folder symlink made");
+	TAP_IS_INT(dlrt_privdir_sub(base, "78", "DIR/78", what, &err), -1,
+		   "a symbolic link to a folder is refused");
+	TAP_OK(strstr(err.msg, "DIR/78 is a symbolic link") != NULL, "%s", err.msg);
+
+	/* A named pipe must not block the task. */
+	snprintf(q, sizeof(q), "%s/logs/deep/77/worker-3.log", top);
+	TAP_IS_INT(mkfifo(q, 0600), 0, "fifo made");
+	TAP_IS_INT(dlrt_privdir_append(job, "worker-3.log", "DIR/77/worker-3.log", what, &err), -1,
+		   "a named pipe is refused, without blocking");
+	TAP_OK(strstr(err.msg, "is a named pipe") != NULL, "%s", err.msg);
+
+	/* Writable by others. */
+	snprintf(q, sizeof(q), "%s/logs/deep/79", top);
+	mkdir(q, 0700);
+	chmod(q, 0777);
+	TAP_IS_INT(dlrt_privdir_sub(base, "79", "DIR/79", what, &err), -1,
+		   "a folder open to others is refused");
+	TAP_OK(strstr(err.msg, "DIR/79 is writable by other users (mode 0777): chmod go-w DIR/79") !=
+	       NULL, "%s", err.msg);
+
+	if (!root) {
+		close(job);
+		close(base);
+		clean(top);
+		return tap_done();
+	}
+	/* Another user's folder and file (as a stranger would plant them). */
+	snprintf(q, sizeof(q), "%s/logs/deep/80", top);
+	mkdir(q, 0777);
+	chmod(q, 0777);
+	TAP_IS_INT(chown(q, STRANGER, STRANGER), 0, "stranger's folder");
+	TAP_IS_INT(dlrt_privdir_sub(base, "80", "DIR/80", what, &err), -1,
+		   "another user's folder is refused");
+	TAP_OK(strstr(err.msg, "--dl-log-dir: DIR/80 belongs to uid 4242, not to you") != NULL,
+	       "%s", err.msg);
+	snprintf(q, sizeof(q), "%s/logs/deep/77/worker-4.log", top);
+	fd = open(q, O_WRONLY | O_CREAT, 0666);
+	fchmod(fd, 0666);
+	TAP_IS_INT(fchown(fd, STRANGER, STRANGER), 0, "stranger's file");
+	close(fd);
+	TAP_IS_INT(dlrt_privdir_append(job, "worker-4.log", "DIR/77/worker-4.log", what, &err), -1,
+		   "another user's file is refused");
+	TAP_OK(strstr(err.msg, "belongs to uid 4242") != NULL, "%s", err.msg);
+	TAP_IS_INT((int)size_of(q), 0, "and stays empty");
+	TAP_IS_INT(dlrt_privdir_read(job, "worker-4.log", "DIR/77/worker-4.log", what, &err), -1,
+		   "and is never read");
+	/* DIR itself owned by another user (not root). */
+	snprintf(q, sizeof(q), "%s/other", top);
+	mkdir(q, 0755);
+	TAP_IS_INT(chown(q, STRANGER, STRANGER), 0, "stranger's DIR");
+	TAP_IS_INT(dlrt_privdir_base(q, what, &err), -1, "a DIR of another user is refused");
+	TAP_OK(strstr(err.msg, "belongs to uid 4242, who could move or replace") != NULL, "%s",
+	       err.msg);
+	close(job);
+	close(base);
+	clean(top);
+	return tap_done();
+}
