@@ -16,6 +16,9 @@
 #include <string.h>
 
 #include "logline.h"
+#include "logrelay.h"
+
+#define CUT_LEN (sizeof(DLRT_LOGRELAY_CUT) - 1)
 
 struct logfile {
 	char path[4096];
@@ -204,6 +207,16 @@ static int list(struct logfile *files, size_t n, const char *jobdir)
 			if (!l->first[0])
 				memcpy(l->first, ll.stamp, sizeof(l->first));
 			memcpy(l->stamp, ll.stamp, sizeof(l->stamp));
+			/* The relay's marker of a log cut by a failed write (logrelay.h). */
+			if (!strcmp(ll.stream, "dlrt") && ll.text_len > CUT_LEN &&
+			    !memcmp(ll.text, DLRT_LOGRELAY_CUT, CUT_LEN)) {
+				size_t k = strcspn(ll.text + CUT_LEN, ";");
+
+				if (k > ll.text_len - CUT_LEN)
+					k = ll.text_len - CUT_LEN;
+				snprintf(l->end, sizeof(l->end), "log cut: %.*s", (int)k,
+					 ll.text + CUT_LEN);
+			}
 			if (!strcmp(ll.stream, "dlrt") && ll.text_len > 4 && !memcmp(ll.text, "end ", 4)) {
 				const char *c = memchr(ll.text, ':', ll.text_len);
 
