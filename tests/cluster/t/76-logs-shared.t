@@ -65,7 +65,7 @@ sleep 3
 is "$(job_field "$job" JobState)" COMPLETED "the job completed"
 is "$(job_field "$job" Restarts)" 0 "and was not requeued by the forged line"
 is "$(job_field "$job" ExcNodeList)" "(null)" "no node was excluded"
-like "$(cat "$DLRT_CLUSTER_DIR"/log/slurmd-*.log)" \
+like "$(grep -h 'dlrt: --dl-retries' "$DLRT_CLUSTER_DIR"/log/slurmd-*.log)" \
 	"dlrt: --dl-retries: $shared/$next belongs to user $STRANGER \\(uid $uid2\\), not to you.*job $job: its retry record is not used" \
 	"the batch step refused the record with one line in the slurmd log"
 is "$(wc -l <"$shared/$next/dlrt-retries.log")" 2 "the stranger's record got nothing from the job"
