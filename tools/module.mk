@@ -2,6 +2,7 @@
 #   dlrt-logs   list or merge a job's exported task logs (--dl-log-dir; docs/debugging.md)
 BINS     += $(BUILD)/bin/dlrt-logs
 MANPAGES += docs/man/dlrt-logs.1
+MANPAGES += docs/man/dlrt-relay.8
 FUZZERS  += logline
 UNIT_TESTS += $(BUILD)/tests/test_logs
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-logs,tools/dlrt_logs_main.c))
