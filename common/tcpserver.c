@@ -226,7 +226,7 @@ static int auth_read(struct dlrt_conn *conn)
 
 /* Closes the unproven connection accepted first (a stranger's flood keeps
  * the newest few, and a relay answers within a round trip). */
-static void auth_evict_oldest(struct dlrt_tcpserver *srv)
+static bool auth_evict_oldest(struct dlrt_tcpserver *srv)
 {
 	struct dlrt_conn *oldest = NULL;
 
@@ -236,8 +236,10 @@ static void auth_evict_oldest(struct dlrt_tcpserver *srv)
 		if (c && c->auth && (!oldest || c->auth->seq < oldest->auth->seq))
 			oldest = c;
 	}
-	if (oldest)
-		dlrt_conn_close(oldest);
+	if (!oldest)
+		return false;
+	dlrt_conn_close(oldest);
+	return true;
 }
 
 /* At accept: the challenge. -1: close the connection. */
@@ -261,8 +263,8 @@ static int auth_begin(struct dlrt_conn *conn)
 	}
 	a->deadline_ms = dlrt_now_ms() + srv->cfg.auth_timeout_ms;
 	a->seq = srv->auth_seq++;
-	while (srv->nunauthed >= srv->cfg.max_unauthed)
-		auth_evict_oldest(srv);
+	while (srv->nunauthed >= srv->cfg.max_unauthed && auth_evict_oldest(srv))
+		;
 	conn->auth = a;
 	srv->nunauthed++;
 	return 0;

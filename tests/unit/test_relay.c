@@ -99,6 +99,23 @@ static size_t roundtrip(int fd, const uint8_t *out, size_t len, uint8_t *in, siz
 	return got;
 }
 
+struct late {
+	struct dlrt_relay *relay;
+	uint16_t port;
+};
+
+/* Runs in the loop: the relay learns its target only now, after a client
+ * already came (as when a task connects before its node's first task wrote
+ * the relay's config line). */
+static int64_t set_target_late(struct dlrt_evloop *loop, void *arg)
+{
+	struct late *l = arg;
+
+	(void)loop;
+	dlrt_relay_set_target(l->relay, "127.0.0.1", l->port, secret);
+	return -1;
+}
+
 static void *run(void *arg)
 {
 	dlrt_evloop_run(arg);
@@ -155,10 +172,11 @@ int main(void)
 {
 	struct dlrt_evloop *loop = dlrt_evloop_create();
 	struct dlrt_tcpserver *srv = NULL;
-	struct dlrt_relay *relay = NULL, *closed = NULL;
+	struct dlrt_relay *relay = NULL, *closed = NULL, *early = NULL;
+	struct late late;
 	struct dlrt_tcpserver_cfg scfg = {
 		.bind_addr = "127.0.0.1", .max_request = 8u << 20, .max_reply = 8u << 20,
-		.secret = secret, .max_unauthed = 16,
+		.secret = secret, .max_unauthed = 16, .auth_timeout_ms = 500,
 	};
 	struct dlrt_relay_cfg rcfg = { .uid = getuid(), .buf_size = 4096 };
 	struct dlrt_relay_cfg other = { .uid = getuid() + 1 };
@@ -181,7 +199,15 @@ int main(void)
 	       "a relay for another uid starts");
 	dlrt_relay_set_target(relay, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
 	dlrt_relay_set_target(closed, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
+	TAP_OK(dlrt_relay_start(&early, loop, &rcfg, &err) == 0, "a relay without a target starts");
+	late = (struct late){ early, dlrt_tcpserver_port(srv) };
+	dlrt_evloop_add_timer(loop, 300, set_target_late, &late);
 	pthread_create(&th, NULL, run, loop);
+
+	fd = dial(dlrt_relay_port(early));
+	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"early", 5, in, big) == 5 &&
+	       !memcmp(in, "early", 5), "a client that comes before the target waits, then is served");
+	close(fd);
 
 	fd = dial(dlrt_relay_port(relay));
 	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"hello", 5, in, big) == 5 &&
@@ -199,6 +225,11 @@ int main(void)
 	send(fd, "*1\r\n$4\r\nPING\r\n0123456789abcdef01", 32, MSG_NOSIGNAL);
 	send(fd, "hello", 5, MSG_NOSIGNAL);
 	TAP_OK(read_all(fd, buf, sizeof(buf)) <= 0, "a wrong answer is closed with no reply");
+	close(fd);
+
+	fd = dial(dlrt_tcpserver_port(srv));
+	TAP_OK(read_all(fd, buf, sizeof(buf)) == 32,
+	       "a client that never answers gets the challenge, then is closed at the deadline");
 	close(fd);
 
 	/* Idle connections that never answer cannot lock the relay out. */
@@ -226,6 +257,7 @@ int main(void)
 	TAP_IS_INT(st.admitted, 3, "the job user's connections were admitted");
 	dlrt_relay_stop(relay);
 	dlrt_relay_stop(closed);
+	dlrt_relay_stop(early);
 	dlrt_tcpserver_stop(srv);
 	dlrt_evloop_destroy(loop);
 	free(out);
