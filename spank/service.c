@@ -197,7 +197,7 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 		dup2(fd, 2);
 	}
 	/* slurmstepd's own descriptors (task stdio, slurmd sockets) must not live on
-	 * in the service: mark everything close-on-exec but the two it is given. */
+	 * in the service: mark everything close-on-exec but the pipes it is given. */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	if (fcntl(a->life_r, F_SETFD, 0) < 0 || fcntl(a->ready_w, F_SETFD, 0) < 0 ||
 	    (a->extra_fd >= 0 && fcntl(a->extra_fd, F_SETFD, 0) < 0))

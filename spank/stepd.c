@@ -6,6 +6,7 @@
  * the task's environment (or, with --dl-dry-run, prints the table and exits).
  */
 #include <errno.h>
+#include <signal.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -355,6 +356,7 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 	if (dlrt_plugin.relay.pid <= 0)
 		return;
 	if (local == 0 && dlrt_plugin.relay_config_fd >= 0) {
+		struct sigaction ign = { .sa_handler = SIG_IGN }, old;
 		char line[DLRT_SVCADDR_MAX + 1];
 		size_t len;
 		ssize_t w;
@@ -366,9 +368,12 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 		dlrt_svcaddr_format(line, addrs->root_ip, addrs->root_port, addrs->secret);
 		len = strlen(line);
 		line[len++] = '\n';
+		/* A relay that died must fail this task with a line, not SIGPIPE. */
+		sigaction(SIGPIPE, &ign, &old);
 		do
 			w = write(dlrt_plugin.relay_config_fd, line, len);
 		while (w < 0 && errno == EINTR);
+		sigaction(SIGPIPE, &old, NULL);
 		memset(line, 0, sizeof(line));
 		if (w != (ssize_t)len)
 			task_fail(local, "cannot give the node relay the service's address (its "
