@@ -60,6 +60,10 @@ struct dlrt_addrs {
 	uint16_t root_port; /* checked free on that node just before the exchange */
 	char node_ip[16];   /* this task's node, as the other nodes reach it */
 	char iface[32];     /* --dl-iface, if given */
+	/* A node service's step secret, published with its address (svcauth.h);
+	 * only the node's first task reads it, to hand it to its node relay. */
+	bool has_secret;
+	uint8_t secret[32];
 };
 
 /* Facts about the step that are not part of the layout. */

@@ -50,12 +50,12 @@ void dlrt_service_spec_free(struct dlrt_service_spec *s)
 char **dlrt_service_argv(const struct dlrt_service_spec *s, const struct dlrt_service_common *c,
 			 struct dlrt_err *err)
 {
-	char life[16], ready[16];
+	char life[16], ready[16], secret[16];
 	const char *fixed[] = {
 		c->path, "--bind", c->bind_ip, "--port", "0", "--allow", c->allow,
 		"--lifetime-fd", life, "--ready-fd", ready,
 	};
-	size_t nfixed = sizeof(fixed) / sizeof(*fixed), n = nfixed + s->nargs + 2, bytes = 0, k = 0;
+	size_t nfixed = sizeof(fixed) / sizeof(*fixed), n = nfixed + s->nargs + 4, bytes = 0, k = 0;
 	const char **src = NULL;
 	char **argv = NULL, *p;
 
@@ -69,6 +69,11 @@ char **dlrt_service_argv(const struct dlrt_service_spec *s, const struct dlrt_se
 		goto oom;
 	for (size_t i = 0; i < nfixed; i++)
 		src[k++] = fixed[i];
+	if (c->secret_fd > 0) {
+		snprintf(secret, sizeof(secret), "%d", c->secret_fd);
+		src[k++] = "--secret-fd";
+		src[k++] = secret;
+	}
 	if (c->verbose)
 		src[k++] = "--verbose";
 	for (size_t i = 0; i < s->nargs; i++)

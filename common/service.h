@@ -15,6 +15,10 @@
  *   --allow IP,IP,...    the step's nodes; refuse every other peer
  *   --lifetime-fd FD     exit when FD reaches end of file (the step ended)
  *   --ready-fd FD        once listening, write "<port>\n" to FD and close it
+ *   --secret-fd FD       the step secret: 32 bytes, then end of file; every
+ *                        connection must prove it (tcpserver.h) before the
+ *                        protocol sees a byte. Only the node relays
+ *                        (dlrt-relay, common/relay.h) hold it.
  *   [--verbose]          log to stderr
  * The plugin's side is pure here (no SPANK symbol, no process handling: that
  * is spank/service.c); the functions from dlrt_service_write_ready on are the
@@ -55,6 +59,7 @@ struct dlrt_service_common {
 	const char *allow;   /* comma list of numeric IPv4s */
 	int lifetime_fd;
 	int ready_fd;
+	int secret_fd;       /* <= 0: none (a service outside a step; stdin is never it) */
 	bool verbose;
 };
 

@@ -10,6 +10,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "crypto.h"
+#include "svcauth.h"
+
+#define AUTH_DEFAULT_MAX 64
+#define AUTH_DEFAULT_TIMEOUT_MS 5000
+
+/* A connection that has not yet answered the challenge. */
+struct dlrt_conn_auth {
+	uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN];
+	uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN];
+	size_t got;
+	int64_t deadline_ms;
+	uint64_t seq; /* accept order: the smallest is the oldest */
+};
+
 struct dlrt_tcpserver {
 	struct dlrt_evloop *loop;
 	struct dlrt_tcpserver_cfg cfg;
@@ -22,6 +37,10 @@ struct dlrt_tcpserver {
 	int nconns_cap;
 	unsigned nconns;
 	int64_t sweep_timer;
+	bool has_secret;
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
+	unsigned nunauthed;
+	uint64_t auth_seq;
 };
 
 static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
@@ -36,12 +55,15 @@ static bool peer_allowed(const struct dlrt_tcpserver *srv, uint32_t ip)
 	return false;
 }
 
-void dlrt_conn_close(struct dlrt_conn *conn)
+/* Frees a connection; the protocol's on_close runs only for one it opened. */
+static void conn_drop(struct dlrt_conn *conn)
 {
 	struct dlrt_tcpserver *srv = conn->server;
 
-	if (srv->proto.on_close)
-		srv->proto.on_close(conn, srv->ctx);
+	if (conn->auth) {
+		free(conn->auth);
+		srv->nunauthed--;
+	}
 	dlrt_evloop_del_fd(srv->loop, conn->fd);
 	close(conn->fd);
 	srv->conns[conn->fd] = NULL;
@@ -49,6 +71,15 @@ void dlrt_conn_close(struct dlrt_conn *conn)
 	dlrt_buf_free(&conn->in);
 	dlrt_buf_free(&conn->out);
 	free(conn);
+}
+
+void dlrt_conn_close(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+
+	if (!conn->auth && srv->proto.on_close)
+		srv->proto.on_close(conn, srv->ctx);
+	conn_drop(conn);
 }
 
 /* How long a connection we hang up on may keep sending before we close it. */
@@ -160,12 +191,100 @@ static int conn_read(struct dlrt_conn *conn)
 	return conn_write(conn);
 }
 
+/* The authentication phase. Reads no more than the answer's bytes, so what a
+ * relay sends right behind it stays in the socket for the protocol, and a
+ * peer without the secret can make the server hold nothing but this. */
+static int auth_read(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+	struct dlrt_conn_auth *a = conn->auth;
+
+	while (a->got < sizeof(a->answer)) {
+		ssize_t n = recv(conn->fd, a->answer + a->got, sizeof(a->answer) - a->got, 0);
+
+		if (n == 0)
+			return -1;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		a->got += (size_t)n;
+	}
+	if (!dlrt_svcauth_check(srv->secret, a->challenge, a->answer))
+		return -1;
+	free(a);
+	conn->auth = NULL;
+	srv->nunauthed--;
+	conn->last_active_ms = dlrt_now_ms();
+	if (srv->proto.on_open && srv->proto.on_open(conn, srv->ctx) < 0) {
+		conn_drop(conn); /* never opened: no on_close */
+		return -2;
+	}
+	return 1;
+}
+
+/* Closes the unproven connection accepted first (a stranger's flood keeps
+ * the newest few, and a relay answers within a round trip). */
+static bool auth_evict_oldest(struct dlrt_tcpserver *srv)
+{
+	struct dlrt_conn *oldest = NULL;
+
+	for (int fd = 0; fd < srv->nconns_cap; fd++) {
+		struct dlrt_conn *c = srv->conns[fd];
+
+		if (c && c->auth && (!oldest || c->auth->seq < oldest->auth->seq))
+			oldest = c;
+	}
+	if (!oldest)
+		return false;
+	dlrt_conn_close(oldest);
+	return true;
+}
+
+/* At accept: the challenge. -1: close the connection. */
+static int auth_begin(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+	struct dlrt_conn_auth *a = calloc(1, sizeof(*a));
+	ssize_t n;
+
+	if (!a)
+		return -1;
+	if (dlrt_crypto_random(a->challenge, sizeof(a->challenge)) < 0) {
+		free(a);
+		return -1;
+	}
+	/* A fresh socket's send buffer always takes these few bytes. */
+	n = send(conn->fd, a->challenge, sizeof(a->challenge), MSG_NOSIGNAL);
+	if (n != (ssize_t)sizeof(a->challenge)) {
+		free(a);
+		return -1;
+	}
+	a->deadline_ms = dlrt_now_ms() + srv->cfg.auth_timeout_ms;
+	a->seq = srv->auth_seq++;
+	while (srv->nunauthed >= srv->cfg.max_unauthed && auth_evict_oldest(srv))
+		;
+	conn->auth = a;
+	srv->nunauthed++;
+	return 0;
+}
+
 static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
 {
 	struct dlrt_conn *conn = arg;
 
 	(void)loop;
 	(void)fd;
+	if (conn->auth) {
+		int r = auth_read(conn);
+
+		if (r == -1)
+			dlrt_conn_close(conn);
+		else if (r > 0 && conn_read(conn) < 0)
+			dlrt_conn_close(conn);
+		return;
+	}
 	if ((events & DLRT_EV_WRITE) && !conn->linger_until_ms && conn_write(conn) < 0) {
 		dlrt_conn_close(conn);
 		return;
@@ -229,6 +348,11 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 		}
 		srv->conns[fd] = conn;
 		srv->nconns++;
+		if (srv->has_secret) {
+			if (auth_begin(conn) < 0)
+				conn_drop(conn);
+			continue;
+		}
 		if (srv->proto.on_open && srv->proto.on_open(conn, srv->ctx) < 0)
 			dlrt_conn_close(conn);
 	}
@@ -254,7 +378,8 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 
 		if (!c)
 			continue;
-		if ((c->linger_until_ms && now > c->linger_until_ms) ||
+		if ((c->auth && now > c->auth->deadline_ms) ||
+		    (c->linger_until_ms && now > c->linger_until_ms) ||
 		    (srv->cfg.idle_timeout_ms > 0 &&
 		     now - c->last_active_ms > srv->cfg.idle_timeout_ms))
 			dlrt_conn_close(c);
@@ -281,6 +406,15 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 	srv->listen_fd = -1;
 	if (!srv->cfg.max_conns)
 		srv->cfg.max_conns = 1024;
+	if (cfg->secret) {
+		srv->has_secret = true;
+		memcpy(srv->secret, cfg->secret, sizeof(srv->secret));
+	}
+	srv->cfg.secret = NULL;
+	if (!srv->cfg.max_unauthed)
+		srv->cfg.max_unauthed = AUTH_DEFAULT_MAX;
+	if (srv->cfg.auth_timeout_ms <= 0)
+		srv->cfg.auth_timeout_ms = AUTH_DEFAULT_TIMEOUT_MS;
 	if (cfg->nallow) {
 		srv->allow = calloc(cfg->nallow, sizeof(*srv->allow));
 		if (!srv->allow)

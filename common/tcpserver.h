@@ -6,6 +6,14 @@
  * service: non-blocking accept, the peer allowlist (only the step's nodes may
  * connect), per-connection buffer limits, an idle timeout so a slow or silent
  * client cannot hold a slot, and a connection cap.
+ *
+ * With a step secret (cfg.secret) every connection must first prove it holds
+ * the secret (common/svcauth.h): the server sends a challenge at accept and
+ * reads at most the answer's bytes; only a right answer within
+ * auth_timeout_ms makes the connection reach the protocol (on_open). A wrong
+ * answer closes it; the oldest unproven connection is closed when a new one
+ * would pass max_unauthed, so idle connections of someone without the secret
+ * never lock the step's own clients out.
  */
 #ifndef DLRT_TCPSERVER_H
 #define DLRT_TCPSERVER_H
@@ -29,6 +37,7 @@ struct dlrt_conn {
 	bool close_after_write;  /* set by the protocol: reply, then hang up */
 	int64_t linger_until_ms; /* hanging up: write side shut, input discarded until then */
 	void *state;             /* the protocol's per-connection state */
+	struct dlrt_conn_auth *auth; /* non-NULL until the peer proved the step secret */
 	struct dlrt_tcpserver *server;
 };
 
@@ -56,6 +65,11 @@ struct dlrt_tcpserver_cfg {
 	 * (a local task of the same step). nallow == 0 allows everyone: tests only. */
 	const uint32_t *allow;
 	size_t nallow;
+	/* The step secret (DLRT_SVCAUTH_SECRET_LEN bytes, copied), or NULL: no
+	 * authentication phase. */
+	const uint8_t *secret;
+	unsigned max_unauthed;     /* connections still to prove it (0 = 64) */
+	int64_t auth_timeout_ms;   /* time to answer the challenge (0 = 5000) */
 };
 
 int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,

@@ -22,6 +22,8 @@ static void usage(FILE *f)
 		"usage: dlrt-kv [--timeout SECONDS] OPERATION...\n"
 		"Runs the operations in order, in one PMIx session of this task:\n"
 		"  put KEY VALUE    publish KEY=VALUE for this task\n"
+		"  putenv KEY VAR   publish KEY=the value of environment variable VAR\n"
+		"                   (keeps a secret out of the command line)\n"
 		"  fence            wait until every task of the step reaches its fence\n"
 		"  get RANK KEY     print the VALUE task RANK published (after a fence)\n"
 		"  getall KEY       print 'RANK VALUE' for every task (after a fence)\n"
@@ -46,7 +48,7 @@ static int op_args(const char *op)
 	static const struct {
 		const char *name;
 		int nargs;
-	} ops[] = { { "put", 2 }, { "get", 2 }, { "getall", 1 }, { "fence", 0 },
+	} ops[] = { { "put", 2 }, { "putenv", 2 }, { "get", 2 }, { "getall", 1 }, { "fence", 0 },
 		    { "await", 2 }, { "awaitall", 1 }, { "awaitlist", 2 }, { "linger", 3 },
 		    { "barrier", 0 }, { "rank", 0 }, { "size", 0 } };
 
@@ -69,6 +71,14 @@ static int run_op(struct dlrt_pmix *p, char **a, struct dlrt_err *err)
 
 	if (!strcmp(a[0], "put"))
 		return dlrt_pmix_put(p, a[1], a[2], err);
+	if (!strcmp(a[0], "putenv")) {
+		const char *v = getenv(a[2]);
+
+		if (!v)
+			return dlrt_err_set(err, "putenv %s %s: %s is not set in the environment",
+					    a[1], a[2], a[2]);
+		return dlrt_pmix_put(p, a[1], v, err);
+	}
 	if (!strcmp(a[0], "fence"))
 		return dlrt_pmix_fence(p, err);
 	if (!strcmp(a[0], "barrier"))

@@ -8,6 +8,7 @@
 
 #include "netaddr.h"
 #include "opts.h"
+#include "svcauth.h"
 
 #define LINE_MAX_LEN 512
 
@@ -51,6 +52,11 @@ int dlrt_exchange_reply_parse(const char *text, size_t len, uint32_t ntasks,
 		if (!strncmp(line, "dlrt-kv: ", 9))
 			return dlrt_err_set(err, "%s", line[9] ? line + 9 :
 					    "dlrt-kv failed without saying why");
+		/* The root published why it cannot serve (its service did not
+		 * start): every node fails with that line at once. */
+		if (line[0] == '!')
+			return dlrt_err_set(err, "%s", line[1] ? line + 1 :
+					    "the root task failed without saying why");
 	}
 	if (all && !(got = calloc(ntasks ? ntasks : 1, 1)))
 		return dlrt_err_set(err, "out of memory");
@@ -60,13 +66,19 @@ int dlrt_exchange_reply_parse(const char *text, size_t len, uint32_t ntasks,
 		uint32_t r;
 
 		if (!strchr(line, ' ')) {
+			bool with_secret = strchr(line, '#') != NULL;
+
 			if (have_root ||
-			    dlrt_net_parse_hostport(line, mine->root_ip, &mine->root_port) < 0) {
+			    (with_secret ? dlrt_svcaddr_parse(line, strlen(line), mine->root_ip,
+							      &mine->root_port, mine->secret)
+					 : dlrt_net_parse_hostport(line, mine->root_ip,
+								   &mine->root_port)) < 0) {
 				dlrt_err_set(err, "the root task published a bad address '%.64s'",
 					     line);
 				goto fail;
 			}
 			have_root = true;
+			mine->has_secret = with_secret;
 			continue;
 		}
 		if (sscanf(line, "%511s %511s", rank_s, ip) != 2 ||

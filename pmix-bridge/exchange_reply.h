@@ -7,6 +7,8 @@
  * survive the fork. dlrt-kv prints, on its stdout:
  *
  *   <root ip>:<root port>        (the value task `root` published)
+ *   <root ip>:<root port>#<hex>  (a node service's address with the step secret)
+ *   !<message>                   (the root cannot serve: its service did not start)
  *   <rank> <node ip>             (one per task, only when every address was asked for)
  *
  * and on failure a line "dlrt-kv: <message>" (its stderr shares the pipe).

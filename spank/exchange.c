@@ -36,6 +36,9 @@
 #include "exchange.h"
 #include "exchange_reply.h"
 #include "netaddr.h"
+#include "svcauth.h"
+
+#define ROOT_VALUE_VAR "DLRT_KV_ROOT_VALUE"
 
 /* Time dlrt-kv may take beyond exchange_timeout: connecting, and naming the
  * ranks that did not arrive after a timed-out fence (bounded at 5 s there). */
@@ -268,6 +271,29 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 	return 0;
 }
 
+/* `env` plus NAME=VALUE: how a value that must not show in /proc/PID/cmdline
+ * (world-readable) reaches dlrt-kv. One allocation; free() it after zeroing
+ * the value (*value_at). */
+static char **env_plus(char **env, const char *name, const char *value, char **value_at)
+{
+	size_t n = 0, len = strlen(name) + strlen(value) + 2;
+	char **out, *s;
+
+	while (env && env[n])
+		n++;
+	out = malloc((n + 2) * sizeof(*out) + len);
+	if (!out)
+		return NULL;
+	s = (char *)(out + n + 2);
+	snprintf(s, len, "%s=%s", name, value);
+	for (size_t i = 0; i < n; i++)
+		out[i] = env[i];
+	out[n] = s;
+	out[n + 1] = NULL;
+	*value_at = s;
+	return out;
+}
+
 /* One PMIx client per node (see struct dlrt_exchange_req). No fence: the root
  * publishes its address, every other node's first task reads it and says so
  * (got), and the root leaves only once all of them did, so its node (whose
@@ -277,9 +303,10 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv, char **env,
 			     struct dlrt_addrs *mine, struct dlrt_err *err)
 {
-	char timeout_s[16], root_s[64];
-	char *argv[24];
+	char timeout_s[16], root_s[DLRT_SVCADDR_MAX + 520];
+	char *argv[24], **env2 = NULL, *value = NULL;
 	size_t n = 0;
+	int rc;
 
 	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
 	argv[n++] = "dlrt-kv";
@@ -288,12 +315,28 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 	if (req->rank == req->root) {
 		uint16_t port = req->root_port;
 
-		if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
-			return -1;
-		snprintf(root_s, sizeof(root_s), "%s:%u", mine->node_ip, port);
-		argv[n++] = "put";
-		argv[n++] = "root";
-		argv[n++] = root_s;
+		if (req->fail) {
+			snprintf(root_s, sizeof(root_s), "!%s", req->fail);
+			argv[n++] = "put";
+			argv[n++] = "root";
+			argv[n++] = root_s;
+		} else if (req->secret) {
+			dlrt_svcaddr_format(root_s, mine->node_ip, port, req->secret);
+			env2 = env_plus(env, ROOT_VALUE_VAR, root_s, &value);
+			memset(root_s, 0, sizeof(root_s));
+			if (!env2)
+				return dlrt_err_set(err, "out of memory");
+			argv[n++] = "putenv";
+			argv[n++] = "root";
+			argv[n++] = ROOT_VALUE_VAR;
+		} else {
+			if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
+				return -1;
+			snprintf(root_s, sizeof(root_s), "%s:%u", mine->node_ip, port);
+			argv[n++] = "put";
+			argv[n++] = "root";
+			argv[n++] = root_s;
+		}
 		argv[n++] = "await";
 		argv[n++] = "0";
 		argv[n++] = "root";
@@ -318,7 +361,11 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 		argv[n++] = "5";
 	}
 	argv[n] = NULL;
-	return run_kv_reply(kv, argv, env, req, mine, NULL, err);
+	rc = run_kv_reply(kv, argv, env2 ? env2 : env, req, mine, NULL, err);
+	if (value)
+		memset(value, 0, strlen(value));
+	free(env2);
+	return rc;
 }
 
 int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,

@@ -26,6 +26,12 @@ struct dlrt_exchange_req {
 	struct dlrt_node_share *share;
 	uint32_t local;     /* this task's local rank */
 	const char *reps;   /* "R,R,...": the first task of every other node ("" for one node) */
+	/* Root task only, per-node exchange only. secret: the service's step
+	 * secret, published with its address as "IP:PORT#HEX" through dlrt-kv's
+	 * environment (never its argv). fail: publish "!<fail>" instead of an
+	 * address, so every node's tasks fail at once with that line. */
+	const uint8_t *secret;
+	const char *fail;
 };
 
 /* The answer of a node's first task for the others (shared memory). */

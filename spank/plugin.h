@@ -43,6 +43,10 @@ struct dlrt_plugin {
 	bool has_service;          /* the runtime needs a node service in this step */
 	const char *service_what;  /* its description, for messages */
 	struct dlrt_svc svc;       /* started here if this node hosts task 0 */
+	bool svc_failed;           /* it was to start here and did not (deferred_err) */
+	uint8_t secret[32];        /* the step secret (root's node: made with the service) */
+	struct dlrt_svc relay;     /* this node's dlrt-relay, in every step with a service */
+	int relay_config_fd;       /* its config pipe (close-on-exec); -1: none */
 	long svc_start_us;         /* how long starting it took (--dl-verbose) */
 	/* The address exchange, one PMIx client per node (exchange.h): the
 	 * answer of the node's first task, shared with its other tasks, and the
@@ -62,6 +66,10 @@ extern struct dlrt_plugin dlrt_plugin;
 int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct dlrt_svc *svc,
 		       struct dlrt_err *err);
 void dlrt_service_stop(struct dlrt_svc *svc);
+/* Starts this node's relay (as the job user, like a service) and returns the
+ * write end of its config pipe in *config_w. */
+int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
+			  struct dlrt_err *err);
 
 /* options.c */
 int dlrt_options_register(spank_t sp);

@@ -10,6 +10,14 @@
  *   - alarm() set before exec is kept across execve: a last-resort bound
  *     (plugstack.conf service_max_lifetime) even if everything else failed.
  * Only the step's nodes may connect: their IPv4 addresses go to --allow.
+ *
+ * The service admits only connections that prove the step secret (32 random
+ * bytes made here, handed over on a pipe, never in an argv or a file), and
+ * only the node relays hold it: every node of the step runs dlrt-relay
+ * (started here too, the same way, before any task), which admits only the
+ * job user's loopback sockets. The node's first task gives its relay the
+ * service's address and the secret after the address exchange, on a pipe
+ * made here (close-on-exec, so no program keeps it). See common/relay.h.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,8 +38,10 @@
 #include <linux/close_range.h>
 
 #include "buf.h"
+#include "crypto.h"
 #include "netaddr.h"
 #include "plugin.h"
+#include "svcauth.h"
 
 #define STOP_GRACE_MS 1000
 
@@ -139,6 +149,7 @@ struct child_args {
 	gid_t *groups;
 	int ngroups;
 	int life_r, ready_w;
+	int extra_fd;      /* the secret (service) or config (relay) pipe; -1: none */
 	pid_t parent;
 	unsigned max_lifetime;
 	const char *log;
@@ -186,9 +197,10 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 		dup2(fd, 2);
 	}
 	/* slurmstepd's own descriptors (task stdio, slurmd sockets) must not live on
-	 * in the service: mark everything close-on-exec but the two it is given. */
+	 * in the service: mark everything close-on-exec but the pipes it is given. */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (fcntl(a->life_r, F_SETFD, 0) < 0 || fcntl(a->ready_w, F_SETFD, 0) < 0)
+	if (fcntl(a->life_r, F_SETFD, 0) < 0 || fcntl(a->ready_w, F_SETFD, 0) < 0 ||
+	    (a->extra_fd >= 0 && fcntl(a->extra_fd, F_SETFD, 0) < 0))
 		_exit(122);
 	alarm(a->max_lifetime);
 	execve(a->argv[0], a->argv, envp);
@@ -271,71 +283,47 @@ static int read_ready(int fd, int timeout_ms, uint16_t *port)
 	}
 }
 
-int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct dlrt_svc *svc,
-		       struct dlrt_err *err)
+/* The job user, who runs every program started here (never root). */
+static int job_user(spank_t sp, struct child_args *a, const char *what, struct dlrt_err *err)
+{
+	if (spank_get_item(sp, S_JOB_UID, &a->uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &a->gid) != ESPANK_SUCCESS)
+		return dlrt_err_set(err, "cannot read the job's user from Slurm, so not starting %s",
+				    what);
+	if (a->uid == 0)
+		return dlrt_err_set(err, "dlrt never runs %s as root: submit the job as a regular "
+				    "user", what);
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &a->groups, &a->ngroups) != ESPANK_SUCCESS)
+		a->ngroups = 0;
+	return 0;
+}
+
+/* Forks the program of `a` and waits (bounded) for its port; `life` is the
+ * lifetime pipe, whose write end svc keeps on success. */
+static int launch(struct child_args *a, const char *program, const char *what,
+		  const char *path, int life[2], int ready[2], struct dlrt_svc *svc,
+		  struct dlrt_err *err)
 {
 	struct dlrt_plugin *pl = &dlrt_plugin;
 	const char *node = pl->layout.nodes.names[pl->node_id];
-	char path[4096], launch_ip[64] = "", log[256], why[64];
-	struct dlrt_service_common c = { .path = path, .verbose = pl->opts.verbose };
-	struct child_args a = { .max_lifetime = pl->cfg.service_max_lifetime };
-	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, status, rc = -1;
-	struct dlrt_buf allow;
-	char **argv = NULL;
+	char log[256], why[64];
+	int status;
 	pid_t pid;
 
-	memset(svc, 0, sizeof(*svc));
-	svc->life_fd = -1;
-	dlrt_buf_init(&allow, 1u << 24);
-	if (spank_get_item(sp, S_JOB_UID, &a.uid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_GID, &a.gid) != ESPANK_SUCCESS) {
-		dlrt_err_set(err, "cannot read the job's user from Slurm, so not starting %s",
-			     spec->what);
-		goto out;
-	}
-	if (a.uid == 0) {
-		dlrt_err_set(err, "dlrt never runs %s as root: submit the job as a regular user",
-			     spec->what);
-		goto out;
-	}
-	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &a.groups, &a.ngroups) != ESPANK_SUCCESS)
-		a.ngroups = 0;
-	if (program_path(spec->program, path, sizeof(path), err) < 0)
-		goto out;
-	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
-	if (dlrt_net_node_ipv4(pl->opts.iface[0] ? pl->opts.iface : NULL, launch_ip, svc->ip,
-			       err) < 0)
-		goto out;
-	if (allow_list(&pl->layout, svc->ip, &allow, err) < 0)
-		goto out;
-	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
-	    (life[0] = high_fd(life[0])) < 0 || (ready[1] = high_fd(ready[1])) < 0) {
-		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", spec->what);
-		goto out;
-	}
-	c.bind_ip = svc->ip;
-	c.allow = (const char *)dlrt_buf_head(&allow);
-	c.lifetime_fd = life[0];
-	c.ready_fd = ready[1];
-	argv = dlrt_service_argv(spec, &c, err);
-	if (!argv)
-		goto out;
-	a.argv = argv;
-	a.life_r = life[0];
-	a.ready_w = ready[1];
-	a.parent = getpid();
+	a->life_r = life[0];
+	a->ready_w = ready[1];
+	a->parent = getpid();
+	a->max_lifetime = pl->cfg.service_max_lifetime;
 	if (pl->opts.verbose) {
-		snprintf(log, sizeof(log), "/tmp/%s.%u.%u.log", spec->program, pl->step.job_id,
+		snprintf(log, sizeof(log), "/tmp/%s.%u.%u.log", program, pl->step.job_id,
 			 pl->step.step_id);
-		a.log = log;
+		a->log = log;
 	}
 	pid = fork();
-	if (pid < 0) {
-		dlrt_err_errno(err, errno, "cannot fork to start %s", spec->what);
-		goto out;
-	}
+	if (pid < 0)
+		return dlrt_err_errno(err, errno, "cannot fork to start %s", what);
 	if (pid == 0)
-		child(&a);
+		child(a);
 	close(life[0]);
 	close(ready[1]);
 	life[0] = ready[1] = -1;
@@ -348,30 +336,148 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 			reap(pid, STOP_GRACE_MS, &status);
 		}
 		if (exited && status != -1)
-			dlrt_err_set(err, "%s (%s) did not start on %s (%s)%s%s", spec->what, path,
-				     node, exit_reason(status, why, sizeof(why)),
-				     a.log ? "; its log: " : "; rerun with --dl-verbose for its log",
-				     a.log ? a.log : "");
-		else
-			dlrt_err_set(err, "%s (%s) did not report its port within %u s on %s: the "
-				     "node is overloaded, or raise service_timeout in plugstack.conf",
-				     spec->what, path, pl->cfg.service_timeout, node);
-		goto out;
+			return dlrt_err_set(err, "%s (%s) did not start on %s (%s)%s%s", what, path,
+					    node, exit_reason(status, why, sizeof(why)),
+					    a->log ? "; its log: " : "; rerun with --dl-verbose for "
+					    "its log", a->log ? a->log : "");
+		return dlrt_err_set(err, "%s (%s) did not report its port within %u s on %s: the "
+				    "node is overloaded, or raise service_timeout in plugstack.conf",
+				    what, path, pl->cfg.service_timeout, node);
 	}
 	svc->pid = pid;
 	svc->life_fd = life[1];
 	life[1] = -1;
-	svc->what = spec->what;
-	rc = 0;
-out:
-	for (int i = 0; i < 2; i++) {
-		if (life[i] >= 0)
-			close(life[i]);
-		if (ready[i] >= 0)
-			close(ready[i]);
+	svc->what = what;
+	return 0;
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+	p[0] = p[1] = -1;
+}
+
+/* The step secret goes to the service on a pipe that holds it whole before
+ * the fork (32 bytes fit any pipe), so nothing waits on the child. */
+static int secret_pipe(const uint8_t *secret, struct dlrt_err *err)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return dlrt_err_errno(err, errno, "cannot create the pipe for the step secret");
+	if (write(p[1], secret, DLRT_SVCAUTH_SECRET_LEN) != DLRT_SVCAUTH_SECRET_LEN) {
+		close(p[0]);
+		close(p[1]);
+		return dlrt_err_errno(err, errno, "cannot write the step secret to its pipe");
 	}
+	close(p[1]);
+	return high_fd(p[0]);
+}
+
+int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct dlrt_svc *svc,
+		       struct dlrt_err *err)
+{
+	struct dlrt_plugin *pl = &dlrt_plugin;
+	char path[4096], launch_ip[64] = "";
+	struct dlrt_service_common c = { .path = path, .verbose = pl->opts.verbose };
+	struct child_args a = { .extra_fd = -1 };
+	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, rc = -1;
+	struct dlrt_buf allow;
+	char **argv = NULL;
+
+	memset(svc, 0, sizeof(*svc));
+	svc->life_fd = -1;
+	dlrt_buf_init(&allow, 1u << 24);
+	if (job_user(sp, &a, spec->what, err) < 0)
+		goto out;
+	if (program_path(spec->program, path, sizeof(path), err) < 0)
+		goto out;
+	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
+	if (dlrt_net_node_ipv4(pl->opts.iface[0] ? pl->opts.iface : NULL, launch_ip, svc->ip,
+			       err) < 0)
+		goto out;
+	if (allow_list(&pl->layout, svc->ip, &allow, err) < 0)
+		goto out;
+	if (dlrt_crypto_random(pl->secret, sizeof(pl->secret)) < 0) {
+		dlrt_err_errno(err, errno, "cannot make the step secret for %s", spec->what);
+		goto out;
+	}
+	if ((a.extra_fd = secret_pipe(pl->secret, err)) < 0)
+		goto out;
+	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
+	    (life[0] = high_fd(life[0])) < 0 || (ready[1] = high_fd(ready[1])) < 0) {
+		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", spec->what);
+		goto out;
+	}
+	c.bind_ip = svc->ip;
+	c.allow = (const char *)dlrt_buf_head(&allow);
+	c.lifetime_fd = life[0];
+	c.ready_fd = ready[1];
+	c.secret_fd = a.extra_fd;
+	argv = dlrt_service_argv(spec, &c, err);
+	if (!argv)
+		goto out;
+	a.argv = argv;
+	rc = launch(&a, spec->program, spec->what, path, life, ready, svc, err);
+out:
+	close_pair(life);
+	close_pair(ready);
+	if (a.extra_fd >= 0)
+		close(a.extra_fd);
 	free(argv);
 	dlrt_buf_free(&allow);
+	return rc;
+}
+
+int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
+			  struct dlrt_err *err)
+{
+	static const char what[] = "the node relay (dlrt-relay)";
+	char path[4096], life_s[16], ready_s[16], config_s[16];
+	struct child_args a = { .extra_fd = -1 };
+	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, config[2] = { -1, -1 }, rc = -1;
+	char *argv[10];
+	size_t n = 0;
+
+	memset(relay, 0, sizeof(*relay));
+	relay->life_fd = -1;
+	*config_w = -1;
+	if (job_user(sp, &a, what, err) < 0 || program_path("dlrt-relay", path, sizeof(path), err) < 0)
+		return -1;
+	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
+	    pipe2(config, O_CLOEXEC) < 0 || (life[0] = high_fd(life[0])) < 0 ||
+	    (ready[1] = high_fd(ready[1])) < 0 || (config[0] = high_fd(config[0])) < 0 ||
+	    (config[1] = high_fd(config[1])) < 0) {
+		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
+		goto out;
+	}
+	snprintf(life_s, sizeof(life_s), "%d", life[0]);
+	snprintf(ready_s, sizeof(ready_s), "%d", ready[1]);
+	snprintf(config_s, sizeof(config_s), "%d", config[0]);
+	argv[n++] = path;
+	argv[n++] = "--lifetime-fd";
+	argv[n++] = life_s;
+	argv[n++] = "--ready-fd";
+	argv[n++] = ready_s;
+	argv[n++] = "--config-fd";
+	argv[n++] = config_s;
+	if (dlrt_plugin.opts.verbose)
+		argv[n++] = "--verbose";
+	argv[n] = NULL;
+	a.argv = argv;
+	a.extra_fd = config[0];
+	snprintf(relay->ip, sizeof(relay->ip), "127.0.0.1");
+	if (launch(&a, "dlrt-relay", what, path, life, ready, relay, err) < 0)
+		goto out;
+	*config_w = config[1];
+	config[1] = -1;
+	rc = 0;
+out:
+	close_pair(life);
+	close_pair(ready);
+	close_pair(config);
 	return rc;
 }
 

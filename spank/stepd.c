@@ -5,6 +5,8 @@
  * exec: it checks that Slurm put this task where the layout says, then sets
  * the task's environment (or, with --dl-dry-run, prints the table and exits).
  */
+#include <errno.h>
+#include <signal.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include "exchange.h"
 #include "plan_print.h"
 #include "plugin.h"
+#include "svcauth.h"
 
 #define ENV_MAX 4096
 
@@ -120,13 +123,20 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 	dlrt_service_spec_init(&spec, NULL, NULL);
 	dlrt_plugin.has_service = rt->service(&dlrt_plugin.plan, &spec);
 	dlrt_plugin.service_what = spec.what;
+	dlrt_plugin.relay_config_fd = -1;
 	if (dlrt_plugin.has_service && dlrt_plugin.layout.task_node[0] == dlrt_plugin.node_id) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		rc = dlrt_service_start(sp, &spec, &dlrt_plugin.svc, err);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		dlrt_plugin.svc_start_us = (t1.tv_sec - t0.tv_sec) * 1000000L +
 					   (t1.tv_nsec - t0.tv_nsec) / 1000;
+		dlrt_plugin.svc_failed = rc < 0;
 	}
+	/* Every node, the root's too: the tasks reach the service only through
+	 * their node's relay, so the service can admit only relays. */
+	if (rc == 0 && dlrt_plugin.has_service)
+		rc = dlrt_relay_start_node(sp, &dlrt_plugin.relay, &dlrt_plugin.relay_config_fd,
+					   err);
 	dlrt_service_spec_free(&spec);
 	return rc;
 }
@@ -189,8 +199,13 @@ int dlrt_stepd_user_init(spank_t sp)
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
-	if (dlrt_stepd_gpu_user_init(sp, &err) < 0 || start_service(sp, &err) < 0)
+	if (dlrt_stepd_gpu_user_init(sp, &err) < 0)
 		return defer(&err);
+	if (start_service(sp, &err) < 0) {
+		/* The root's node still tells the other nodes why (task_init). */
+		share_init();
+		return defer(&err);
+	}
 	dlrt_failfast_user_init();
 	share_init();
 	return 0;
@@ -282,6 +297,13 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 			_exit(1);
 		}
 	}
+	/* The tasks would get their node's relay (use_relay); the table shows
+	 * the address of task 0's node's relay. */
+	for (uint32_t t = 0; all && dlrt_plugin.relay.pid > 0 && t < dlrt_plugin.layout.ntasks;
+	     t++) {
+		snprintf(all[t].root_ip, sizeof(all[t].root_ip), "127.0.0.1");
+		all[t].root_port = dlrt_plugin.relay.port;
+	}
 	if (rank == 0) {
 		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all, &err) < 0)
 			fprintf(stderr, "dlrt: %s\n", err.msg);
@@ -293,6 +315,78 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 		fflush(stdout);
 	}
 	_exit(0);
+}
+
+/* The service did not start on the root's node: its first task publishes the
+ * error instead of the address, so the other nodes' tasks, which wait for
+ * that address, fail at once with the same line instead of at
+ * exchange_timeout. It waits until every other node has read it (bounded by
+ * the exchange timeout). Nothing to do for a one-node step. */
+static void publish_failure(spank_t sp, int local)
+{
+	uint32_t rank = 1;
+	struct dlrt_addrs mine;
+	struct dlrt_err err;
+	struct dlrt_exchange_req req;
+
+	if (!dlrt_plugin.svc_failed || local != 0 || !dlrt_plugin.share || !dlrt_plugin.reps ||
+	    !dlrt_plugin.reps[0] || spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
+	    rank != 0 || !exchange_wanted(sp, rank) || !dlrt_exchange_possible(sp))
+		return;
+	req = (struct dlrt_exchange_req){
+		.rank = 0,
+		.ntasks = dlrt_plugin.layout.ntasks,
+		.root = 0,
+		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
+		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
+		.share = dlrt_plugin.share,
+		.local = 0,
+		.reps = dlrt_plugin.reps,
+		.fail = dlrt_plugin.deferred_err.msg,
+	};
+	dlrt_exchange_root(sp, &req, &mine, NULL, &err);
+}
+
+/* The tasks talk to the service through their node's relay: the first task
+ * gives the relay the service's address and the step secret (from the
+ * exchange; never in an argv), every task gets the relay's loopback address.
+ * The relay holds clients that come before this line, bounded. */
+static void use_relay(int local, struct dlrt_addrs *addrs)
+{
+	if (dlrt_plugin.relay.pid <= 0)
+		return;
+	if (local == 0 && dlrt_plugin.relay_config_fd >= 0) {
+		struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+		char line[DLRT_SVCADDR_MAX + 1];
+		size_t len;
+		ssize_t w;
+
+		if (!addrs->has_secret)
+			task_fail(local, "the root task published the service's address without "
+				  "the step secret: the nodes run different dlrt versions; "
+				  "reinstall dlrt on every node");
+		dlrt_svcaddr_format(line, addrs->root_ip, addrs->root_port, addrs->secret);
+		len = strlen(line);
+		line[len++] = '\n';
+		/* A relay that died must fail this task with a line, not SIGPIPE. */
+		sigaction(SIGPIPE, &ign, &old);
+		do
+			w = write(dlrt_plugin.relay_config_fd, line, len);
+		while (w < 0 && errno == EINTR);
+		sigaction(SIGPIPE, &old, NULL);
+		memset(line, 0, sizeof(line));
+		if (w != (ssize_t)len)
+			task_fail(local, "cannot give the node relay the service's address (its "
+				  "pipe is closed: did dlrt-relay exit? rerun with --dl-verbose "
+				  "and see /tmp/dlrt-relay.<job>.<step>.log on the node)");
+	}
+	if (dlrt_plugin.relay_config_fd >= 0)
+		close(dlrt_plugin.relay_config_fd);
+	dlrt_plugin.relay_config_fd = -1;
+	memset(addrs->secret, 0, sizeof(addrs->secret));
+	addrs->has_secret = false;
+	snprintf(addrs->root_ip, sizeof(addrs->root_ip), "127.0.0.1");
+	addrs->root_port = dlrt_plugin.relay.port;
 }
 
 int dlrt_stepd_task_init(spank_t sp)
@@ -308,8 +402,10 @@ int dlrt_stepd_task_init(spank_t sp)
 	if (!dlrt_plugin.active && !dlrt_plugin.deferred_rc)
 		return 0;
 	spank_get_item(sp, S_TASK_ID, &local);
-	if (dlrt_plugin.deferred_rc)
+	if (dlrt_plugin.deferred_rc) {
+		publish_failure(sp, local);
 		task_fail(local, dlrt_plugin.deferred_err.msg);
+	}
 	if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS)
 		task_fail(local, "cannot read this task's id from Slurm");
 	if (dlrt_layout_check_local(&dlrt_plugin.layout, dlrt_plugin.node_id, (uint32_t)local,
@@ -325,6 +421,10 @@ int dlrt_stepd_task_init(spank_t sp)
 		.share = dlrt_plugin.opts.dry_run ? NULL : dlrt_plugin.share,
 		.local = (uint32_t)local,
 		.reps = dlrt_plugin.reps ? dlrt_plugin.reps : "",
+		/* non-NULL on the root's node only, and never in a dry run, whose
+		 * every task runs the full exchange and prints its answer */
+		.secret = dlrt_plugin.svc.pid > 0 && !dlrt_plugin.opts.dry_run ?
+			  dlrt_plugin.secret : NULL,
 	};
 	if (dlrt_plugin.has_service && !dlrt_exchange_possible(sp)) {
 		dlrt_err_set(&err, "the tasks learn the address of %s (which dlrt starts on the "
@@ -361,6 +461,7 @@ int dlrt_stepd_task_init(spank_t sp)
 		}
 		dlrt_verbose(rank, "address exchange over PMIx: %.1f ms, root %s:%u",
 			     dlrt_verbose_now_ms() - t1, addrs.root_ip, addrs.root_port);
+		use_relay(local, &addrs);
 	}
 
 	dlrt_env_init(&env);
@@ -392,6 +493,10 @@ int dlrt_stepd_task_init(spank_t sp)
 			     dlrt_plugin.svc.what, dlrt_plugin.svc.ip, dlrt_plugin.svc.port,
 			     (int)dlrt_plugin.svc.pid, dlrt_plugin.svc_start_us / 1000,
 			     dlrt_plugin.svc_start_us % 1000);
+	if (dlrt_plugin.relay.pid > 0 && local == 0)
+		dlrt_verbose(rank, "node relay listening on 127.0.0.1:%u (pid %d), for the job "
+			     "user's processes only", dlrt_plugin.relay.port,
+			     (int)dlrt_plugin.relay.pid);
 	dlrt_env_free(&env);
 	return 0;
 }
@@ -404,6 +509,10 @@ void dlrt_stepd_exit(void)
 	free(dlrt_plugin.reps);
 	dlrt_plugin.reps = NULL;
 	dlrt_service_stop(&dlrt_plugin.svc);
+	if (dlrt_plugin.relay.pid > 0 && dlrt_plugin.relay_config_fd >= 0)
+		close(dlrt_plugin.relay_config_fd);
+	dlrt_plugin.relay_config_fd = -1;
+	dlrt_service_stop(&dlrt_plugin.relay);
 	dlrt_stepd_gpu_free();
 	dlrt_plan_free(&dlrt_plugin.plan);
 	dlrt_layout_free(&dlrt_plugin.layout);

@@ -21,6 +21,7 @@
 #include "kvstore.h"
 #include "store_session.h"
 #include "service.h"
+#include "svcauth.h"
 #include "tcpserver.h"
 
 #define PROG "dlrt-store"
@@ -64,6 +65,8 @@ static void usage(FILE *f)
 		"  --lifetime-fd FD     exit when FD reaches end-of-file (the step ended)\n"
 		"  --parent-pid PID     exit when process PID is gone\n"
 		"  --ready-fd FD        once listening, write the port and a newline to FD and close it\n"
+		"  --secret-fd FD       read the step secret (32 bytes) from FD: every client must\n"
+		"                       prove it first (dlrt-relay does)\n"
 		"  --verbose            log connections and every command with its latency to stderr\n"
 		"  --help               this text\n",
 		DLRT_RESP_DEFAULT_MAX_BULK, DLRT_RESP_DEFAULT_MAX_ARGS);
@@ -209,7 +212,7 @@ static const struct dlrt_proto store_proto = { on_data, on_open, on_close };
 int main(int argc, char **argv)
 {
 	enum { O_BIND = 256, O_PORT, O_ALLOW, O_ALLOW_ANY, O_MAXVAL, O_MAXARGS, O_IDLE,
-	       O_MAXIDLE, O_LIFEFD, O_PPID, O_READY, O_VERBOSE, O_HELP };
+	       O_MAXIDLE, O_LIFEFD, O_PPID, O_READY, O_VERBOSE, O_HELP, O_SECRET };
 	static const struct option opts[] = {
 		{ "bind", required_argument, NULL, O_BIND },
 		{ "port", required_argument, NULL, O_PORT },
@@ -222,6 +225,7 @@ int main(int argc, char **argv)
 		{ "lifetime-fd", required_argument, NULL, O_LIFEFD },
 		{ "parent-pid", required_argument, NULL, O_PPID },
 		{ "ready-fd", required_argument, NULL, O_READY },
+		{ "secret-fd", required_argument, NULL, O_SECRET },
 		{ "verbose", no_argument, NULL, O_VERBOSE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -235,6 +239,7 @@ int main(int argc, char **argv)
 	};
 	struct dlrt_tcpserver_cfg cfg = { .bind_addr = "127.0.0.1" };
 	uint32_t loopback = htonl(INADDR_LOOPBACK), *allow = NULL;
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 	size_t nallow = 0;
 	bool allow_any = false;
 	int ready_fd = -1, sfd = -1, rc = 1, o;
@@ -245,6 +250,15 @@ int main(int argc, char **argv)
 		switch (o) {
 		case O_BIND:
 			cfg.bind_addr = optarg;
+			break;
+		case O_SECRET:
+			if (parse_u64("--secret-fd", optarg, INT32_MAX, &v) < 0)
+				return 2;
+			if (dlrt_svcauth_read_secret((int)v, 5000, secret, &err) < 0) {
+				fprintf(stderr, PROG ": %s\n", err.msg);
+				return 2;
+			}
+			cfg.secret = secret;
 			break;
 		case O_PORT:
 			if (parse_u64("--port", optarg, 65535, &v) < 0)

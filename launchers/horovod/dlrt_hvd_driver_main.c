@@ -27,6 +27,7 @@
 #include "hvd_plan.h"
 #include "rendezvous.h"
 #include "service.h"
+#include "svcauth.h"
 #include "tcpserver.h"
 
 #define PROG "dlrt-hvd-driver"
@@ -74,6 +75,8 @@ static void usage(FILE *f)
 "  --lifetime-fd FD     exit when FD reaches end of file (e.g. a pipe's read end)\n"
 "  --parent-pid PID     exit when process PID is gone (default: the parent process)\n"
 "  --ready-fd FD        once listening, write the port as a decimal line to FD, close it\n"
+"  --secret-fd FD       read the step secret (32 bytes) from FD; every client must\n"
+"                       prove it first (dlrt-relay does)\n"
 "  --verbose            one line per request on stderr, with timing\n"
 "  --help               this text\n"
 "\n"
@@ -256,6 +259,7 @@ int main(int argc, char **argv)
 		{ "lifetime-fd", required_argument, NULL, 'l' },
 		{ "parent-pid", required_argument, NULL, 'P' },
 		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "secret-fd", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -273,6 +277,7 @@ int main(int argc, char **argv)
 	unsigned long long v, max_store = 512ull << 20;
 	const char *hosts = NULL, *allow = "";
 	uint32_t *allow_ips = NULL;
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 	size_t nallow = 0;
 	int ready_fd = -1, sfd = -1, rv = 1, c;
 	bool have_plan = false;
@@ -330,6 +335,16 @@ int main(int argc, char **argv)
 			if (parse_num(optarg, INT_MAX, &v) || !fd_is_open((int)v))
 				return usage_error("--ready-fd '%s' is not an open file descriptor", optarg);
 			ready_fd = (int)v;
+			break;
+		case 's':
+			/* Read now: the other descriptors are closed below. */
+			if (parse_num(optarg, INT_MAX, &v) || !fd_is_open((int)v))
+				return usage_error("--secret-fd '%s' is not an open file descriptor", optarg);
+			if (dlrt_svcauth_read_secret((int)v, 5000, secret, &err) < 0) {
+				fprintf(stderr, PROG ": %s\n", err.msg);
+				return EXIT_USAGE;
+			}
+			cfg.secret = secret;
 			break;
 		case 'v':
 			d.verbose = true;

@@ -82,14 +82,19 @@ elif runtime == "horovod":
                      ("LOCAL_SIZE", "LOCAL_SIZE"), ("CROSS_RANK", "CROSS_RANK"), ("CROSS_SIZE", "CROSS_SIZE")]:
             expect(t.get("HOROVOD_" + a) == t.get("DLRT_" + b), f"task {t['SLURM_PROCID']}: HOROVOD_{a}")
         expect(t.get("HOROVOD_HOSTNAME") == t["SLURMD_NODENAME"], "HOROVOD_HOSTNAME is the node name")
-    # Gloo mode (the default): one driver address for all, on the node of task 0.
+    # Gloo mode (the default): every task reaches the driver (on task 0's node)
+    # through its own node's relay on loopback: one port per node.
     if any("HOROVOD_CONTROLLER" in t for t in tasks):
-        addrs = {(t.get("HOROVOD_GLOO_RENDEZVOUS_ADDR"), t.get("HOROVOD_GLOO_RENDEZVOUS_PORT")) for t in tasks}
-        expect(len(addrs) == 1 and None not in next(iter(addrs)), f"one rendezvous address for all: {addrs}")
+        expect(all(t.get("HOROVOD_GLOO_RENDEZVOUS_ADDR") == "127.0.0.1" for t in tasks),
+               "every task reaches the driver through its node's relay on 127.0.0.1")
+        ports = {}
+        for t in tasks:
+            ports.setdefault(t["SLURM_NODEID"], set()).add(t.get("HOROVOD_GLOO_RENDEZVOUS_PORT"))
+        expect(all(len(p) == 1 and None not in p for p in ports.values()),
+               f"one relay port per node: {ports}")
         t0 = next(t for t in tasks if t["SLURM_PROCID"] == "0")
         expect(all(t.get("DLRT_NODE_ADDR") != t0.get("DLRT_NODE_ADDR") or t["SLURM_NODEID"] == t0["SLURM_NODEID"]
                    for t in tasks), "node addresses distinct across nodes")
-        expect(t0.get("HOROVOD_GLOO_RENDEZVOUS_ADDR") == t0.get("DLRT_NODE_ADDR"), "the driver runs on task 0's node")
         for t in tasks:
             for k, v in [("HOROVOD_CONTROLLER", "gloo"), ("HOROVOD_CPU_OPERATIONS", "gloo")]:
                 expect(t.get(k) == v, f"task {t['SLURM_PROCID']}: {k}={t.get(k)}")

@@ -36,6 +36,20 @@ int main(void)
 			       0 &&
 		       !strcmp(all[0].node_ip, "10.0.0.1") && !strcmp(all[2].node_ip, "10.0.0.3"),
 	       "every address, in any order, last line without newline");
+	memset(&mine, 0, sizeof(mine));
+	TAP_OK(parse("10.0.0.1:4000#00112233445566778899aabbccddeeff"
+		     "00112233445566778899aabbccddee0f\n", 3, &mine, NULL, &err) == 0 &&
+		       mine.root_port == 4000 && mine.has_secret && mine.secret[1] == 0x11 &&
+		       mine.secret[31] == 0x0f,
+	       "a service's address with the step secret");
+	TAP_OK(parse("10.0.0.1:4000\n", 3, &mine, NULL, &err) == 0 && !mine.has_secret,
+	       "an address without a secret says so");
+	expect_bad("!the Caffe2 helper store (dlrt-store) did not start on n1 (exit 3)\n", NULL,
+		   "did not start on n1");
+	expect_bad("!\n", NULL, "the root task failed without saying why");
+	expect_bad("10.0.0.1:4000#0011\n", NULL, "bad address");
+	expect_bad("10.0.0.1:4000#00112233445566778899aabbccddeeff"
+		   "00112233445566778899aabbccddeeXX\n", NULL, "bad address");
 	expect_bad("dlrt-kv: tasks 2 did not publish dlrt.host within 3 s\n", NULL,
 		   "tasks 2 did not publish");
 	expect_bad("10.0.0.1:4000\ndlrt-kv: PMIx fence timed out\n", NULL, "fence timed out");

@@ -123,7 +123,8 @@ int main(void)
 	struct dlrt_plan p;
 	struct dlrt_step_info step = { .job_id = 42, .step_id = 3, .restart_count = 1 };
 	struct dlrt_env env;
-	struct dlrt_addrs addr = { true, "10.0.0.1", 29400, "10.0.0.3", "" };
+	struct dlrt_addrs addr = { .valid = true, .root_ip = "10.0.0.1", .root_port = 29400,
+				   .node_ip = "10.0.0.3" };
 	enum dlrt_dist d;
 	uint32_t plane;
 

@@ -74,9 +74,16 @@ int main(void)
 		TAP_OK(argv_has(argv, "--lifetime-fd", "11"), "--lifetime-fd");
 		TAP_OK(argv_has(argv, "--ready-fd", "12"), "--ready-fd");
 		TAP_OK(!argv_has(argv, "--verbose", NULL), "no --verbose unless asked");
+		TAP_OK(!argv_has(argv, "--secret-fd", NULL), "no --secret-fd unless given");
 		TAP_OK(argv_has(argv, "--hosts=n1:3", NULL), "the runtime's own argument");
 		free(argv);
 	}
+	c.secret_fd = 13;
+	argv = dlrt_service_argv(&s, &c, &err);
+	TAP_OK(argv && argv_has(argv, "--secret-fd", "13"), "--secret-fd: the secret is passed "
+	       "on a pipe, never in argv");
+	free(argv);
+	c.secret_fd = 0;
 	c.verbose = true;
 	argv = dlrt_service_argv(&s, &c, &err);
 	TAP_OK(argv && argv_has(argv, "--verbose", NULL), "--verbose with --dl-verbose");

@@ -37,10 +37,14 @@ while read -r verdict what; do
 	esac
 done <"$WORK/proto.out"
 
-# The process behind the port, seen from n1 (the node of task 0).
-listener=$("$CLUSTER" exec n1 ss -Hltnp "sport = :${port:-1}" 2>/dev/null)
+# The tasks' address is their node's relay on loopback; the driver itself
+# listens on n1's address (the node of task 0).
+relay=$("$CLUSTER" exec n1 ss -Hltnp "sport = :${port:-1}" 2>/dev/null)
+like "$relay" "127\.0\.0\.1:$port .*dlrt-relay" "the tasks' address is n1's relay on 127.0.0.1:$port"
+listener=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | grep dlrt-hvd-driver)
 pid=$(grep -o 'pid=[0-9]*' <<<"$listener" | head -1 | cut -d= -f2)
-like "$listener" "dlrt-hvd-driver" "n1 has dlrt-hvd-driver listening on $addr:$port"
+read -r addr port < <(awk '{sub(/:/, " ", $4); print $4; exit}' <<<"$listener")
+like "$addr:$port" "^10\.77\.[0-9]+\.11:[0-9]+$" "n1 has dlrt-hvd-driver listening on $addr:$port"
 uid=$(id -u "$DLRT_TEST_USER")
 is "$(awk '/^Uid:/ {print $2, $3, $4, $5}' "/proc/${pid:-0}/status" 2>/dev/null)" "$uid $uid $uid $uid" \
 	"it runs as the job user: real, effective, saved and fs uid (never root)"

@@ -1,0 +1,147 @@
+#include "svcauth.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crypto.h"
+#include "netaddr.h"
+
+/* Binds an answer to this use, so an HMAC made for anything else with the
+ * same key can never pass. */
+static const char label[] = "dlrt step service v1";
+
+static void mac(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+		const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN], uint8_t out[DLRT_HMAC_LEN])
+{
+	uint8_t msg[sizeof(label) + DLRT_SVCAUTH_CHALLENGE_LEN];
+
+	memcpy(msg, label, sizeof(label));
+	memcpy(msg + sizeof(label), challenge, DLRT_SVCAUTH_CHALLENGE_LEN);
+	dlrt_crypto_hmac_sha256(secret, DLRT_SVCAUTH_SECRET_LEN, msg, sizeof(msg), out);
+}
+
+void dlrt_svcauth_answer(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			 const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
+			 uint8_t out[DLRT_SVCAUTH_ANSWER_LEN])
+{
+	mac(secret, challenge, out);
+}
+
+bool dlrt_svcauth_check(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
+			const uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN])
+{
+	uint8_t want[DLRT_HMAC_LEN];
+
+	mac(secret, challenge, want);
+	return dlrt_crypto_equal(want, answer, DLRT_SVCAUTH_ANSWER_LEN);
+}
+
+void dlrt_svcaddr_format(char *out, const char *ip, uint16_t port,
+			 const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN])
+{
+	int n = snprintf(out, DLRT_SVCADDR_MAX, "%s:%u#", ip, port);
+
+	for (size_t i = 0; i < DLRT_SVCAUTH_SECRET_LEN && n > 0 && n + 2 < DLRT_SVCADDR_MAX; i++)
+		n += snprintf(out + n, DLRT_SVCADDR_MAX - (size_t)n, "%02x", secret[i]);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int dlrt_svcaddr_parse(const char *s, size_t len, char ip[16], uint16_t *port,
+		       uint8_t secret[DLRT_SVCAUTH_SECRET_LEN])
+{
+	const char *hash = memchr(s, '#', len);
+	char hp[32];
+	size_t hplen;
+
+	if (!hash || (size_t)(s + len - hash - 1) != DLRT_SVCAUTH_HEX_LEN)
+		return -1;
+	hplen = (size_t)(hash - s);
+	if (hplen == 0 || hplen >= sizeof(hp) || memchr(s, '\0', hplen))
+		return -1;
+	memcpy(hp, s, hplen);
+	hp[hplen] = '\0';
+	if (dlrt_net_parse_hostport(hp, ip, port) < 0 || !*port)
+		return -1;
+	for (size_t i = 0; i < DLRT_SVCAUTH_SECRET_LEN; i++) {
+		int hi = hexval(hash[1 + 2 * i]), lo = hexval(hash[2 + 2 * i]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		secret[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int dlrt_svcauth_read_secret(int fd, int timeout_ms, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			     struct dlrt_err *err)
+{
+	int64_t end = mono_ms() + timeout_ms;
+	uint8_t buf[DLRT_SVCAUTH_SECRET_LEN + 1];
+	size_t n = 0;
+	int rc = -1;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int64_t left = end - mono_ms();
+		ssize_t r;
+
+		if (left <= 0) {
+			dlrt_err_set(err, "--secret-fd %d: no secret within %d ms: the launcher must "
+				     "write %d bytes and close the pipe", fd, timeout_ms,
+				     DLRT_SVCAUTH_SECRET_LEN);
+			break;
+		}
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
+			dlrt_err_errno(err, errno, "--secret-fd %d: cannot wait for the secret", fd);
+			break;
+		}
+		r = read(fd, buf + n, sizeof(buf) - n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r < 0) {
+			dlrt_err_errno(err, errno, "--secret-fd %d: cannot read the secret: pass "
+				       "the read end of a pipe", fd);
+			break;
+		}
+		if (r == 0) {
+			if (n == DLRT_SVCAUTH_SECRET_LEN) {
+				memcpy(secret, buf, n);
+				rc = 0;
+			} else {
+				dlrt_err_set(err, "--secret-fd %d: got %zu bytes, want exactly %d "
+					     "then end of file", fd, n, DLRT_SVCAUTH_SECRET_LEN);
+			}
+			break;
+		}
+		n += (size_t)r;
+		if (n > DLRT_SVCAUTH_SECRET_LEN) {
+			dlrt_err_set(err, "--secret-fd %d: more than %d bytes: write exactly the "
+				     "secret", fd, DLRT_SVCAUTH_SECRET_LEN);
+			break;
+		}
+	}
+	memset(buf, 0, sizeof(buf));
+	close(fd);
+	return rc;
+}

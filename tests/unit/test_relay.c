@@ -1,0 +1,266 @@
+/* test_relay.c - the node relay (common/relay.c), the peer-uid lookup
+ * (common/peeruid.c) and the services' authentication phase
+ * (common/tcpserver.c with a secret, common/svcauth.c), against real sockets
+ * on loopback: an echo service behind a relay, in one event loop run by a
+ * thread, and blocking clients in the test. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "peeruid.h"
+#include "relay.h"
+#include "svcauth.h"
+#include "tap.h"
+#include "tcpserver.h"
+
+static const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN] = "0123456789abcdef0123456789abcde";
+
+static enum dlrt_proto_result echo(struct dlrt_conn *c, void *ctx)
+{
+	(void)ctx;
+	if (dlrt_buf_append(&c->out, dlrt_buf_head(&c->in), c->in.len) < 0)
+		return DLRT_PROTO_CLOSE;
+	dlrt_buf_consume(&c->in, c->in.len);
+	return DLRT_PROTO_OK;
+}
+
+static int dial(uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 10 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads until EOF or `cap` bytes; the byte count, or -1 on an error. */
+static ssize_t read_all(int fd, uint8_t *buf, size_t cap)
+{
+	size_t n = 0;
+
+	while (n < cap) {
+		ssize_t r = recv(fd, buf + n, cap - n, 0);
+
+		if (r == 0)
+			break;
+		if (r < 0)
+			return n ? (ssize_t)n : -1;
+		n += (size_t)r;
+	}
+	return (ssize_t)n;
+}
+
+/* Sends `len` bytes and then FIN while reading the echo (a full duplex
+ * exchange, so both directions' buffers of the relay fill and drain). */
+static size_t roundtrip(int fd, const uint8_t *out, size_t len, uint8_t *in, size_t cap)
+{
+	size_t sent = 0, got = 0;
+	bool shut = false;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN | (shut ? 0 : POLLOUT) };
+
+		if (poll(&p, 1, 10000) <= 0)
+			break;
+		if (p.revents & POLLOUT) {
+			ssize_t n = send(fd, out + sent, len - sent > 65536 ? 65536 : len - sent,
+					 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+			if (n > 0)
+				sent += (size_t)n;
+			if (sent == len) {
+				shutdown(fd, SHUT_WR);
+				shut = true;
+			}
+		}
+		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t n = recv(fd, in + got, cap - got, MSG_DONTWAIT);
+
+			if (n == 0 || (n < 0 && errno != EAGAIN))
+				break;
+			if (n > 0)
+				got += (size_t)n;
+		}
+	}
+	return got;
+}
+
+struct late {
+	struct dlrt_relay *relay;
+	uint16_t port;
+};
+
+/* Runs in the loop: the relay learns its target only now, after a client
+ * already came (as when a task connects before its node's first task wrote
+ * the relay's config line). */
+static int64_t set_target_late(struct dlrt_evloop *loop, void *arg)
+{
+	struct late *l = arg;
+
+	(void)loop;
+	dlrt_relay_set_target(l->relay, "127.0.0.1", l->port, secret);
+	return -1;
+}
+
+static void *run(void *arg)
+{
+	dlrt_evloop_run(arg);
+	return NULL;
+}
+
+static void test_svcauth(void)
+{
+	uint8_t chal[DLRT_SVCAUTH_CHALLENGE_LEN] = { 1, 2, 3 }, ans[DLRT_SVCAUTH_ANSWER_LEN];
+	uint8_t other[DLRT_SVCAUTH_SECRET_LEN] = { 9 }, back[DLRT_SVCAUTH_SECRET_LEN];
+	char line[DLRT_SVCADDR_MAX], ip[16];
+	uint16_t port = 0;
+
+	dlrt_svcauth_answer(secret, chal, ans);
+	TAP_OK(dlrt_svcauth_check(secret, chal, ans), "the right answer passes");
+	TAP_OK(!dlrt_svcauth_check(other, chal, ans), "an answer made with another secret fails");
+	chal[0] ^= 1;
+	TAP_OK(!dlrt_svcauth_check(secret, chal, ans), "an answer to another challenge fails");
+	dlrt_svcaddr_format(line, "10.1.2.3", 4567, secret);
+	TAP_OK(strlen(line) == strlen("10.1.2.3:4567#") + 64, "address line: ip:port#64 hex");
+	TAP_OK(dlrt_svcaddr_parse(line, strlen(line), ip, &port, back) == 0 &&
+	       !strcmp(ip, "10.1.2.3") && port == 4567 && !memcmp(back, secret, sizeof(back)),
+	       "address line round trip");
+	TAP_OK(dlrt_svcaddr_parse(line, strlen(line) - 1, ip, &port, back) < 0,
+	       "a short secret is refused");
+	TAP_OK(dlrt_svcaddr_parse("10.1.2.3:4567", 12, ip, &port, back) < 0,
+	       "an address without a secret is refused");
+	line[20] = 'G';
+	TAP_OK(dlrt_svcaddr_parse(line, strlen(line), ip, &port, back) < 0,
+	       "a non-hex secret is refused");
+}
+
+static void test_peeruid(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(sa);
+	struct dlrt_err err;
+	uid_t uid = (uid_t)-1;
+	int lfd = socket(AF_INET, SOCK_STREAM, 0), c, s;
+
+	bind(lfd, (struct sockaddr *)&sa, sizeof(sa));
+	listen(lfd, 4);
+	getsockname(lfd, (struct sockaddr *)&sa, &l);
+	c = dial(ntohs(sa.sin_port));
+	s = accept(lfd, NULL, NULL);
+	TAP_OK(dlrt_peeruid_of(s, &uid, &err) == 0, "the kernel names the peer's owner");
+	TAP_IS_INT(uid, getuid(), "the peer's owner is this process's user");
+	close(c);
+	close(s);
+	close(lfd);
+}
+
+int main(void)
+{
+	struct dlrt_evloop *loop = dlrt_evloop_create();
+	struct dlrt_tcpserver *srv = NULL;
+	struct dlrt_relay *relay = NULL, *closed = NULL, *early = NULL;
+	struct late late;
+	struct dlrt_tcpserver_cfg scfg = {
+		.bind_addr = "127.0.0.1", .max_request = 8u << 20, .max_reply = 8u << 20,
+		.secret = secret, .max_unauthed = 16, .auth_timeout_ms = 500,
+	};
+	struct dlrt_relay_cfg rcfg = { .uid = getuid(), .buf_size = 4096 };
+	struct dlrt_relay_cfg other = { .uid = getuid() + 1 };
+	struct dlrt_proto proto = { .on_data = echo };
+	struct dlrt_relay_stats st;
+	struct dlrt_err err;
+	size_t big = 1u << 20;
+	uint8_t *out = malloc(big), *in = malloc(big + 1), buf[256];
+	int idle[100], fd;
+	pthread_t th;
+
+	test_svcauth();
+	test_peeruid();
+	for (size_t i = 0; i < big; i++)
+		out[i] = (uint8_t)(i * 7 + i / 251);
+	TAP_OK(dlrt_tcpserver_start(&srv, loop, &scfg, &proto, NULL, &err) == 0,
+	       "echo service with a secret starts");
+	TAP_OK(dlrt_relay_start(&relay, loop, &rcfg, &err) == 0, "relay starts");
+	TAP_OK(dlrt_relay_start(&closed, loop, &other, &err) == 0,
+	       "a relay for another uid starts");
+	dlrt_relay_set_target(relay, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
+	dlrt_relay_set_target(closed, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
+	TAP_OK(dlrt_relay_start(&early, loop, &rcfg, &err) == 0, "a relay without a target starts");
+	late = (struct late){ early, dlrt_tcpserver_port(srv) };
+	dlrt_evloop_add_timer(loop, 300, set_target_late, &late);
+	pthread_create(&th, NULL, run, loop);
+
+	fd = dial(dlrt_relay_port(early));
+	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"early", 5, in, big) == 5 &&
+	       !memcmp(in, "early", 5), "a client that comes before the target waits, then is served");
+	close(fd);
+
+	fd = dial(dlrt_relay_port(relay));
+	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"hello", 5, in, big) == 5 &&
+	       !memcmp(in, "hello", 5), "a small request comes back through the relay");
+	close(fd);
+	fd = dial(dlrt_relay_port(relay));
+	TAP_OK(fd >= 0 && roundtrip(fd, out, big, in, big + 1) == big && !memcmp(in, out, big),
+	       "1 MiB through 4 KiB relay buffers comes back intact, then EOF");
+	close(fd);
+
+	/* Without the secret: the service sends its challenge, reads at most the
+	 * answer's bytes, and a wrong answer gets no byte of the protocol. */
+	fd = dial(dlrt_tcpserver_port(srv));
+	TAP_IS_INT(recv(fd, buf, 32, MSG_WAITALL), 32, "a direct client gets a challenge");
+	send(fd, "*1\r\n$4\r\nPING\r\n0123456789abcdef01", 32, MSG_NOSIGNAL);
+	send(fd, "hello", 5, MSG_NOSIGNAL);
+	TAP_OK(read_all(fd, buf, sizeof(buf)) <= 0, "a wrong answer is closed with no reply");
+	close(fd);
+
+	fd = dial(dlrt_tcpserver_port(srv));
+	TAP_OK(read_all(fd, buf, sizeof(buf)) == 32,
+	       "a client that never answers gets the challenge, then is closed at the deadline");
+	close(fd);
+
+	/* Idle connections that never answer cannot lock the relay out. */
+	for (int i = 0; i < 100; i++)
+		idle[i] = dial(dlrt_tcpserver_port(srv));
+	fd = dial(dlrt_relay_port(relay));
+	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"still", 5, in, big) == 5,
+	       "100 idle unauthenticated connections (cap 16) do not lock the relay out");
+	close(fd);
+	for (int i = 0; i < 100; i++)
+		close(idle[i]);
+
+	fd = dial(dlrt_relay_port(closed));
+	send(fd, "hello", 5, MSG_NOSIGNAL);
+	TAP_OK(read_all(fd, buf, sizeof(buf)) <= 0,
+	       "a relay admitting another uid closes this user's connection at once");
+	close(fd);
+
+	dlrt_evloop_stop(loop);
+	pthread_join(th, NULL);
+	dlrt_relay_stats(closed, &st);
+	TAP_IS_INT(st.refused, 1, "the refusal is counted");
+	TAP_IS_INT(st.admitted, 0, "nothing admitted");
+	dlrt_relay_stats(relay, &st);
+	TAP_IS_INT(st.admitted, 3, "the job user's connections were admitted");
+	dlrt_relay_stop(relay);
+	dlrt_relay_stop(closed);
+	dlrt_relay_stop(early);
+	dlrt_tcpserver_stop(srv);
+	dlrt_evloop_destroy(loop);
+	free(out);
+	free(in);
+	return tap_done();
+}
