@@ -34,6 +34,7 @@
 #include "failfast.h"
 #include "exitlike.h"
 #include "plugin.h"
+#include "proc.h"
 
 /* After the step was ended: how long to wait for the other child. */
 #define AFTER_FAILURE_WAIT_S (DLRT_FAILFAST_KILL_AFTER_S + 7)
@@ -184,7 +185,7 @@ static void __attribute__((noreturn)) supervise(spank_t sp, pid_t sched, pid_t p
 		dlrt_failfast_message(plan, 0, is_sched, status, line, sizeof(line));
 		fprintf(stderr, "dlrt: %s\n", line);
 		fflush(stderr);
-		dlrt_failfast_end_step(env, uid, gid);
+		dlrt_failfast_end_step(env, &(struct dlrt_proc_cred){ .uid = uid, .gid = gid });
 		if (is_sched && prog_status == -1)
 			prog_status = wait_bounded(prog, AFTER_FAILURE_WAIT_S * 1000);
 		else if (!is_sched && sched_status == -1)
