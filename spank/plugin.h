@@ -25,6 +25,7 @@ struct dlrt_svc {
 	int life_fd;       /* write end of the lifetime pipe; closing it ends the service */
 	uint16_t port;     /* from its readiness line */
 	char ip[16];       /* the address it listens on */
+	char log[256];     /* its --dl-verbose log (a random name in /tmp), "" without */
 	const char *what;
 };
 

@@ -388,10 +388,11 @@ int dlrt_stepd_task_init(spank_t sp)
 		     dlrt_role_name(dlrt_plugin.plan.task[rank].role),
 		     dlrt_plugin.plan.task[rank].role_index);
 	if (dlrt_plugin.svc.pid > 0 && local == 0)
-		dlrt_verbose(rank, "%s listening on %s:%u (pid %d), started in %ld.%03ld ms",
-			     dlrt_plugin.svc.what, dlrt_plugin.svc.ip, dlrt_plugin.svc.port,
-			     (int)dlrt_plugin.svc.pid, dlrt_plugin.svc_start_us / 1000,
-			     dlrt_plugin.svc_start_us % 1000);
+		dlrt_verbose(rank, "%s listening on %s:%u (pid %d), started in %ld.%03ld ms, "
+			     "log %s", dlrt_plugin.svc.what, dlrt_plugin.svc.ip,
+			     dlrt_plugin.svc.port, (int)dlrt_plugin.svc.pid,
+			     dlrt_plugin.svc_start_us / 1000, dlrt_plugin.svc_start_us % 1000,
+			     dlrt_plugin.svc.log);
 	dlrt_env_free(&env);
 	return 0;
 }
