@@ -17,6 +17,9 @@ mkfifo "$T/fifo"
 ln -s fifo "$T/fifo.xml"
 ln -s /dev/zero "$T/zero.xml"
 truncate -s 65M "$T/big.xml" # sparse: over the limit without using the disk
+# A file that crashes hwloc's XML reader (found by libFuzzer from cluster-2s4g.xml):
+# the parse in the reading child dies, slurmstepd never parses it.
+cp "$SRC/tests/fixtures/topo/crashes-hwloc.xml" "$T/crash.xml"
 chown -R "$DLRT_TEST_USER": "$T"
 # A valid topology that only the stranger may read: root could, the job's user not.
 cp "$SRC/tests/fixtures/topo/cluster-2s4g.xml" "$WORK/private.xml"
@@ -49,6 +52,7 @@ refused() { # refused NAME FILE REGEX
 refused "FIFO" fifo.xml "topology file $T/fifo.xml is not a regular file \(a FIFO, a device or a folder\)"
 refused "/dev/zero" zero.xml "topology file $T/zero.xml is not a regular file"
 refused "over 64 MiB" big.xml "topology file $T/big.xml is larger than 64 MiB"
+refused "a file that crashes hwloc" crash.xml "topology file $T/crash.xml crashes hwloc's XML reader \(signal 11\)"
 refused "another user's file" other.xml "cannot open topology file $T/other.xml as the job's user \(Permission denied\)"
 
 # The FIFO was never opened: a writer would find no reader (and would block).
