@@ -160,6 +160,8 @@ int dlrt_proc_wait(pid_t pid, int64_t deadline_ms, int *status)
 
 void dlrt_proc_end(pid_t pid, bool group, int *status)
 {
+	/* A child that ignores SIGTERM (ignore_end_signals) gets SIGKILL after
+	 * the grace period. */
 	*status = -1;
 	if (group)
 		kill(-pid, SIGTERM);
@@ -222,6 +224,13 @@ static void __attribute__((noreturn)) child(const struct dlrt_proc_spec *s, int 
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			sigaction(sig, &dfl, NULL);
+	if (s->ignore_end_signals) {
+		struct sigaction ign = { .sa_handler = SIG_IGN };
+
+		sigaction(SIGTERM, &ign, NULL);
+		sigaction(SIGINT, &ign, NULL);
+		sigaction(SIGHUP, &ign, NULL);
+	}
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (chdir(s->dir ? s->dir : "/") < 0)

@@ -80,6 +80,10 @@ struct dlrt_proc_spec {
 	int timeout_ms;     /* the whole run, output and exit */
 	size_t out_max;     /* at most this many bytes of output are kept (out != NULL) */
 	bool with_stderr;   /* stderr into `out` too (else /dev/null) */
+	/* Ignore SIGTERM, SIGINT and SIGHUP (kept across exec): for work that
+	 * must survive Slurm ending the step it belongs to (the requeue that
+	 * work itself asked for). The deadline still ends it, with SIGKILL. */
+	bool ignore_end_signals;
 };
 
 struct dlrt_proc_result {

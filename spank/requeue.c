@@ -123,8 +123,11 @@ static int run(const struct rq_job *j, char *out, size_t len, char *const argv[]
 {
 	char conf[1100];
 	char *env[] = { (char *)j->env_path, "LC_ALL=C", NULL, NULL };
+	/* The requeue ends the batch step, whose processes Slurm signals: this
+	 * very scontrol release must not die of that SIGTERM. */
 	struct dlrt_proc_spec spec = { .argv = argv, .envp = env, .timeout_ms = CMD_TIMEOUT_S * 1000,
-				       .out_max = len ? len - 1 : 0, .with_stderr = true };
+				       .out_max = len ? len - 1 : 0, .with_stderr = true,
+				       .ignore_end_signals = true };
 	struct dlrt_proc_result res;
 	struct dlrt_err err;
 	struct dlrt_buf b;
@@ -306,7 +309,7 @@ static void as_user(const struct rq_job *j, void (*fn)(struct rq_job *, int), in
 {
 	struct as_user_call c = { .job = *j, .fn = fn, .arg = arg };
 	struct dlrt_proc_spec spec = { .cred = &j->cred, .fn = as_user_child, .arg = &c,
-				       .timeout_ms = RQ_TIMEOUT_S * 1000 };
+				       .timeout_ms = RQ_TIMEOUT_S * 1000, .ignore_end_signals = true };
 	struct dlrt_proc_result res;
 	struct dlrt_err err;
 

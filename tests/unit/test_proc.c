@@ -110,6 +110,22 @@ int main(void)
 	TAP_OK(res.too_much && out.len <= 4096 && res.status != -1, "capped at out_max, reaped (%zu)",
 	       out.len);
 
+	/* ignore_end_signals: a SIGTERM (Slurm ending the step) does not end it. */
+	{
+		char *term[] = { "sh", "-c", "kill -TERM $$; echo alive", NULL };
+
+		s.argv = term;
+		s.ignore_end_signals = true;
+		out.len = 0;
+		TAP_IS_INT(dlrt_proc_run(&s, "sh", &out, &res, &err), 0, "ignore_end_signals: runs");
+		TAP_OK(out.len == 6 && WIFEXITED(res.status), "it survives a SIGTERM");
+		s.ignore_end_signals = false;
+		out.len = 0;
+		dlrt_proc_run(&s, "sh", &out, &res, &err);
+		TAP_OK(WIFSIGNALED(res.status) && WTERMSIG(res.status) == SIGTERM,
+		       "without it, SIGTERM ends the child (dispositions are reset)");
+	}
+
 	/* Inherited descriptors are closed in the child. */
 	fd = open("/dev/null", O_RDONLY);
 	s.argv = NULL;
