@@ -32,14 +32,6 @@ struct dlrt_evloop {
 	bool stop;
 };
 
-int64_t dlrt_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct dlrt_evloop *dlrt_evloop_create(void)
 {
 	struct dlrt_evloop *loop = calloc(1, sizeof(*loop));

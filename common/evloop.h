@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "clock.h" /* dlrt_now_ms(), the timers' clock */
+
 #define DLRT_EV_READ  1u
 #define DLRT_EV_WRITE 2u
 
@@ -37,8 +39,5 @@ void dlrt_evloop_del_timer(struct dlrt_evloop *loop, int64_t id);
 /* Runs until dlrt_evloop_stop(); returns 0, or -1 if epoll itself failed. */
 int dlrt_evloop_run(struct dlrt_evloop *loop);
 void dlrt_evloop_stop(struct dlrt_evloop *loop);
-
-/* Monotonic clock in milliseconds. */
-int64_t dlrt_now_ms(void);
 
 #endif

@@ -87,6 +87,11 @@ struct dlrt_gpuplan_topo {
  * live node (PCI scan): call once per node and reuse. NULL + err on failure. */
 struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsigned flags,
 						     struct dlrt_err *err);
+/* Same from hwloc XML held in memory: xml[len] must be '\0' (one byte past
+ * the text). `name` names it in errors (the file it came from). Lets
+ * slurmstepd parse a user's file that only the user opened and read. */
+struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load_xml(const char *xml, size_t len,
+							 const char *name, struct dlrt_err *err);
 void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t);
 
 /* The CPUs tasks may use: hwloc's allowed set (all CPUs of an XML file,

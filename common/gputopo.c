@@ -12,6 +12,7 @@
 #include "gpuplan.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,8 +190,10 @@ full:
 			    "handles at most %d per node", DLRT_GPUPLAN_GPU_MAX, DLRT_GPUPLAN_GPU_MAX);
 }
 
-struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsigned flags,
-						     struct dlrt_err *err)
+/* From the live node (xml_path and xml NULL), a file, or bytes in memory
+ * named `xml_path` in errors. */
+static struct dlrt_gpuplan_topo *load(const char *xml_path, const char *xml, size_t xml_len,
+				      unsigned flags, struct dlrt_err *err)
 {
 	struct dlrt_gpuplan_topo *t = calloc(1, sizeof(*t));
 
@@ -212,7 +215,17 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsig
 	 * whatever OS devices the exporting machine saw. */
 	hwloc_topology_set_components(t->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
 	hwloc_topology_set_components(t->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
-	if (xml_path) {
+	if (xml) {
+		t->from_xml = 1;
+		/* hwloc wants the length with a terminating NUL: the caller's
+		 * buffer has one past xml_len. */
+		if (xml_len > INT_MAX - 1 || xml[xml_len] != '\0' ||
+		    hwloc_topology_set_xmlbuffer(t->topo, xml, (int)xml_len + 1) < 0) {
+			dlrt_err_errno(err, errno, "cannot use topology file %s (it must be hwloc "
+				       "XML, e.g. from lstopo --of xml)", xml_path);
+			goto fail;
+		}
+	} else if (xml_path) {
 		t->from_xml = 1;
 		if (hwloc_topology_set_xml(t->topo, xml_path) < 0) {
 			dlrt_err_errno(err, errno, "cannot use topology file %s (check the path and "
@@ -230,7 +243,7 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsig
 		dlrt_err_set(err, "out of memory loading the topology");
 		goto fail;
 	}
-	if (!xml_path && (flags & DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND)) {
+	if (!t->from_xml && (flags & DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND)) {
 		hwloc_bitmap_t b = hwloc_bitmap_alloc();
 
 		if (b && hwloc_get_cpubind(t->topo, b, HWLOC_CPUBIND_PROCESS) == 0 &&
@@ -244,6 +257,18 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsig
 fail:
 	dlrt_gpuplan_topology_free(t);
 	return NULL;
+}
+
+struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsigned flags,
+						     struct dlrt_err *err)
+{
+	return load(xml_path, NULL, 0, flags, err);
+}
+
+struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load_xml(const char *xml, size_t len,
+							 const char *name, struct dlrt_err *err)
+{
+	return load(name ? name : "(in memory)", xml, len, 0, err);
 }
 
 void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t)

@@ -18,19 +18,16 @@
  * is watched by its supervisor in task 0 (mxsched.c), which reports for
  * task 0 itself too.
  */
-#include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <signal.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "failfast.h"
 #include "plugin.h"
+#include "proc.h"
 
 #define END_STEP_WAIT_S 10 /* scancel asking slurmctld to signal the step */
 
@@ -84,7 +81,7 @@ static void keep_var(char **job_env, const char *name, char **env, size_t *n, ch
 	}
 }
 
-void dlrt_failfast_end_step(char **job_env, uid_t uid, gid_t gid)
+void dlrt_failfast_end_step(char **job_env, const struct dlrt_proc_cred *cred)
 {
 	/* The SIGTERM is asked for before this returns (slurmstepd may end this
 	 * node's part of the step, killing what it started, right after); the
@@ -97,9 +94,12 @@ void dlrt_failfast_end_step(char **job_env, uid_t uid, gid_t gid)
 	char step[32], grace[16], conf[4096], path[4096];
 	char *argv[] = { "sh", "-c", (char *)script, "dlrt-end-step", step, grace, NULL };
 	char *env[4] = { NULL };
+	/* As the job's user (never root: the drop refuses uid 0), bounded. */
+	struct dlrt_proc_spec spec = { .cred = cred, .argv = argv, .envp = env,
+				       .timeout_ms = END_STEP_WAIT_S * 1000 };
+	struct dlrt_proc_result res;
+	struct dlrt_err err;
 	size_t n = 0;
-	int status;
-	pid_t pid;
 
 	snprintf(step, sizeof(step), "%u.%u", dlrt_plugin.step.job_id, dlrt_plugin.step.step_id);
 	snprintf(grace, sizeof(grace), "%d", DLRT_FAILFAST_KILL_AFTER_S);
@@ -107,37 +107,10 @@ void dlrt_failfast_end_step(char **job_env, uid_t uid, gid_t gid)
 	keep_var(job_env, "PATH", env, &n, path, sizeof(path));
 	if (!n || strncmp(env[n - 1], "PATH=", 5))
 		env[n++] = "PATH=/usr/bin:/bin:/usr/local/bin";
-	pid = fork();
-	if (pid < 0)
-		return;
-	if (pid == 0) {
-		int devnull;
-
-		if (geteuid() == 0 || getuid() == 0) {
-			if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
-			    setresuid(uid, uid, uid) < 0)
-				_exit(120);
-		}
-		if (getuid() == 0 || geteuid() == 0)
-			_exit(120); /* never cancel as root */
-		devnull = open("/dev/null", O_RDWR);
-		if (devnull >= 0) {
-			dup2(devnull, 0);
-			dup2(devnull, 1);
-			dup2(devnull, 2);
-		}
-		alarm(END_STEP_WAIT_S);
-		execve("/bin/sh", argv, env);
-		_exit(127);
-	}
-	for (int waited_ms = 0; waitpid(pid, &status, WNOHANG) == 0; waited_ms += 10) {
-		if (waited_ms >= END_STEP_WAIT_S * 1000) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			break;
-		}
-		usleep(10 * 1000);
-	}
+	argv[0] = "/bin/sh";
+	/* Best effort: the line naming the failure is out already; at worst the
+	 * step runs to its time limit, as without dlrt. */
+	dlrt_proc_run(&spec, "scancel", NULL, &res, &err);
 }
 
 void dlrt_failfast_task_exit(spank_t sp)
@@ -146,8 +119,8 @@ void dlrt_failfast_task_exit(spank_t sp)
 	char line[512];
 	uint32_t rank = 0;
 	int status = 0;
-	uid_t uid;
-	gid_t gid;
+	struct dlrt_proc_cred cred = { 0 };
+	gid_t *groups = NULL;
 	char **env = NULL;
 
 	if (!watching() || reported || pl->deferred_rc)
@@ -164,12 +137,15 @@ void dlrt_failfast_task_exit(spank_t sp)
 	 * reported whatever failed, itself or the scheduler (mxsched.c). */
 	if (pl->plan.extra_scheduler && rank == 0)
 		return;
-	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+	if (spank_get_item(sp, S_JOB_UID, &cred.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &cred.gid) != ESPANK_SUCCESS)
 		return;
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &cred.ngroups) != ESPANK_SUCCESS)
+		cred.ngroups = 0;
+	cred.groups = groups;
 	reported = true;
 	dlrt_failfast_message(&pl->plan, rank, false, status, line, sizeof(line));
 	slurm_error("dlrt: %s", line);
 	spank_get_item(sp, S_JOB_ENV, &env);
-	dlrt_failfast_end_step(env, uid, gid);
+	dlrt_failfast_end_step(env, &cred);
 }

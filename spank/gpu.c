@@ -18,16 +18,19 @@
  * job or the site chose explicitly fails the step with one line instead.
  */
 #include <errno.h>
-#include <signal.h>
+#include <fcntl.h>
 #include <slurm/spank.h>
+#include <stdarg.h>
 #include <stdio.h>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpuplan.h"
 #include "plugin.h"
+#include "proc.h"
 
 #define VAL_MAX 4096
 
@@ -96,41 +99,134 @@ static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *e
 	return 0;
 }
 
-/* A job's own --dl-topology file is parsed by hwloc inside slurmstepd, which
- * must never crash: parse it first in a child, bounded in time, and only load
- * it here if the child survived (the parse is deterministic). */
-static int probe_xml(const char *path, struct dlrt_err *err)
+/* A job's own --dl-topology file is a path the user controls: slurmstepd
+ * (root) never opens it. A child that has become the job's user opens it
+ * without blocking (a FIFO or a device would hang or never end a read as
+ * root), accepts only a regular file of at most TOPO_MAX_BYTES, reads it,
+ * parses it once (hwloc's XML reader must never crash slurmstepd: the parse
+ * is deterministic, so a crash shows here first) and hands the bytes over a
+ * pipe. slurmstepd parses those bytes from memory. */
+#define TOPO_MAX_BYTES (64u << 20) /* lstopo of a large GPU node: well under 1 MiB */
+#define TOPO_READ_MS 10000
+
+/* In the child: one line on stdout and exit 1. */
+static int __attribute__((format(printf, 1, 2))) topo_refuse(const char *fmt, ...)
 {
-	pid_t pid = fork();
-	int status = 0;
+	char line[DLRT_ERR_MAX];
+	va_list ap;
+	int n;
 
-	if (pid < 0)
-		return dlrt_err_errno(err, errno, "cannot fork to check topology file %s", path);
-	if (pid == 0) {
-		struct dlrt_err e;
-		struct dlrt_gpuplan_topo *t = dlrt_gpuplan_topology_load(path, 0, &e);
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0 && write(1, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+		return 2;
+	return 1;
+}
 
-		_exit(t ? 0 : 1);
-	}
-	for (int i = 0; i < 200; i++) { /* 10 s */
-		pid_t r = waitpid(pid, &status, WNOHANG);
+static int topo_read_child(void *arg)
+{
+	const char *path = arg;
+	struct dlrt_gpuplan_topo *t;
+	struct dlrt_err e;
+	struct stat st;
+	size_t got = 0;
+	char *buf;
+	int fd;
 
-		if (r == pid)
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return topo_refuse("cannot open topology file %s as the job's user (%s): check the "
+				   "path and that you can read it", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return topo_refuse("topology file %s is not a regular file (a FIFO, a device or a "
+				   "folder): give a plain hwloc XML file (lstopo --of xml)", path);
+	if (st.st_size > (off_t)TOPO_MAX_BYTES)
+		return topo_refuse("topology file %s is larger than %u MiB: give the hwloc XML of "
+				   "one node (lstopo --of xml)", path, TOPO_MAX_BYTES >> 20);
+	buf = malloc((size_t)st.st_size + 2);
+	if (!buf)
+		return topo_refuse("out of memory reading topology file %s", path);
+	/* One byte more than fstat said: a file that grows is refused too. */
+	while (got <= (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size + 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return topo_refuse("cannot read topology file %s (%s)", path, strerror(errno));
+		if (n == 0)
 			break;
-		if (r < 0 && errno != EINTR)
-			return dlrt_err_errno(err, errno, "waiting for the check of %s failed", path);
-		if (i == 199) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return dlrt_err_set(err, "reading topology file %s took over 10 s: give a "
-					    "plain hwloc XML file (lstopo --of xml)", path);
-		}
-		usleep(50000);
+		got += (size_t)n;
 	}
-	if (WIFSIGNALED(status))
-		return dlrt_err_set(err, "topology file %s crashes hwloc's XML reader (signal %d): "
-				    "regenerate it with lstopo --of xml", path, WTERMSIG(status));
-	return 0; /* a load error is reported by the real load, with its cause */
+	if (got > (size_t)st.st_size)
+		return topo_refuse("topology file %s changed while it was read: give a file "
+				   "nothing writes to", path);
+	buf[got] = '\0';
+	t = dlrt_gpuplan_topology_load_xml(buf, got, path, &e);
+	if (!t)
+		return topo_refuse("%s", e.msg);
+	for (size_t off = 0; off < got;) {
+		ssize_t n = write(1, buf + off, got - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 3;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static struct dlrt_gpuplan_topo *load_user_topology(spank_t sp, const char *path,
+						    struct dlrt_err *err)
+{
+	struct dlrt_proc_cred cred = { 0 };
+	gid_t *groups = NULL;
+	struct dlrt_proc_spec spec = { .cred = &cred, .fn = topo_read_child, .arg = (void *)path,
+				       .timeout_ms = TOPO_READ_MS, .out_max = TOPO_MAX_BYTES };
+	struct dlrt_proc_result res;
+	struct dlrt_gpuplan_topo *t = NULL;
+	struct dlrt_buf xml;
+	struct dlrt_err e;
+	char why[64];
+
+	if (spank_get_item(sp, S_JOB_UID, &cred.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &cred.gid) != ESPANK_SUCCESS) {
+		dlrt_err_set(err, "cannot read the job's user from Slurm, so not reading topology "
+			     "file %s: drop --dl-topology or report this", path);
+		return NULL;
+	}
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &cred.ngroups) != ESPANK_SUCCESS)
+		cred.ngroups = 0;
+	cred.groups = groups;
+	dlrt_buf_init(&xml, (size_t)TOPO_MAX_BYTES + 1);
+	if (dlrt_proc_run(&spec, "the reader of the topology file", &xml, &res, &e) < 0) {
+		if (res.timed_out)
+			dlrt_err_set(err, "reading topology file %s took over %d s: give a plain "
+				     "hwloc XML file (lstopo --of xml)", path, TOPO_READ_MS / 1000);
+		else if (res.too_much)
+			dlrt_err_set(err, "topology file %s is larger than %u MiB: give the hwloc "
+				     "XML of one node (lstopo --of xml)", path, TOPO_MAX_BYTES >> 20);
+		else
+			dlrt_err_set(err, "%s, so not reading topology file %s", e.msg, path);
+	} else if (WIFSIGNALED(res.status)) {
+		dlrt_err_set(err, "topology file %s crashes hwloc's XML reader (signal %d): "
+			     "regenerate it with lstopo --of xml", path, WTERMSIG(res.status));
+	} else if (WEXITSTATUS(res.status) == 1) {
+		dlrt_err_set(err, "%.*s", (int)(xml.len < DLRT_ERR_MAX ? xml.len : DLRT_ERR_MAX - 1),
+			     (const char *)dlrt_buf_head(&xml));
+	} else if (WEXITSTATUS(res.status) != 0) {
+		dlrt_err_set(err, "the reader of topology file %s failed (%s): check the node's "
+			     "slurmd log", path, dlrt_proc_status_text(res.status, why, sizeof(why)));
+	} else if (dlrt_buf_append(&xml, "", 1) < 0) {
+		dlrt_err_set(err, "out of memory reading topology file %s", path);
+	} else {
+		t = dlrt_gpuplan_topology_load_xml((const char *)dlrt_buf_head(&xml), xml.len - 1,
+						   path, err);
+	}
+	dlrt_buf_free(&xml);
+	return t;
 }
 
 static int plan_node(spank_t sp, struct dlrt_err *err)
@@ -179,9 +275,12 @@ static int plan_node(spank_t sp, struct dlrt_err *err)
 	if (pattern[0] && dlrt_gpuplan_path_expand(pattern, l->nodes.names[node], g.topo_path,
 						   sizeof(g.topo_path), err) < 0)
 		goto out;
-	if (o->topology[0] && probe_xml(g.topo_path, err) < 0)
-		goto out;
-	g.topo = dlrt_gpuplan_topology_load(g.topo_path[0] ? g.topo_path : NULL, 0, err);
+	/* The site's file (plugstack.conf topology_xml) is the admin's: loaded
+	 * directly. The job's own is read as the job's user. */
+	if (o->topology[0])
+		g.topo = load_user_topology(sp, g.topo_path, err);
+	else
+		g.topo = dlrt_gpuplan_topology_load(g.topo_path[0] ? g.topo_path : NULL, 0, err);
 	if (!g.topo)
 		goto out;
 	if (dlrt_gpuplan_alloc_parse(&g.alloc, g.topo, cvd, step_gpus, job_gpus, err) < 0)

@@ -34,6 +34,7 @@
 #include "failfast.h"
 #include "exitlike.h"
 #include "plugin.h"
+#include "proc.h"
 
 /* After the step was ended: how long to wait for the other child. */
 #define AFTER_FAILURE_WAIT_S (DLRT_FAILFAST_KILL_AFTER_S + 7)
@@ -77,32 +78,16 @@ static char **scheduler_env(spank_t sp, struct dlrt_err *err)
 	return out;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Waits for `pid` at most `ms` (then SIGKILLs it); returns its status. */
 static int wait_bounded(pid_t pid, int ms)
 {
-	int64_t end = mono_ms() + ms;
-	int status = 0;
+	int status;
 
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-
-		if (w == pid || (w < 0 && errno != EINTR))
-			return status;
-		if (mono_ms() >= end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return status;
-		}
-		usleep(10 * 1000);
+	if (dlrt_proc_wait(pid, dlrt_now_ms() + ms, &status) == 0) {
+		kill(pid, SIGKILL);
+		dlrt_proc_wait(pid, dlrt_now_ms() + DLRT_PROC_GRACE_MS, &status);
 	}
+	return status == -1 ? 0 : status;
 }
 
 /* Whether Slurm is ending the step (SIGTERM, SIGINT or SIGHUP reached this
@@ -112,7 +97,7 @@ static int wait_bounded(pid_t pid, int ms)
 static bool step_ending(const sigset_t *ends, int ms)
 {
 	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	int64_t end = mono_ms() + ms;
+	int64_t end = dlrt_now_ms() + ms;
 
 	for (;;) {
 		int sig = sigtimedwait(ends, NULL, &t);
@@ -121,7 +106,7 @@ static bool step_ending(const sigset_t *ends, int ms)
 			return true;
 		if (errno != EINTR)
 			return false;
-		ms = (int)(end - mono_ms());
+		ms = (int)(end - dlrt_now_ms());
 		if (ms <= 0)
 			return false;
 		t = (struct timespec){ ms / 1000, (long)(ms % 1000) * 1000000L };
@@ -184,7 +169,7 @@ static void __attribute__((noreturn)) supervise(spank_t sp, pid_t sched, pid_t p
 		dlrt_failfast_message(plan, 0, is_sched, status, line, sizeof(line));
 		fprintf(stderr, "dlrt: %s\n", line);
 		fflush(stderr);
-		dlrt_failfast_end_step(env, uid, gid);
+		dlrt_failfast_end_step(env, &(struct dlrt_proc_cred){ .uid = uid, .gid = gid });
 		if (is_sched && prog_status == -1)
 			prog_status = wait_bounded(prog, AFTER_FAILURE_WAIT_S * 1000);
 		else if (!is_sched && sched_status == -1)

@@ -25,6 +25,7 @@ struct dlrt_svc {
 	int life_fd;       /* write end of the lifetime pipe; closing it ends the service */
 	uint16_t port;     /* from its readiness line */
 	char ip[16];       /* the address it listens on */
+	char log[256];     /* its --dl-verbose log (a random name in /tmp), "" without */
 	const char *what;
 };
 
@@ -102,9 +103,11 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 void dlrt_failfast_user_init(void);
 void dlrt_failfast_prexec_failed(void);
 void dlrt_failfast_task_exit(spank_t sp);
-/* Ends this step now (scancel as uid/gid, SIGTERM then SIGKILL); returns once
- * the SIGTERM is asked for (bounded). job_env gives SLURM_CONF and PATH. */
-void dlrt_failfast_end_step(char **job_env, uid_t uid, gid_t gid);
+/* Ends this step now (scancel as the job's user `cred`, SIGTERM then
+ * SIGKILL); returns once the SIGTERM is asked for (bounded). job_env gives
+ * SLURM_CONF and PATH. */
+struct dlrt_proc_cred;
+void dlrt_failfast_end_step(char **job_env, const struct dlrt_proc_cred *cred);
 
 /* mxsched.c: --dl-mxnet-sched=extra, in task 0 at the end of task_init */
 int dlrt_mxsched_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);

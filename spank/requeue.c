@@ -16,14 +16,12 @@
  *    Slurm already requeued the job itself (node failure), only the exclusion is
  *    added. Slurm's restart counter is the attempt number (DLRT_ATTEMPT,
  *    DMLC_NUM_ATTEMPT, RUN_ID), so it counts both kinds of requeue.
- * The work runs in a child process that has dropped to the job's user and is
- * killed after RQ_TIMEOUT_S, so slurmstepd never waits longer than that.
+ * The work runs in a child process that has dropped to the job's user (its
+ * ids and groups as Slurm gives them: common/proc.h) and is killed after
+ * RQ_TIMEOUT_S, so slurmstepd never waits longer than that.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -39,6 +37,7 @@
 #include "logline.h"
 #include "plugin.h"
 #include "privdir.h"
+#include "proc.h"
 #include "retrylog.h"
 
 #define RQ_TIMEOUT_S 60  /* the whole decision, from slurmstepd's point of view */
@@ -46,10 +45,10 @@
 #define RQ_LOG_NAME "dlrt-retries.log"
 
 struct rq_job {
-	uid_t uid;
-	gid_t gid;
+	struct dlrt_proc_cred cred; /* the job's ids and groups, as Slurm gives them */
 	uint32_t job_id, step_id, attempt;
-	char pwd[1024], slurm_conf[1024], path[2048], nodelist[4096];
+	char pwd[1024], home[1024], slurm_conf[1024], path[2048], nodelist[4096];
+	char env_path[2048]; /* PATH for scontrol/sinfo: the job's, then the usual places */
 	int dirfd; /* the job's verified folder of the retry record, or -1 */
 };
 
@@ -79,13 +78,10 @@ static int retry_log_path(struct rq_job *j, char *out, size_t len)
 		n = snprintf(base, sizeof(base), "%s", d);
 	else if (d[0] && j->pwd[0] == '/')
 		n = snprintf(base, sizeof(base), "%s/%s", j->pwd, d);
-	else {
-		struct passwd *pw = getpwuid(j->uid);
-
-		if (!pw || !pw->pw_dir)
-			return -1;
-		n = snprintf(base, sizeof(base), "%s/.dlrt/jobs", pw->pw_dir);
-	}
+	else if (j->home[0] == '/') /* the job's HOME: no NSS lookup in slurmstepd */
+		n = snprintf(base, sizeof(base), "%s/.dlrt/jobs", j->home);
+	else
+		return -1;
 	if (n < 0 || (size_t)n >= sizeof(base))
 		return -1;
 	snprintf(name, sizeof(name), "%u", j->job_id);
@@ -168,60 +164,38 @@ static void rq_read(const struct rq_job *j, char *buf, size_t len)
 		buf[0] = '\0';
 }
 
-/* Runs argv (scontrol, sinfo) with the job's Slurm config; stdout into out.
- * Returns the exit status, or -1 (not started, killed after CMD_TIMEOUT_S). */
+/* Runs argv (scontrol, sinfo) with the job's Slurm config; its output into
+ * out. Already the job's user here (the decision child). Returns the exit
+ * status, or -1 (not started, killed after CMD_TIMEOUT_S). */
 static int run(const struct rq_job *j, char *out, size_t len, char *const argv[])
 {
-	int pfd[2], status = -1;
-	size_t got = 0;
-	time_t end = time(NULL) + CMD_TIMEOUT_S;
-	pid_t pid;
+	char conf[1100];
+	char *env[] = { (char *)j->env_path, "LC_ALL=C", NULL, NULL };
+	/* The requeue ends the batch step, whose processes Slurm signals: this
+	 * very scontrol release must not die of that SIGTERM. */
+	struct dlrt_proc_spec spec = { .argv = argv, .envp = env, .timeout_ms = CMD_TIMEOUT_S * 1000,
+				       .out_max = len ? len - 1 : 0, .with_stderr = true,
+				       .ignore_end_signals = true };
+	struct dlrt_proc_result res;
+	struct dlrt_err err;
+	struct dlrt_buf b;
+	int rc;
 
-	if (pipe2(pfd, O_CLOEXEC) < 0)
+	if (j->slurm_conf[0]) {
+		snprintf(conf, sizeof(conf), "SLURM_CONF=%s", j->slurm_conf);
+		env[2] = conf;
+	}
+	dlrt_buf_init(&b, spec.out_max);
+	rc = dlrt_proc_run(&spec, argv[0], len ? &b : NULL, &res, &err);
+	if (len) {
+		if (b.len)
+			memcpy(out, dlrt_buf_head(&b), b.len);
+		out[b.len] = '\0';
+	}
+	dlrt_buf_free(&b);
+	if (rc < 0 || !WIFEXITED(res.status))
 		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDWR);
-
-		dup2(devnull, STDIN_FILENO);
-		dup2(pfd[1], STDOUT_FILENO);
-		dup2(pfd[1], STDERR_FILENO);
-		if (j->slurm_conf[0])
-			setenv("SLURM_CONF", j->slurm_conf, 1);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	for (;;) {
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
-		int left = (int)(end - time(NULL));
-		ssize_t n;
-
-		if (left <= 0 || poll(&p, 1, left * 1000) <= 0)
-			break;
-		n = read(pfd[0], out + got, got + 1 < len ? len - got - 1 : 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(pfd[0]);
-	if (len)
-		out[got] = '\0';
-	/* Its output ended; give it the rest of its time to exit. */
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (time(NULL) >= end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			return -1;
-		}
-		usleep(10 * 1000);
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	return WEXITSTATUS(res.status);
 }
 
 /* Task signals that point at the node: not the SIGTERM/SIGINT/SIGHUP Slurm and
@@ -342,44 +316,45 @@ static void decide(const struct rq_job *j)
 	}
 }
 
-/* Forks, drops to the job's user, runs fn; waits at most RQ_TIMEOUT_S. */
+struct as_user_call {
+	struct rq_job job;
+	void (*fn)(struct rq_job *, int);
+	int arg;
+};
+
+/* The child, already the job's user (proc.c dropped it). */
+static int as_user_child(void *p)
+{
+	struct as_user_call *c = p;
+
+	if (c->job.pwd[0] && chdir(c->job.pwd) < 0) {
+		/* a relative --dl-log-dir then fails to resolve: handled by the path */
+	}
+	if (retry_log_path(&c->job, c->job.path, sizeof(c->job.path)) < 0)
+		return 1;
+	c->fn(&c->job, c->arg);
+	return 0;
+}
+
+/* Runs fn in a child that is the job's user (its ids and groups as Slurm
+ * gives them, no descriptor of slurmstepd); waits at most RQ_TIMEOUT_S. */
 static void as_user(const struct rq_job *j, void (*fn)(struct rq_job *, int), int arg)
 {
-	struct passwd *pw = getpwuid(j->uid);
-	time_t end = time(NULL) + RQ_TIMEOUT_S;
-	int status;
-	pid_t pid;
+	struct as_user_call c = { .job = *j, .fn = fn, .arg = arg };
+	struct dlrt_proc_spec spec = { .cred = &j->cred, .fn = as_user_child, .arg = &c,
+				       .timeout_ms = RQ_TIMEOUT_S * 1000, .ignore_end_signals = true };
+	struct dlrt_proc_result res;
+	struct dlrt_err err;
 
-	if (!pw)
-		return;
-	pid = fork();
-	if (pid < 0)
-		return;
-	if (pid == 0) {
-		struct rq_job copy = *j;
-
-		if ((getuid() == 0 && (initgroups(pw->pw_name, j->gid) < 0 || setgid(j->gid) < 0 ||
-				       setuid(j->uid) < 0)) || getuid() != j->uid ||
-		    (j->uid != 0 && setuid(0) == 0))
-			_exit(1);
-		if (j->pwd[0] && chdir(j->pwd) < 0) {
-			/* a relative --dl-log-dir then fails to resolve: handled by the path */
-		}
-		if (retry_log_path(&copy, copy.path, sizeof(copy.path)) < 0)
-			_exit(1);
-		fn(&copy, arg);
-		_exit(0);
-	}
-	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (time(NULL) >= end) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			slurm_error("dlrt: --dl-retries: the requeue decision for job %u took over %d s; "
-				    "killed it (is slurmctld reachable?)", j->job_id, RQ_TIMEOUT_S);
-			return;
-		}
-		usleep(50 * 1000);
-	}
+	if (dlrt_proc_run(&spec, "the --dl-retries decision", NULL, &res, &err) < 0 &&
+	    res.timed_out)
+		slurm_error("dlrt: --dl-retries: the requeue decision for job %u took over %d s; "
+			    "killed it (is slurmctld reachable?)", j->job_id, RQ_TIMEOUT_S);
+	else if (res.status != -1 && WIFEXITED(res.status) &&
+		 WEXITSTATUS(res.status) >= DLRT_PROC_EXIT_DROP)
+		slurm_error("dlrt: --dl-retries: the requeue decision for job %u %s: check the "
+			    "node's slurmd log", j->job_id,
+			    dlrt_proc_status_text(res.status, err.msg, sizeof(err.msg)));
 }
 
 static void record_signal(struct rq_job *j, int status)
@@ -397,21 +372,30 @@ static void decide_cb(struct rq_job *j, int unused)
 void dlrt_requeue_task_exit(spank_t sp)
 {
 	struct rq_job j = { 0 };
+	gid_t *groups = NULL;
+	char path[1900];
 	int status = 0;
 
 	/* The batch step has no runtime of its own: sbatch --dl-retries is enough
 	 * for node failures; signals are recorded only by dlrt steps (active). */
 	if (!dlrt_plugin.opts.retries)
 		return;
-	if (spank_get_item(sp, S_JOB_UID, &j.uid) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_GID, &j.gid) != ESPANK_SUCCESS ||
+	if (spank_get_item(sp, S_JOB_UID, &j.cred.uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &j.cred.gid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_ID, &j.job_id) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &j.step_id) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
 		return;
 	j.attempt = dlrt_restart_count(sp);
 	getenv_job(sp, "PWD", j.pwd, sizeof(j.pwd));
+	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &j.cred.ngroups) != ESPANK_SUCCESS)
+		j.cred.ngroups = 0;
+	j.cred.groups = groups;
+	getenv_job(sp, "HOME", j.home, sizeof(j.home));
 	getenv_job(sp, "SLURM_CONF", j.slurm_conf, sizeof(j.slurm_conf));
+	getenv_job(sp, "PATH", path, sizeof(path));
+	snprintf(j.env_path, sizeof(j.env_path), "PATH=%s%s/usr/bin:/bin:/usr/local/bin", path,
+		 path[0] ? ":" : "");
 	if (j.step_id == SLURM_BATCH_SCRIPT) {
 		getenv_job(sp, "SLURM_JOB_NODELIST", j.nodelist, sizeof(j.nodelist));
 		as_user(&j, decide_cb, 0);

@@ -22,7 +22,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -32,26 +31,18 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <linux/close_range.h>
 
 #include "buf.h"
 #include "crypto.h"
 #include "netaddr.h"
 #include "plugin.h"
+#include "proc.h"
 #include "svcauth.h"
 
 #define STOP_GRACE_MS 1000
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
+#define LOG_EXIT 123 /* child(): its --dl-verbose log could not be created */
 
 /* <prefix>/lib/dlrt/dlrt.so -> <prefix>/libexec/dlrt/<program>: the services
  * are found next to the plugin that starts them, wherever it was installed. */
@@ -164,15 +155,10 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 	int fd;
 
 	/* user_init runs with only the effective ids switched to the user. Make the
-	 * switch permanent (real and saved too) before anything else, so the
-	 * service can never regain root. */
-	if (geteuid() == 0 && setgroups((size_t)a->ngroups, a->groups) < 0)
-		_exit(120);
-	if (setresgid(a->gid, a->gid, a->gid) < 0 || setresuid(a->uid, a->uid, a->uid) < 0)
-		_exit(120);
-	if (getuid() != a->uid || geteuid() != a->uid || getgid() != a->gid ||
-	    a->uid == 0 || setresuid(0, 0, 0) == 0)
-		_exit(120);
+	 * switch permanent (real and saved too, the job's groups) before anything
+	 * else, so the service can never regain root. */
+	if (dlrt_proc_drop_to_user(a->uid, a->gid, a->groups, a->ngroups) < 0)
+		_exit(DLRT_PROC_EXIT_DROP);
 	/* Cleared by the credential change above, so set it after. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != a->parent)
 		_exit(121);
@@ -189,19 +175,24 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 	if (fd < 0 || dup2(fd, 0) < 0 || dup2(fd, 1) < 0)
 		_exit(122);
 	if (a->log) {
-		/* Never follow a link someone planted in /tmp; never reuse a file. */
+		/* An unpredictable name (dlrt_service_start), created here by the
+		 * user: never a link someone planted in /tmp, never their file. No
+		 * log is an error, not a silent /dev/null. */
 		int lfd = open(a->log, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 
-		dup2(lfd >= 0 ? lfd : fd, 2);
-	} else {
-		dup2(fd, 2);
+		if (lfd < 0 || dup2(lfd, 2) < 0)
+			_exit(LOG_EXIT);
+	} else if (dup2(fd, 2) < 0) {
+		_exit(122);
 	}
 	/* slurmstepd's own descriptors (task stdio, slurmd sockets) must not live on
-	 * in the service: mark everything close-on-exec but the pipes it is given. */
-	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (fcntl(a->life_r, F_SETFD, 0) < 0 || fcntl(a->ready_w, F_SETFD, 0) < 0 ||
-	    (a->extra_fd >= 0 && fcntl(a->extra_fd, F_SETFD, 0) < 0))
-		_exit(122);
+	 * in the service: all closed but the pipes it is given. */
+	{
+		int keep[] = { a->life_r, a->ready_w, a->extra_fd };
+
+		if (dlrt_proc_close_fds(keep, a->extra_fd >= 0 ? 3 : 2) < 0)
+			_exit(122);
+	}
 	alarm(a->max_lifetime);
 	execve(a->argv[0], a->argv, envp);
 	_exit(127);
@@ -219,6 +210,7 @@ static const char *exit_reason(int status, char *buf, size_t len)
 	case 120: return "could not switch to the job user";
 	case 121: return "could not tie its life to slurmstepd";
 	case 122: return "could not set up its descriptors";
+	case LOG_EXIT: return "could not create its --dl-verbose log in /tmp";
 	case 127: return "cannot execute the program";
 	default:
 		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
@@ -232,7 +224,7 @@ static const char *exit_reason(int status, char *buf, size_t len)
  * True once it is reaped (or gone: slurmstepd may reap it first). */
 static bool reap(pid_t pid, int ms, int *status)
 {
-	int64_t end = now_ms() + ms;
+	int64_t end = dlrt_now_ms() + ms;
 
 	*status = -1;
 	for (;;) {
@@ -246,7 +238,7 @@ static bool reap(pid_t pid, int ms, int *status)
 				;
 			return true;
 		}
-		if (now_ms() >= end)
+		if (dlrt_now_ms() >= end)
 			return false;
 		usleep(5000);
 	}
@@ -256,11 +248,11 @@ static int read_ready(int fd, int timeout_ms, uint16_t *port)
 {
 	char buf[16];
 	size_t n = 0;
-	int64_t end = now_ms() + timeout_ms;
+	int64_t end = dlrt_now_ms() + timeout_ms;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = end - now_ms();
+		int64_t left = end - dlrt_now_ms();
 		ssize_t r;
 
 		if (left <= 0)
@@ -306,7 +298,7 @@ static int launch(struct child_args *a, const char *program, const char *what,
 {
 	struct dlrt_plugin *pl = &dlrt_plugin;
 	const char *node = pl->layout.nodes.names[pl->node_id];
-	char log[256], why[64];
+	char why[64];
 	int status;
 	pid_t pid;
 
@@ -315,9 +307,18 @@ static int launch(struct child_args *a, const char *program, const char *what,
 	a->parent = getpid();
 	a->max_lifetime = pl->cfg.service_max_lifetime;
 	if (pl->opts.verbose) {
-		snprintf(log, sizeof(log), "/tmp/%s.%u.%u.log", program, pl->step.job_id,
-			 pl->step.step_id);
-		a->log = log;
+		/* Random, so nobody can create it first (the name is in the
+		 * verbose line and in errors). */
+		uint8_t r[8];
+
+		if (dlrt_crypto_random(r, sizeof(r)) < 0)
+			return dlrt_err_errno(err, errno, "cannot name the --dl-verbose log of %s",
+					      what);
+		snprintf(svc->log, sizeof(svc->log),
+			 "/tmp/%s.%u.%u.%02x%02x%02x%02x%02x%02x%02x%02x.log", program,
+			 pl->step.job_id, pl->step.step_id, r[0], r[1], r[2], r[3], r[4], r[5],
+			 r[6], r[7]);
+		a->log = svc->log;
 	}
 	pid = fork();
 	if (pid < 0)

@@ -489,14 +489,15 @@ int dlrt_stepd_task_init(spank_t sp)
 		     dlrt_role_name(dlrt_plugin.plan.task[rank].role),
 		     dlrt_plugin.plan.task[rank].role_index);
 	if (dlrt_plugin.svc.pid > 0 && local == 0)
-		dlrt_verbose(rank, "%s listening on %s:%u (pid %d), started in %ld.%03ld ms",
-			     dlrt_plugin.svc.what, dlrt_plugin.svc.ip, dlrt_plugin.svc.port,
-			     (int)dlrt_plugin.svc.pid, dlrt_plugin.svc_start_us / 1000,
-			     dlrt_plugin.svc_start_us % 1000);
+		dlrt_verbose(rank, "%s listening on %s:%u (pid %d), started in %ld.%03ld ms, "
+			     "log %s", dlrt_plugin.svc.what, dlrt_plugin.svc.ip,
+			     dlrt_plugin.svc.port, (int)dlrt_plugin.svc.pid,
+			     dlrt_plugin.svc_start_us / 1000, dlrt_plugin.svc_start_us % 1000,
+			     dlrt_plugin.svc.log);
 	if (dlrt_plugin.relay.pid > 0 && local == 0)
 		dlrt_verbose(rank, "node relay listening on 127.0.0.1:%u (pid %d), for the job "
-			     "user's processes only", dlrt_plugin.relay.port,
-			     (int)dlrt_plugin.relay.pid);
+			     "user's processes only, log %s", dlrt_plugin.relay.port,
+			     (int)dlrt_plugin.relay.pid, dlrt_plugin.relay.log);
 	dlrt_env_free(&env);
 	return 0;
 }

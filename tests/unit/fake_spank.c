@@ -104,8 +104,15 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
 	(void)sp;
 	va_start(ap, item);
 	p = va_arg(ap, void *);
+	if (item == S_JOB_SUPPLEMENTARY_GIDS) {
+		*(gid_t **)p = NULL;
+		*va_arg(ap, int *) = 0;
+	}
 	va_end(ap);
 	switch (item) {
+	case S_JOB_SUPPLEMENTARY_GIDS: break;
+	case S_JOB_UID: *(uid_t *)p = it->job_uid; break;
+	case S_JOB_GID: *(gid_t *)p = it->job_gid; break;
 	case S_JOB_ID: *(uint32_t *)p = it->job_id; break;
 	case S_JOB_STEPID: *(uint32_t *)p = it->step_id; break;
 	case S_JOB_NODEID: *(uint32_t *)p = it->node_id; break;

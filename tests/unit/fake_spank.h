@@ -11,6 +11,7 @@
 
 #include <slurm/spank.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct spank_handle {
 	int dummy;
@@ -23,6 +24,8 @@ struct fake_spank_items {
 	uint32_t job_id, step_id, node_id, restart_count, cpus_per_task;
 	uint32_t task_global_id; /* S_TASK_GLOBAL_ID */
 	int task_local_id;       /* S_TASK_ID */
+	uid_t job_uid;           /* S_JOB_UID */
+	gid_t job_gid;           /* S_JOB_GID (S_JOB_SUPPLEMENTARY_GIDS: none) */
 };
 
 extern struct fake_spank_items fake_spank_items;

@@ -58,7 +58,11 @@ int main(void)
 	bool bound;
 	void *dl;
 
-	fake_spank_items = (struct fake_spank_items){ .job_id = 7, .cpus_per_task = 4 };
+	/* The --dl-topology file is read as the job's user: nobody when the
+	 * test runs as root (it must still be able to read the fixture). */
+	fake_spank_items = (struct fake_spank_items){ .job_id = 7, .cpus_per_task = 4,
+		.job_uid = geteuid() == 0 ? 65534 : getuid(),
+		.job_gid = geteuid() == 0 ? 65534 : getgid() };
 	snprintf(topo, sizeof(topo), "%s/tests/fixtures/topo/2s2g.xml", src ? src : ".");
 	dl = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
 	TAP_OK(dl != NULL, "dlopen %s", path ? path : "(DLRT_PLUGIN unset)");

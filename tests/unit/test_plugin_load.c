@@ -12,6 +12,8 @@
 #include <slurm/slurm_version.h>
 #include <slurm/spank.h>
 
+#include <unistd.h>
+
 #include "fake_spank.h"
 #include "opts.h"
 #include "tap.h"
@@ -30,7 +32,10 @@ int main(void)
 	void *h;
 
 	/* slurmstepd of node 1 (n2) of job 42, step 7. */
-	fake_spank_items = (struct fake_spank_items){ .job_id = 42, .step_id = 7, .node_id = 1 };
+	/* The job's user reads the --dl-topology file: nobody when run as root. */
+	fake_spank_items = (struct fake_spank_items){ .job_id = 42, .step_id = 7, .node_id = 1,
+		.job_uid = geteuid() == 0 ? 65534 : getuid(),
+		.job_gid = geteuid() == 0 ? 65534 : getgid() };
 	if (!path) {
 		printf("not ok 1 - DLRT_PLUGIN is not set (run through make unit)\n1..1\n");
 		return 1;

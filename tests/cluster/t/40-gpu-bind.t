@@ -171,10 +171,10 @@ one_line_error "--dl-cpu-bind=gpu with --dl-gpu-bind=none" "drop one of the two 
 mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch "$TOPO" --dl-gpu-bind=map:3
 one_line_error "map naming a GPU the step lacks" "dlrt: --dl-gpu-bind=map gives task 0 GPU 3, which the step does not have \(SLURM_STEP_GPUS=0,1\)" node
 mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-topology=/nonexistent/%n.xml
-one_line_error "missing topology file" "cannot use topology file /nonexistent/n1.xml" node
+one_line_error "missing topology file" "cannot open topology file /nonexistent/n1.xml as the job.s user \(No such file or directory\)" node
 echo '<topology><object type=' >"$WORK/garbage.xml"
 mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-topology="$WORK/garbage.xml"
-one_line_error "a topology file that is not hwloc XML" "cannot use topology file $WORK/garbage.xml \(check the path and that it is hwloc XML" node
+one_line_error "a topology file that is not hwloc XML" "cannot use topology file $WORK/garbage.xml \(it must be hwloc XML" node
 mark -N1 -w n1 -n2 --gpus-per-node=2 --dl-runtime=torch --dl-gpu-bind=closest
 one_line_error "explicit closest where hwloc sees no GPU" "hwloc found no NVIDIA GPU on this node: give the node's topology with --dl-topology=FILE" node
 mark -N1 -w n1 -n2 --dl-runtime=torch "$TOPO" --dl-cpu-bind=gpu

@@ -108,7 +108,7 @@ is "$(job_field "$job3" ExcNodeList)" "$victim" "the failed node is excluded"
 a1=$(grep '^torch rank=[01] attempt=1 ' <<<"$out3")
 is "$(wc -l <<<"$a1")" 2 "attempt 1 ran both tasks with DLRT_ATTEMPT=1"
 unlike "$a1" "node=$victim\$" "and avoided $victim"
-uhome=$(getent passwd "$DLRT_TEST_USER" | cut -d: -f6)
+uhome=$WORK # the job's HOME (as_user's): slurmstepd looks up no passwd entry
 like "$(cat "$uhome/.dlrt/jobs/$job3/dlrt-retries.log" 2>/dev/null)" \
 	"attempt=0 failed-nodes=$victim requeued exclude=$victim next-attempt=1" \
 	"without --dl-log-dir the retry log is in ~/.dlrt/jobs/JOB"

@@ -1,0 +1,15 @@
+/* clock.h - dlrt's one clock for deadlines and timeouts.
+ *
+ * Every bounded wait in dlrt (services, slurmstepd's children, the plugin's
+ * loops) measures time with this monotonic clock: a wall-clock step (NTP, an
+ * admin's `date`) must neither end a wait early nor make it last forever.
+ */
+#ifndef DLRT_CLOCK_H
+#define DLRT_CLOCK_H
+
+#include <stdint.h>
+
+/* Monotonic clock in milliseconds (CLOCK_MONOTONIC; async-signal-safe). */
+int64_t dlrt_now_ms(void);
+
+#endif
