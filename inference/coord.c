@@ -881,6 +881,11 @@ static int store_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_chan
 	*at = ftello(r->csv);
 	if (*at < 0 || csv_rows(c, ji, ch) < 0 || fflush(r->csv) != 0) {
 		csv_fail(c, ji, "write", errno);
+		/* A full disk takes part of a write: cut the partial rows, so the
+		 * file holds exactly the recorded answers (the job fails anyway). */
+		__fpurge(r->csv);
+		if (*at >= 0 && ftruncate(fileno(r->csv), *at) == 0)
+			fseeko(r->csv, *at, SEEK_SET);
 		return -1;
 	}
 	return 0;
