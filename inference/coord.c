@@ -83,6 +83,7 @@ struct jrt {
 	int64_t first_dispatch_us, first_result_us;
 	bool answered_before;   /* resumed with answers: its first_task/first_result are logged */
 	FILE *csv;              /* rows are flushed before their answer is recorded */
+	off_t csv_len;          /* bytes written to it (where the next rows start) */
 	char out[DLRT_IP_STR_MAX + 1];
 	char csv_err[DLRT_IP_STR_MAX + 1]; /* why its results cannot be stored ("" = they can) */
 	struct dlrt_conn **waiters;
@@ -848,18 +849,23 @@ static void bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ, b
 	}
 }
 
-/* A task's rows into the results file's buffer; -1 (errno set) on failure. */
+/* A task's rows into the results file's buffer (csv_len counts them); -1
+ * (errno set) on failure. */
 static int csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch)
 {
 	struct dlrt_infer_job *j = &c->st.jobs[ji];
 	FILE *f = c->jr[ji].csv;
 	uint32_t first = dlrt_infer_task_first(j, ch->task);
 
-	for (uint32_t i = 0; i < ch->res.n; i++)
-		if (fprintf(f, "%u,%u,%d,%.6f,%u,%.3f\n", first + i, j->sub.first + first + i,
-			    ch->res.pred[i], (double)ch->res.score[i], ch->worker,
-			    ch->latency_us / 1000.0) < 0)
+	for (uint32_t i = 0; i < ch->res.n; i++) {
+		int n = fprintf(f, "%u,%u,%d,%.6f,%u,%.3f\n", first + i, j->sub.first + first + i,
+				ch->res.pred[i], (double)ch->res.score[i], ch->worker,
+				ch->latency_us / 1000.0);
+
+		if (n < 0)
 			return -1;
+		c->jr[ji].csv_len += n;
+	}
 	return 0;
 }
 
@@ -878,13 +884,14 @@ static int store_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_chan
 		return -1;
 	}
 	errno = 0;
-	*at = ftello(r->csv);
-	if (*at < 0 || csv_rows(c, ji, ch) < 0 || fflush(r->csv) != 0) {
+	*at = r->csv_len;
+	if (csv_rows(c, ji, ch) < 0 || fflush(r->csv) != 0) {
 		csv_fail(c, ji, "write", errno);
 		/* A full disk takes part of a write: cut the partial rows, so the
 		 * file holds exactly the recorded answers (the job fails anyway). */
 		__fpurge(r->csv);
-		if (*at >= 0 && ftruncate(fileno(r->csv), *at) == 0)
+		r->csv_len = *at;
+		if (ftruncate(fileno(r->csv), *at) == 0)
 			fseeko(r->csv, *at, SEEK_SET);
 		return -1;
 	}
@@ -898,7 +905,10 @@ static void unstore_rows(struct coord *c, uint32_t ji, off_t at)
 {
 	struct jrt *r = &c->jr[ji];
 
-	if (r->csv && (ftruncate(fileno(r->csv), at) < 0 || fseeko(r->csv, at, SEEK_SET) < 0))
+	if (!r->csv)
+		return;
+	r->csv_len = at;
+	if (ftruncate(fileno(r->csv), at) < 0 || fseeko(r->csv, at, SEEK_SET) < 0)
 		csv_fail(c, ji, "cut back", errno);
 }
 
@@ -1074,8 +1084,9 @@ static int job_open(struct coord *c, uint32_t ji, bool open_csv, bool rebuild)
 			unlink(tmp);
 		return -1;
 	}
-	if (fprintf(r->csv, "query_id,input_index,prediction,score,worker,task_latency_ms\n") < 0 ||
-	    (!rebuild && fflush(r->csv) != 0)) {
+	r->csv_len = fprintf(r->csv, "query_id,input_index,prediction,score,worker,"
+			     "task_latency_ms\n");
+	if (r->csv_len < 0 || (!rebuild && fflush(r->csv) != 0)) {
 		csv_fail(c, ji, "write", errno);
 		__fpurge(r->csv);
 		fclose(r->csv);
@@ -2099,18 +2110,23 @@ out:
 	}
 	if (c.srv)
 		dlrt_tcpserver_stop(c.srv); /* before the files: on_close may still log events */
+	/* Running jobs' rows were flushed with their answers: nothing is left
+	 * to write, but a failing close is still worth a line. */
 	for (uint32_t i = 0; i < c.st.njobs; i++)
-		if (c.jr[i].csv)
-			fclose(c.jr[i].csv);
+		if (c.jr[i].csv && fclose(c.jr[i].csv) != 0)
+			logf_(&c, "job %u: closing %s: %s", c.st.jobs[i].id, c.jr[i].out,
+			      strerror(errno));
 	if (c.timeline) {
 		if (c.fenced)
 			__fpurge(c.timeline);
-		fclose(c.timeline);
+		if (fclose(c.timeline) != 0)
+			logf_(&c, "closing timeline.tsv: %s: its last rows are lost", strerror(errno));
 	}
 	if (c.events) {
 		if (c.fenced)
 			__fpurge(c.events);
-		fclose(c.events);
+		if (fclose(c.events) != 0)
+			logf_(&c, "closing events.tsv: %s: its last rows are lost", strerror(errno));
 	}
 	if (c.sfd >= 0)
 		close(c.sfd);
