@@ -147,6 +147,7 @@ struct coord {
 	struct dlrt_gate gate;  /* connections not authenticated yet */
 	uint32_t gate_evicted;  /* closed since the last gate_tick because too many waited */
 	bool broken;            /* the journal failed: nothing more is acknowledged */
+	bool reserve_warned;    /* logged that the journal's space ahead ran out */
 	char broken_msg[DLRT_ERR_MAX];
 };
 
@@ -468,6 +469,12 @@ static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t ki
 	if (dlrt_journal_append(&c->jn, frame, n, kind != DLRT_CH_TASK_DONE, &err) < 0) {
 		coord_break(c, err.msg);
 		return -1;
+	}
+	if (c->jn.reserve_errno && c->jn.reserve_errno != EOPNOTSUPP && !c->reserve_warned) {
+		c->reserve_warned = true; /* once: it is retried on every 64 KiB */
+		logf_(c, "the journal cannot hold disk space ahead (%s): the pool folder is "
+		      "almost full; free space there before the journal runs out and the pool stops",
+		      strerror(c->jn.reserve_errno));
 	}
 	if (!c->sb)
 		return c->fenced ? -1 : 0;
@@ -2009,6 +2016,9 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	sigaddset(&ss, SIGINT);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A file size limit (ulimit -f) must fail a write (EFBIG), which is
+	 * handled like a full disk, not kill the coordinator. */
+	signal(SIGXFSZ, SIG_IGN);
 	c.sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sfd >= 0)
 		dlrt_evloop_add_fd(c.loop, c.sfd, DLRT_EV_READ, on_signal, &c);

@@ -259,14 +259,17 @@ static int write_all(int fd, const uint8_t *p, size_t n)
  * filesystem without fallocate (EOPNOTSUPP) simply gets no reserve. */
 static void reserve(struct dlrt_journal *j)
 {
-	if (j->reserved && j->reserved - j->size >= DLRT_JOURNAL_RESERVE / 2)
+	if (j->reserved - j->size >= DLRT_JOURNAL_RESERVE / 2 || j->size < j->reserve_next)
 		return;
 	if (fallocate(j->fd, FALLOC_FL_KEEP_SIZE, j->size, DLRT_JOURNAL_RESERVE) == 0) {
 		j->reserved = j->size + DLRT_JOURNAL_RESERVE;
 		j->reserve_errno = 0;
-	} else {
-		j->reserve_errno = errno;
+		return;
 	}
+	j->reserve_errno = errno;
+	/* Not once per answer: after 64 KiB more (a full disk may clear), or
+	 * never where the filesystem cannot do it. */
+	j->reserve_next = errno == EOPNOTSUPP ? (off_t)INT64_MAX : j->size + (64 << 10);
 }
 
 int dlrt_journal_open(struct dlrt_journal *j, const char *dir, const uint8_t *log, size_t n,

@@ -85,7 +85,8 @@ struct dlrt_journal {
 	int64_t synced_ms;
 	uint64_t records, syncs;
 	off_t size;          /* bytes of sound records (what a failed append is cut back to) */
-	off_t reserved;      /* allocated up to here (0 = the filesystem cannot reserve) */
+	off_t reserved;      /* allocated up to here */
+	off_t reserve_next;  /* the size at which a failed refill is tried again */
 	int reserve_errno;   /* why the last refill failed (0 = it did not) */
 	char path[4200];
 };

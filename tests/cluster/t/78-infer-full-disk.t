@@ -5,7 +5,9 @@
 # the cause (never "done"), `status` shows the same line, the rows the file
 # does hold are right and each there once. Once its owner frees the space, the
 # same pool (its journal kept running in the space it holds ahead) serves
-# another job exactly once.
+# another job exactly once. Then the journal itself fails (a file size limit
+# on the coordinator): the pool stops, `wait` says why, and after `pool
+# restart` the job resumes and completes exactly once.
 #
 # The filesystem is a loop-mounted ext4 image mounted on the host (where the
 # client runs) and inside every node (each is a mount namespace with private
@@ -46,7 +48,7 @@ for n in $NODES; do "$HERE/cluster.sh" exec "$n" mount "$LOOP" "$POOL" || break;
 ok $? "mounted inside every node too"
 chown "$DLRT_TEST_USER": "$POOL" && chmod 0700 "$POOL"
 
-SMALL=2000 BIG=60000
+SMALL=2000 BIG=60000 N4=3000
 ref A lenet5 0 $SMALL
 ref B lenet5 0 $BIG
 ref C lenet5 30000 $SMALL
@@ -95,6 +97,40 @@ J3=$(infer submit --model lenet5 --inputs "$IN" --first 30000 --count $SMALL --b
 infer wait "$J3" >"$WORK/wait3" 2>&1
 ok $? "after freeing the space, job $J3 completes on the same pool" || fail_detail "$(cat "$WORK/wait3")"
 exactly_once "$J3" $SMALL C
+
+# The journal itself cannot be written (a file size limit on the coordinator,
+# just above the journal's size, so the journal hits it first): the answer
+# is not acknowledged, the pool stops, every wait says why; after pool
+# restart the job resumes where the journal ends and completes exactly once.
+ref D lenet5 10000 $N4
+pid=$(field pid)
+jsz=$(stat -c %s "$POOL/journal")
+# As the owner: lowering its own process's limit needs no privilege.
+as_user prlimit --pid "$pid" --fsize=$((jsz + 4096)) 2>"$WORK/prlimit.err"
+ok $? "the coordinator (pid $pid) may write files up to $((jsz + 4096)) bytes; the journal has $jsz" ||
+	fail_detail "$(cat "$WORK/prlimit.err")"
+J4=$(infer submit --model lenet5 --inputs "$IN" --first 10000 --count $N4 --batch 50 2>/dev/null)
+infer wait "$J4" >"$WORK/wait4" 2>&1
+RC=$?
+ok "$([ $RC -ne 0 ]; echo $?)" "wait for job $J4 exits non-zero when the journal cannot be written"
+is "$(wc -l <"$WORK/wait4")" 1 "with one line"
+like "$(cat "$WORK/wait4")" "^job $J4 failed: .*the pool stopped: cannot write the journal $POOL/journal: File too large: free space in the pool folder, then dlrt-infer pool restart\$" \
+	"naming the journal, the cause and the fix"
+for _ in $(seq 1 120); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "the pool stopped (no element left)"
+like "$(cat "$POOL"/element-"$ARRAY"_0.log)" "cannot write the journal .*; the pool stops" \
+	"the coordinator's log says why"
+rows4=$(($(wc -l <"$POOL/job-$J4.csv") - 1))
+R=$(infer pool restart --workers 2 -- -c 2 2>"$WORK/restart.err")
+like "$R" '^[0-9]+$' "pool restart (job $R)" || fail_detail "$(cat "$WORK/restart.err")"
+ARRAY=$R
+for _ in $(seq 1 240); do [ -n "$(field epoch)" ] && infer status >/dev/null 2>&1 && break; sleep 0.25; done
+resumed=$(sed -n "s/.*job $J4 resumes with \([0-9]*\) of $N4 queries answered/\1/p" \
+	"$POOL"/element-"$R"_0.log)
+is "$resumed" "$rows4" "job $J4 resumes with the $rows4 answers its results file held: the journal and the file agree"
+infer wait "$J4" >"$WORK/wait5" 2>&1
+ok $? "job $J4 resumes from the journal and completes" || fail_detail "$(cat "$WORK/wait5")"
+exactly_once "$J4" $N4 D
 
 cleanup # before done_testing removes the work folder
 done_testing
