@@ -25,6 +25,7 @@
 
 #include "auth.h"
 #include "evloop.h"
+#include "gate.h"
 #include "infer.h"
 #include "liveness.h"
 #include "journal.h"
@@ -39,6 +40,8 @@
 
 #define NB 20               /* buckets per rate window */
 #define MAX_PREFETCH 64
+/* The input limit of an authenticated peer: one whole frame. */
+#define MAX_REQUEST (DLRT_IP_MAX_FRAME + 64)
 
 struct inflight {
 	uint32_t job;
@@ -79,8 +82,10 @@ struct jrt {
 	double rate, held_avg;
 	int64_t first_dispatch_us, first_result_us;
 	bool answered_before;   /* resumed with answers: its first_task/first_result are logged */
-	FILE *csv;
+	FILE *csv;              /* rows are flushed before their answer is recorded */
+	off_t csv_len;          /* bytes written to it (where the next rows start) */
 	char out[DLRT_IP_STR_MAX + 1];
+	char csv_err[DLRT_IP_STR_MAX + 1]; /* why its results cannot be stored ("" = they can) */
 	struct dlrt_conn **waiters;
 	uint32_t nwaiters, capwaiters;
 	struct dlrt_attempts att; /* the dispatch each task is assigned to */
@@ -94,6 +99,7 @@ struct peer {
 	struct dlrt_ip_hello hello;
 	struct wk *w;
 	bool dirty;
+	struct dlrt_gate_ent gate; /* queued until authenticated (gate.h) */
 };
 
 struct coord {
@@ -138,6 +144,11 @@ struct coord {
 	uint32_t beats, resent;
 	bool first_answer;      /* logged the first answer since a takeover */
 	char host[64];
+	struct dlrt_gate gate;  /* connections not authenticated yet */
+	uint32_t gate_evicted;  /* closed since the last gate_tick because too many waited */
+	bool broken;            /* the journal failed: nothing more is acknowledged */
+	bool reserve_warned;    /* logged that the journal's space ahead ran out */
+	char broken_msg[DLRT_ERR_MAX];
 };
 
 static int64_t now_us(void)
@@ -263,9 +274,10 @@ static bool fence_check(struct coord *c);
 /* Writes out a timeline file's buffered rows, unless a newer coordinator
  * took over: then they are dropped, since rows from before a SIGSTOP written
  * after the new coordinator's would put the t column out of order. */
-static void tl_flush(struct coord *c, FILE *f)
+static void tl_flush(struct coord *c, FILE **fp)
 {
 	int64_t now = dlrt_now_ms();
+	FILE *f = *fp;
 
 	if (!f)
 		return;
@@ -277,14 +289,23 @@ static void tl_flush(struct coord *c, FILE *f)
 			return;
 		}
 	}
-	fflush(f);
+	if (fflush(f) != 0) {
+		/* Diagnostics only: answers do not depend on it, so the pool goes on
+		 * without this file rather than failing jobs. */
+		logf_(c, "cannot write the %s in %s: %s: it stops here (answers are not affected); "
+		      "free space in the pool folder", f == c->timeline ? "timeline.tsv" :
+		      "events.tsv", c->pool, strerror(errno));
+		__fpurge(f);
+		fclose(f);
+		*fp = NULL;
+	}
 }
 
 static void event(struct coord *c, uint32_t job, const char *what)
 {
 	if (c->events && !c->fenced) {
 		fprintf(c->events, "%.6f\t%u\t%s\n", tsec(c, now_us()), job, what);
-		tl_flush(c, c->events);
+		tl_flush(c, &c->events);
 	}
 }
 
@@ -398,17 +419,62 @@ static int64_t ha_tick(struct dlrt_evloop *loop, void *arg)
 	return DLRT_STANDBY_BEAT_MS;
 }
 
+static void fill_job_info(struct coord *c, uint32_t ji, struct dlrt_ip_job_info *o);
+
+/* The journal cannot take a change: nothing more can be acknowledged, since
+ * a restart would not know it. Going on without the journal would let a
+ * restart replay an older state (job ids handed out twice, answers the
+ * clients were told about missing). So the pool stops, as `pool stop` does,
+ * and every waiter hears that its job failed and why; the journal holds
+ * exactly what was acknowledged, so `pool restart` resumes the running jobs. */
+static void coord_break(struct coord *c, const char *msg)
+{
+	if (c->broken)
+		return;
+	c->broken = true;
+	snprintf(c->broken_msg, sizeof(c->broken_msg), "%s", msg);
+	logf_(c, "%s; the pool stops (running jobs resume from the journal after dlrt-infer pool "
+	      "restart)", msg);
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct jrt *r = &c->jr[ji];
+		struct dlrt_ip_job_info info;
+
+		if (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING)
+			continue;
+		fill_job_info(c, ji, &info);
+		info.state = DLRT_IP_JOB_FAILED;
+		snprintf(info.error, sizeof(info.error), "the pool stopped: %s", msg);
+		for (uint32_t i = 0; i < r->nwaiters; i++) {
+			dlrt_ip_put_jobend(&r->waiters[i]->out, &info);
+			mark_dirty(c, r->waiters[i]);
+		}
+		r->nwaiters = 0;
+	}
+	if (c->sb) {
+		dlrt_ip_put_empty(&c->sb->out, DLRT_IP_STOP); /* it must not take over */
+		mark_dirty(c, c->sb);
+	}
+	c->stopping = true;
+	kick(c);
+}
+
 /* Makes an applied change durable before anyone hears of it: appended to the
  * journal (journal.h has the fsync policy), then sent to the standby and
- * acknowledged by it. -1 if this coordinator was fenced out meanwhile. */
+ * acknowledged by it. -1 if it is not: the journal failed (the pool stops),
+ * or this coordinator was fenced out meanwhile. */
 static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t kind, uint64_t seq)
 {
 	struct dlrt_err err;
 
 	if (dlrt_journal_append(&c->jn, frame, n, kind != DLRT_CH_TASK_DONE, &err) < 0) {
-		logf_(c, "%s: the journal stops here (a restart would lose later answers)",
-		      err.msg);
-		dlrt_journal_close(&c->jn);
+		coord_break(c, err.msg);
+		return -1;
+	}
+	if (c->jn.reserve_errno && c->jn.reserve_errno != EOPNOTSUPP && !c->reserve_warned) {
+		c->reserve_warned = true; /* once: it is retried on every 64 KiB */
+		logf_(c, "the journal cannot hold disk space ahead (%s): the pool folder is "
+		      "almost full; free space there before the journal runs out and the pool stops",
+		      strerror(c->jn.reserve_errno));
 	}
 	if (!c->sb)
 		return c->fenced ? -1 : 0;
@@ -431,7 +497,7 @@ static int commit(struct coord *c, struct dlrt_infer_change *ch)
 	struct dlrt_err err;
 	size_t at = c->log.len;
 
-	if (c->fenced)
+	if (c->fenced || c->broken)
 		return -1;
 	ch->epoch = c->epoch;
 	ch->seq = c->st.seq + 1;
@@ -481,7 +547,12 @@ static void job_ended(struct coord *c, uint32_t ji)
 	struct dlrt_ip_job_info info;
 
 	if (r->csv) {
-		fclose(r->csv);
+		/* Cancelled or failed: every recorded row was flushed already; what
+		 * a failed flush left in the buffer must not land later. */
+		if (r->csv_err[0])
+			__fpurge(r->csv);
+		if (fclose(r->csv) != 0 && !r->csv_err[0])
+			logf_(c, "job %u: closing %s: %s", j->id, r->out, strerror(errno));
 		r->csv = NULL;
 	}
 	fill_job_info(c, ji, &info);
@@ -520,6 +591,47 @@ static void end_job(struct coord *c, uint32_t ji, uint8_t state, const char *err
 	snprintf(ch.error, sizeof(ch.error), "%s", error ? error : "");
 	if (commit(c, &ch) == 0)
 		job_ended(c, ji);
+}
+
+/* The one line a job fails with when its results cannot be stored; the
+ * first cause wins. */
+static void csv_fail(struct coord *c, uint32_t ji, const char *what, int e)
+{
+	struct jrt *r = &c->jr[ji];
+
+	if (r->csv_err[0])
+		return;
+	snprintf(r->csv_err, sizeof(r->csv_err), "cannot %s %.3800s: %s: %s", what, r->out,
+		 strerror(e ? e : EIO), c->st.jobs[ji].sub.out[0] ?
+		 "free space in the folder of --out and resubmit" :
+		 "free space in the pool folder and resubmit");
+}
+
+/* The last answer is recorded: the job is done only once its results file
+ * is whole on disk (fdatasync: a network filesystem may report a full disk
+ * no sooner) and closed; else it fails, naming the file and the cause, and
+ * `wait` never says done with rows missing. */
+static void job_complete(struct coord *c, uint32_t ji)
+{
+	struct jrt *r = &c->jr[ji];
+	FILE *f = r->csv;
+
+	r->csv = NULL;
+	if (!f) {
+		csv_fail(c, ji, "write", EBADF); /* not open: csv_err says why already */
+	} else if (r->csv_err[0] || fflush(f) != 0 || fdatasync(fileno(f)) != 0) {
+		csv_fail(c, ji, "write", errno);
+		__fpurge(f);
+		fclose(f);
+	} else if (fclose(f) != 0) {
+		csv_fail(c, ji, "write", errno);
+	}
+	if (r->csv_err[0]) {
+		logf_(c, "job %u: %s", c->st.jobs[ji].id, r->csv_err);
+		end_job(c, ji, DLRT_IP_JOB_FAILED, r->csv_err);
+	} else {
+		end_job(c, ji, DLRT_IP_JOB_DONE, NULL);
+	}
 }
 
 /* ---- dispatch -------------------------------------------------------------------- */
@@ -744,18 +856,67 @@ static void bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ, b
 	}
 }
 
-static void write_csv(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch)
+/* A task's rows into the results file's buffer (csv_len counts them); -1
+ * (errno set) on failure. */
+static int csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch)
 {
 	struct dlrt_infer_job *j = &c->st.jobs[ji];
 	FILE *f = c->jr[ji].csv;
 	uint32_t first = dlrt_infer_task_first(j, ch->task);
 
-	if (!f)
+	for (uint32_t i = 0; i < ch->res.n; i++) {
+		int n = fprintf(f, "%u,%u,%d,%.6f,%u,%.3f\n", first + i, j->sub.first + first + i,
+				ch->res.pred[i], (double)ch->res.score[i], ch->worker,
+				ch->latency_us / 1000.0);
+
+		if (n < 0)
+			return -1;
+		c->jr[ji].csv_len += n;
+	}
+	return 0;
+}
+
+/* Stores an answer's rows before the answer is recorded: a row that only
+ * reached stdio's buffer is not stored (the disk may be full when it is
+ * written), and the journal must never hold an answer whose row was lost.
+ * *at is where the rows start, for unstore_rows(). -1: the job's results
+ * cannot be stored (csv_err says why). */
+static int store_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch,
+		      off_t *at)
+{
+	struct jrt *r = &c->jr[ji];
+
+	if (!r->csv || r->csv_err[0]) {
+		csv_fail(c, ji, "write", EBADF);
+		return -1;
+	}
+	errno = 0;
+	*at = r->csv_len;
+	if (csv_rows(c, ji, ch) < 0 || fflush(r->csv) != 0) {
+		csv_fail(c, ji, "write", errno);
+		/* A full disk takes part of a write: cut the partial rows, so the
+		 * file holds exactly the recorded answers (the job fails anyway). */
+		__fpurge(r->csv);
+		r->csv_len = *at;
+		if (ftruncate(fileno(r->csv), *at) == 0)
+			fseeko(r->csv, *at, SEEK_SET);
+		return -1;
+	}
+	return 0;
+}
+
+/* The answer was stored but not recorded (the journal failed, a newer
+ * coordinator took over): its rows go, so a later answer to the task is not
+ * a second row. Failing that, the job must not end done. */
+static void unstore_rows(struct coord *c, uint32_t ji, off_t at)
+{
+	struct jrt *r = &c->jr[ji];
+
+	if (!r->csv)
 		return;
-	for (uint32_t i = 0; i < ch->res.n; i++)
-		fprintf(f, "%u,%u,%d,%.6f,%u,%.3f\n", first + i, j->sub.first + first + i,
-			ch->res.pred[i], (double)ch->res.score[i], ch->worker,
-			ch->latency_us / 1000.0);
+	r->csv_len = at;
+	if (ftruncate(fileno(r->csv), at) < 0 || fseeko(r->csv, at, SEEK_SET) < 0)
+		csv_fail(c, ji, "cut back", errno);
 }
 
 static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
@@ -766,6 +927,7 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	uint32_t k, ji;
 	double occ;
 	bool warm;
+	off_t at;
 
 	for (k = 0; k < w->n; k++)
 		if (w->fl[k].job == res->job && w->fl[k].task == res->task &&
@@ -822,9 +984,15 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 	ch.task = res->task;
 	ch.worker = w->id;
 	ch.res = *res;
-	if (commit(c, &ch) < 0)
+	if (store_rows(c, ji, &ch, &at) < 0) {
+		logf_(c, "job %u: %s", j->id, c->jr[ji].csv_err);
+		end_job(c, ji, DLRT_IP_JOB_FAILED, c->jr[ji].csv_err);
 		return 0;
-	write_csv(c, ji, &ch);
+	}
+	if (commit(c, &ch) < 0) {
+		unstore_rows(c, ji, at);
+		return 0;
+	}
 	if (c->o->takeover && !c->first_answer) {
 		c->first_answer = true;
 		logf_(c, "first answer to a task dispatched since the takeover at wall %.6f",
@@ -843,7 +1011,7 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 		retarget(c);
 	}
 	if (j->tasks_done == j->ntasks)
-		end_job(c, ji, DLRT_IP_JOB_DONE, NULL);
+		job_complete(c, ji);
 	return 0;
 }
 
@@ -853,6 +1021,7 @@ static void on_resent(struct coord *c, struct wk *w, const struct dlrt_ip_result
 {
 	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
 	struct dlrt_infer_job *j = dlrt_infer_state_job(&c->st, res->job);
+	off_t at;
 
 	if (!j || j->state != DLRT_IP_JOB_RUNNING || res->task >= j->ntasks ||
 	    j->task_done[res->task] || res->n != dlrt_infer_task_size(j, res->task))
@@ -861,14 +1030,20 @@ static void on_resent(struct coord *c, struct wk *w, const struct dlrt_ip_result
 	ch.task = res->task;
 	ch.worker = w->id;
 	ch.res = *res;
-	if (commit(c, &ch) < 0)
+	if (store_rows(c, res->job - 1, &ch, &at) < 0) {
+		logf_(c, "job %u: %s", j->id, c->jr[res->job - 1].csv_err);
+		end_job(c, res->job - 1, DLRT_IP_JOB_FAILED, c->jr[res->job - 1].csv_err);
 		return;
-	write_csv(c, res->job - 1, &ch);
+	}
+	if (commit(c, &ch) < 0) {
+		unstore_rows(c, res->job - 1, at);
+		return;
+	}
 	c->resent++;
 	logf_(c, "worker %u re-sent task %llu of job %u, answered before the failover: recorded",
 	      w->id, (unsigned long long)res->task, res->job);
 	if (j->tasks_done == j->ntasks)
-		end_job(c, res->job - 1, DLRT_IP_JOB_DONE, NULL);
+		job_complete(c, res->job - 1);
 }
 
 /* ---- requests ------------------------------------------------------------------- */
@@ -878,8 +1053,17 @@ static void reply_error(struct dlrt_conn *conn, const char *msg)
 	dlrt_ip_put_error(&conn->out, msg);
 }
 
-/* A job's soft state, and its results file started afresh (header only). */
-static int job_open(struct coord *c, uint32_t ji, bool replace, char *msg, size_t len)
+/* Where a rebuilt results file is written before it replaces the old one. */
+static void csv_tmp(const struct jrt *r, char *tmp, size_t len)
+{
+	snprintf(tmp, len, "%s.%d.tmp", r->out, (int)getpid());
+}
+
+/* A job's soft state, and (open) its results file started afresh, header
+ * only: a new job's file directly, a rebuilt one (rebuild) as csv_tmp(),
+ * renamed over the old file by csv_publish() once whole. -1: csv_err says
+ * why. */
+static int job_open(struct coord *c, uint32_t ji, bool open_csv, bool rebuild)
 {
 	struct dlrt_infer_job *j = &c->st.jobs[ji];
 	struct jrt *r = &c->jr[ji];
@@ -894,48 +1078,77 @@ static int job_open(struct coord *c, uint32_t ji, bool replace, char *msg, size_
 		snprintf(r->out, sizeof(r->out), "%s", j->sub.out);
 	else
 		snprintf(r->out, sizeof(r->out), "%.4000s/job-%u.csv", c->pool, j->id);
-	/* Rebuilt files replace the old one by rename: a coordinator fenced out
-	 * meanwhile writes into the unlinked file, never into this one. */
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", r->out, (int)getpid());
-	fd = open(replace ? tmp : r->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0 && replace && rename(tmp, r->out) < 0) {
-		unlink(tmp);
-		close(fd);
-		fd = -1;
-	}
+	if (!open_csv)
+		return 0;
+	csv_tmp(r, tmp, sizeof(tmp));
+	fd = open(rebuild ? tmp : r->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	r->csv = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (!r->csv) {
-		snprintf(msg, len, "cannot write the results file %s: %s", r->out, strerror(errno));
+		csv_fail(c, ji, "write", errno);
 		if (fd >= 0)
 			close(fd);
+		if (fd >= 0 && rebuild)
+			unlink(tmp);
 		return -1;
 	}
-	fprintf(r->csv, "query_id,input_index,prediction,score,worker,task_latency_ms\n");
+	r->csv_len = fprintf(r->csv, "query_id,input_index,prediction,score,worker,"
+			     "task_latency_ms\n");
+	if (r->csv_len < 0 || (!rebuild && fflush(r->csv) != 0)) {
+		csv_fail(c, ji, "write", errno);
+		__fpurge(r->csv);
+		fclose(r->csv);
+		r->csv = NULL;
+		if (rebuild)
+			unlink(tmp);
+		return -1;
+	}
 	return 0;
 }
 
-/* After a restart or a takeover: every job's soft state, and its results
- * file rebuilt from the logged answers, so it holds each recorded answer
- * exactly once whatever the previous coordinator managed to write. */
+/* A rebuilt results file, whole, replaces the old one. The rename also cuts
+ * off a coordinator fenced out meanwhile: it writes into the unlinked file,
+ * never into this one. A failure leaves the old file as it was. */
+static int csv_publish(struct coord *c, uint32_t ji)
+{
+	struct jrt *r = &c->jr[ji];
+	char tmp[DLRT_IP_STR_MAX + 64];
+
+	csv_tmp(r, tmp, sizeof(tmp));
+	if (!r->csv_err[0] && fflush(r->csv) == 0 && rename(tmp, r->out) == 0)
+		return 0;
+	csv_fail(c, ji, "write", errno);
+	__fpurge(r->csv);
+	fclose(r->csv);
+	r->csv = NULL;
+	unlink(tmp);
+	return -1;
+}
+
+/* After a restart or a takeover: every job's soft state, and the results
+ * files of the running jobs rebuilt from the logged answers, so each holds
+ * every recorded answer exactly once whatever the previous coordinator
+ * managed to write. An ended job's file was whole before its end was
+ * recorded (job_complete), and is left alone: rebuilding it would refill a
+ * disk its owner cleaned up. A running job whose file cannot be rebuilt
+ * fails once the journal is open (fail_unstorable). */
 static int resume_jobs(struct coord *c)
 {
 	const uint8_t *p = dlrt_buf_head(&c->log);
 	size_t off = 0;
 	uint32_t running = 0;
-	char msg[DLRT_IP_STR_MAX + 64];
 
 	while (c->capjobs <= c->st.njobs)
 		if (grow_jobs(c) < 0)
 			return -1;
 	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
 		struct dlrt_infer_job *j = &c->st.jobs[ji];
+		bool run = j->state == DLRT_IP_JOB_RUNNING;
 
-		if (job_open(c, ji, true, msg, sizeof(msg)) < 0)
-			logf_(c, "job %u: %s", j->id, msg);
+		job_open(c, ji, run, true);
 		/* events.tsv continues across coordinators (tsvlog.h): a job that
 		 * has answers logged its first task and answer there already. */
 		c->jr[ji].answered_before = j->done > 0;
-		if (j->state == DLRT_IP_JOB_RUNNING) {
+		if (run) {
 			running++;
 			logf_(c, "job %u resumes with %u of %u queries answered", j->id, j->done,
 			      j->sub.count);
@@ -949,25 +1162,36 @@ static int resume_jobs(struct coord *c)
 		if (dlrt_ip_frame_peek(p + off, c->log.len - off, &f, &err) != 1)
 			break;
 		if (dlrt_infer_change_get(f.payload, f.len, &ch, &err) == 0 &&
-		    ch.kind == DLRT_CH_TASK_DONE && ch.job >= 1 && ch.job <= c->st.njobs)
-			write_csv(c, ch.job - 1, &ch);
+		    ch.kind == DLRT_CH_TASK_DONE && ch.job >= 1 && ch.job <= c->st.njobs &&
+		    c->jr[ch.job - 1].csv && !c->jr[ch.job - 1].csv_err[0] &&
+		    csv_rows(c, ch.job - 1, &ch) < 0)
+			csv_fail(c, ch.job - 1, "write", errno);
 		dlrt_infer_change_free(&ch);
 		off += f.frame_len;
 	}
-	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
-		struct jrt *r = &c->jr[ji];
-
-		if (r->csv && (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING || fflush(r->csv) != 0)) {
-			fclose(r->csv);
-			r->csv = NULL;
-		}
-	}
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++)
+		if (c->jr[ji].csv)
+			csv_publish(c, ji);
 	if (c->st.njobs)
 		logf_(c, "resumed %u jobs (%u still running) from %llu state changes", c->st.njobs,
 		      running, (unsigned long long)c->st.seq);
 	regime_change(c);
 	retarget(c);
 	return 0;
+}
+
+/* Running jobs whose results file could not be rebuilt fail now (the
+ * journal is open to record it), with the line that says why. */
+static void fail_unstorable(struct coord *c)
+{
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct jrt *r = &c->jr[ji];
+
+		if (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING || !r->csv_err[0])
+			continue;
+		logf_(c, "job %u: %s", c->st.jobs[ji].id, r->csv_err);
+		end_job(c, ji, DLRT_IP_JOB_FAILED, r->csv_err);
+	}
 }
 
 static int on_submit(struct coord *c, struct dlrt_conn *conn, struct dlrt_ip_submit *s)
@@ -995,7 +1219,8 @@ static int on_submit(struct coord *c, struct dlrt_conn *conn, struct dlrt_ip_sub
 		reply_error(conn, "the coordinator refused the job (see its log)");
 		return 0;
 	}
-	if (job_open(c, ji, false, msg, sizeof(msg)) < 0) {
+	if (job_open(c, ji, true, false) < 0) {
+		snprintf(msg, sizeof(msg), "%s", c->jr[ji].csv_err);
 		end_job(c, ji, DLRT_IP_JOB_FAILED, msg);
 		reply_error(conn, msg);
 		return 0;
@@ -1205,8 +1430,12 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 	if (!p->role) {
 		if (handshake(c, conn, f, err) < 0)
 			return -1;
-		if (!p->role && p->challenged && f->type == DLRT_IP_AUTH)
+		if (!p->role && p->challenged && f->type == DLRT_IP_AUTH) {
+			/* The pool's own peer: out of the gate, whole frames from now on. */
+			dlrt_gate_remove(&c->gate, &p->gate);
+			conn->in.limit = MAX_REQUEST;
 			return on_hello(c, conn, &p->hello) < 0 ? dlrt_err_set(err, "HELLO refused") : 0;
+		}
 		return 0;
 	}
 	if (p->role == DLRT_IP_ROLE_STANDBY) {
@@ -1247,7 +1476,7 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 
 			if (rc == 0)
 				on_resent(c, p->w, &res);
-			if (rc == 0 && !c->fenced)
+			if (rc == 0 && !c->fenced && !c->broken)
 				dlrt_ip_put_ack(&conn->out, res.job, res.task);
 			dlrt_ip_result_free(&res);
 			kick(c);
@@ -1260,7 +1489,7 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 			if (rc == 0)
 				rc = on_result(c, p->w, &res);
 			/* Recorded (and held by the standby), or never to be: forget it. */
-			if (rc == 0 && !c->fenced)
+			if (rc == 0 && !c->fenced && !c->broken)
 				dlrt_ip_put_ack(&conn->out, res.job, res.task);
 			dlrt_ip_result_free(&res);
 			if (rc == 0)
@@ -1362,8 +1591,16 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 
 	for (;;) {
 		struct dlrt_ip_frame f;
-		int rc = dlrt_ip_frame_peek(dlrt_buf_head(&conn->in), conn->in.len, &f, &err);
+		int rc;
 
+		/* Before WELCOME: a small HELLO or AUTH, or nothing (gate.h). */
+		if (!((struct peer *)conn->state)->role &&
+		    dlrt_gate_check(dlrt_buf_head(&conn->in), conn->in.len, &err) < 0) {
+			reply_error(conn, err.msg);
+			logf_(c, "closing a connection: %s", err.msg);
+			return DLRT_PROTO_CLOSE;
+		}
+		rc = dlrt_ip_frame_peek(dlrt_buf_head(&conn->in), conn->in.len, &f, &err);
 		if (rc == 0) {
 			/* A frame longer than the buffer limit can never complete. */
 			if (conn->in.len >= conn->in.limit) {
@@ -1459,11 +1696,48 @@ static void worker_seen(struct coord *c, struct wk *w)
 	kick(c);
 }
 
+/* A new connection starts in the gate (gate.h): a small input limit and a
+ * deadline until it authenticates; when too many wait, the oldest goes. */
 static int on_open(struct dlrt_conn *conn, void *ctx)
 {
-	(void)ctx;
-	conn->state = calloc(1, sizeof(struct peer));
-	return conn->state ? 0 : -1;
+	struct coord *c = ctx;
+	struct peer *p = calloc(1, sizeof(*p));
+	struct dlrt_gate_ent *old;
+	int64_t now = dlrt_now_ms();
+
+	if (!p)
+		return -1;
+	conn->state = p;
+	conn->in.limit = DLRT_GATE_INPUT_MAX;
+	p->gate.owner = conn;
+	dlrt_gate_add(&c->gate, &p->gate, now);
+	while ((old = dlrt_gate_due(&c->gate, now, DLRT_GATE_DEADLINE_MS, DLRT_GATE_MAX_PENDING))) {
+		c->gate_evicted++;
+		dlrt_conn_close(old->owner); /* on_close unqueues it */
+	}
+	return 0;
+}
+
+/* Closes connections that did not authenticate in time; one log line for
+ * all of them, however many a flood brings. */
+static int64_t gate_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+	struct dlrt_gate_ent *e;
+	uint32_t late = 0;
+
+	(void)loop;
+	while ((e = dlrt_gate_due(&c->gate, dlrt_now_ms(), DLRT_GATE_DEADLINE_MS,
+				  DLRT_GATE_MAX_PENDING))) {
+		late++;
+		dlrt_conn_close(e->owner);
+	}
+	if (late || c->gate_evicted)
+		logf_(c, "closed %u connections that did not authenticate within %d s, and %u "
+		      "beyond the %d that may wait for it at once", late,
+		      DLRT_GATE_DEADLINE_MS / 1000, c->gate_evicted, DLRT_GATE_MAX_PENDING);
+	c->gate_evicted = 0;
+	return 1000;
 }
 
 static void on_close(struct dlrt_conn *conn, void *ctx)
@@ -1473,6 +1747,7 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
 
 	if (!p)
 		return;
+	dlrt_gate_remove(&c->gate, &p->gate);
 	if (conn == c->sb) {
 		c->sb = NULL;
 		c->sb_ready = false;
@@ -1583,11 +1858,9 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 		if (c->timeline && !c->fenced)
 			fprintf(c->timeline, "%.3f\t%u\t%.1f\t%.2f\t%.2f\t%u\n", tsec(c, t), j->id,
 				r->rate, r->held_avg, c->sj[ji].target, j->done);
-		if (r->csv && b % 20 == 0)
-			fflush(r->csv);
 	}
 	if (b % 4 == 0)
-		tl_flush(c, c->timeline);
+		tl_flush(c, &c->timeline);
 	retarget(c);
 	return c->bucket_ms;
 }
@@ -1634,8 +1907,11 @@ static int64_t journal_tick(struct dlrt_evloop *loop, void *arg)
 	struct dlrt_err err;
 
 	(void)loop;
-	if (dlrt_journal_sync(&c->jn, &err) < 0)
-		logf_(c, "%s", err.msg);
+	if (dlrt_journal_sync(&c->jn, &err) < 0) {
+		/* Records since the last sync may be gone: stop acknowledging. */
+		coord_break(c, err.msg);
+		return -1;
+	}
 	return DLRT_JOURNAL_SYNC_MS;
 }
 
@@ -1644,7 +1920,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	struct coord c = { .o = o, .sfd = -1 };
 	struct dlrt_pool_access a, old;
 	struct dlrt_tcpserver_cfg cfg = {
-		.max_request = DLRT_IP_MAX_FRAME + 64,
+		.max_request = MAX_REQUEST, /* on_open lowers it until authentication */
 		.max_reply = (size_t)256 << 20,
 		.idle_timeout_ms = 0,
 		.max_conns = 4096,
@@ -1740,6 +2016,9 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	sigaddset(&ss, SIGINT);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A file size limit (ulimit -f) must fail a write (EFBIG), which is
+	 * handled like a full disk, not kill the coordinator. */
+	signal(SIGXFSZ, SIG_IGN);
 	c.sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sfd >= 0)
 		dlrt_evloop_add_fd(c.loop, c.sfd, DLRT_EV_READ, on_signal, &c);
@@ -1779,6 +2058,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	c.hb_last_check_ms = dlrt_now_ms();
 	dlrt_evloop_add_timer(c.loop, c.hb.check_ms, heartbeat_check, &c);
 	dlrt_evloop_add_timer(c.loop, DLRT_JOURNAL_SYNC_MS, journal_tick, &c);
+	dlrt_evloop_add_timer(c.loop, 1000, gate_tick, &c);
 	c.sb_tmo = dlrt_standby_timeout_ms();
 	gethostname(c.host, sizeof(c.host) - 1);
 	/* Element 1 usually joins within a second or two; then anyone will do. */
@@ -1787,10 +2067,11 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	dlrt_evloop_add_timer(c.loop, DLRT_STANDBY_BEAT_MS, ha_tick, &c);
 	/* A job whose last answer was recorded but not its end (a crash in
 	 * between, or a torn JOB_END) ends now. */
+	fail_unstorable(&c);
 	for (uint32_t ji = 0; ji < c.st.njobs; ji++)
 		if (c.st.jobs[ji].state == DLRT_IP_JOB_RUNNING &&
 		    c.st.jobs[ji].tasks_done == c.st.jobs[ji].ntasks)
-			end_job(&c, ji, DLRT_IP_JOB_DONE, NULL);
+			job_complete(&c, ji);
 	a.epoch = c.epoch;
 	a.port = dlrt_tcpserver_port(c.srv);
 	snprintf(a.secret, sizeof(a.secret), "%s", c.secret);
@@ -1813,6 +2094,9 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	if (c.fenced) {
 		rc = -1;
 		dlrt_err_set(err, "fenced out by a newer coordinator (see the log above)");
+	} else if (c.broken) {
+		rc = -1;
+		dlrt_err_set(err, "%s", c.broken_msg);
 	}
 out:
 	if (c.sb && !c.fenced) {
@@ -1836,18 +2120,23 @@ out:
 	}
 	if (c.srv)
 		dlrt_tcpserver_stop(c.srv); /* before the files: on_close may still log events */
+	/* Running jobs' rows were flushed with their answers: nothing is left
+	 * to write, but a failing close is still worth a line. */
 	for (uint32_t i = 0; i < c.st.njobs; i++)
-		if (c.jr[i].csv)
-			fclose(c.jr[i].csv);
+		if (c.jr[i].csv && fclose(c.jr[i].csv) != 0)
+			logf_(&c, "job %u: closing %s: %s", c.st.jobs[i].id, c.jr[i].out,
+			      strerror(errno));
 	if (c.timeline) {
 		if (c.fenced)
 			__fpurge(c.timeline);
-		fclose(c.timeline);
+		if (fclose(c.timeline) != 0)
+			logf_(&c, "closing timeline.tsv: %s: its last rows are lost", strerror(errno));
 	}
 	if (c.events) {
 		if (c.fenced)
 			__fpurge(c.events);
-		fclose(c.events);
+		if (fclose(c.events) != 0)
+			logf_(&c, "closing events.tsv: %s: its last rows are lost", strerror(errno));
 	}
 	if (c.sfd >= 0)
 		close(c.sfd);

@@ -245,6 +245,8 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w == 0)
+			errno = ENOSPC; /* write(2) stored nothing and said no more */
 		if (w <= 0)
 			return -1;
 		p += w;
@@ -253,17 +255,35 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* Holds disk space ahead of the journal's end (DLRT_JOURNAL_RESERVE). A
+ * filesystem without fallocate (EOPNOTSUPP) simply gets no reserve. */
+static void reserve(struct dlrt_journal *j)
+{
+	if (j->reserved - j->size >= DLRT_JOURNAL_RESERVE / 2 || j->size < j->reserve_next)
+		return;
+	if (fallocate(j->fd, FALLOC_FL_KEEP_SIZE, j->size, DLRT_JOURNAL_RESERVE) == 0) {
+		j->reserved = j->size + DLRT_JOURNAL_RESERVE;
+		j->reserve_errno = 0;
+		return;
+	}
+	j->reserve_errno = errno;
+	/* Not once per answer: after 64 KiB more (a full disk may clear), or
+	 * never where the filesystem cannot do it. */
+	j->reserve_next = errno == EOPNOTSUPP ? (off_t)INT64_MAX : j->size + (64 << 10);
+}
+
 int dlrt_journal_open(struct dlrt_journal *j, const char *dir, const uint8_t *log, size_t n,
 		      struct dlrt_err *err)
 {
-	char path[4200], tmp[4300];
+	char tmp[4300];
+	char *path = j->path;
 	struct dlrt_buf b;
 	size_t off = 0;
 	int fd;
 
 	memset(j, 0, sizeof(*j));
 	j->fd = -1;
-	snprintf(path, sizeof(path), "%s/journal", dir);
+	snprintf(j->path, sizeof(j->path), "%s/journal", dir);
 	snprintf(tmp, sizeof(tmp), "%s/.journal.%d", dir, (int)getpid());
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
@@ -284,12 +304,15 @@ int dlrt_journal_open(struct dlrt_journal *j, const char *dir, const uint8_t *lo
 		goto fail;
 	if (rename(tmp, path) < 0)
 		goto fail;
-	dlrt_buf_free(&b);
 	j->fd = fd;
+	j->size = (off_t)b.len;
+	dlrt_buf_free(&b);
 	j->synced_ms = dlrt_now_ms();
+	reserve(j);
 	return 0;
 fail:
-	dlrt_err_errno(err, errno, "cannot write the journal %s", path);
+	dlrt_err_set(err, "cannot write the journal %s: %s: free space in the pool folder and "
+		     "start the coordinator again", path, strerror(errno));
 	dlrt_buf_free(&b);
 	close(fd);
 	unlink(tmp);
@@ -301,7 +324,9 @@ int dlrt_journal_sync(struct dlrt_journal *j, struct dlrt_err *err)
 	if (j->fd < 0 || !j->dirty)
 		return 0;
 	if (fdatasync(j->fd) < 0)
-		return dlrt_err_errno(err, errno, "cannot sync the journal");
+		return dlrt_err_set(err, "cannot sync the journal %s: %s: check the pool folder's "
+				    "filesystem, then dlrt-infer pool restart", j->path,
+				    strerror(errno));
 	j->dirty = false;
 	j->syncs++;
 	j->synced_ms = dlrt_now_ms();
@@ -312,26 +337,36 @@ int dlrt_journal_append(struct dlrt_journal *j, const uint8_t *frame, size_t n, 
 			struct dlrt_err *err)
 {
 	uint8_t h[DLRT_JOURNAL_REC_HDR];
+	uint8_t small[4096];
+	int rc;
 
 	if (j->fd < 0)
 		return 0;
 	put_le32(h, (uint32_t)n);
 	put_le32(h + 4, dlrt_crc32c(0, frame, n));
 	/* One write of header and frame, so a crash tears at most this record. */
-	{
-		uint8_t small[4096];
-
-		if (n + sizeof(h) <= sizeof(small)) {
-			memcpy(small, h, sizeof(h));
-			memcpy(small + sizeof(h), frame, n);
-			if (write_all(j->fd, small, n + sizeof(h)) < 0)
-				return dlrt_err_errno(err, errno, "cannot append to the journal");
-		} else if (write_all(j->fd, h, sizeof(h)) < 0 || write_all(j->fd, frame, n) < 0) {
-			return dlrt_err_errno(err, errno, "cannot append to the journal");
-		}
+	if (n + sizeof(h) <= sizeof(small)) {
+		memcpy(small, h, sizeof(h));
+		memcpy(small + sizeof(h), frame, n);
+		rc = write_all(j->fd, small, n + sizeof(h));
+	} else {
+		rc = write_all(j->fd, h, sizeof(h)) < 0 ? -1 : write_all(j->fd, frame, n);
 	}
+	if (rc < 0) {
+		int e = errno;
+
+		/* Cut a partial record: later records after it would be lost at
+		 * load (parsing stops at the first torn one), and this change is
+		 * not acknowledged. Best effort: load cuts a torn tail anyway. */
+		if (ftruncate(j->fd, j->size) == 0)
+			lseek(j->fd, j->size, SEEK_SET);
+		return dlrt_err_set(err, "cannot write the journal %s: %s: free space in the pool "
+				    "folder, then dlrt-infer pool restart", j->path, strerror(e));
+	}
+	j->size += (off_t)(n + sizeof(h));
 	j->dirty = true;
 	j->records++;
+	reserve(j);
 	if (sync || dlrt_now_ms() - j->synced_ms >= DLRT_JOURNAL_SYNC_MS)
 		return dlrt_journal_sync(j, err);
 	return 0;

@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "buf.h"
 #include "dlrt_err.h"
@@ -72,11 +73,22 @@ int dlrt_journal_load(const char *dir, struct dlrt_infer_state *st, struct dlrt_
 int dlrt_journal_apply_log(const uint8_t *log, size_t n, struct dlrt_infer_state *st,
 			   struct dlrt_err *err);
 
+/* Disk space the journal holds ahead of its end (fallocate, KEEP_SIZE): when
+ * the pool's filesystem fills up, a results file runs out first and its job
+ * fails, while the journal can still record that failure and keep serving
+ * the pool's other jobs. Refilled when less than half is left. */
+#define DLRT_JOURNAL_RESERVE ((off_t)1 << 20)
+
 struct dlrt_journal {
 	int fd;
 	bool dirty;          /* written since the last fdatasync */
 	int64_t synced_ms;
 	uint64_t records, syncs;
+	off_t size;          /* bytes of sound records (what a failed append is cut back to) */
+	off_t reserved;      /* allocated up to here */
+	off_t reserve_next;  /* the size at which a failed refill is tried again */
+	int reserve_errno;   /* why the last refill failed (0 = it did not) */
+	char path[4200];
 };
 
 /* Writes DIR/journal afresh from `log` (a temporary file, fsync'd, renamed
@@ -84,10 +96,14 @@ struct dlrt_journal {
  * an unlinked file) and opens it for appending. */
 int dlrt_journal_open(struct dlrt_journal *j, const char *dir, const uint8_t *log, size_t n,
 		      struct dlrt_err *err);
-/* Appends one CHANGE frame as a record; sync forces fdatasync now. */
+/* Appends one CHANGE frame as a record; sync forces fdatasync now. On a
+ * failed write the file is cut back to its last sound record (a restart never
+ * replays a change that was not acknowledged) and err names the file, the
+ * cause and the fix; the caller must not acknowledge the change. */
 int dlrt_journal_append(struct dlrt_journal *j, const uint8_t *frame, size_t n, bool sync,
 			struct dlrt_err *err);
-/* fdatasync if anything was written since the last one. */
+/* fdatasync if anything was written since the last one. A failure means
+ * records written since the last sync may be lost: the caller stops. */
 int dlrt_journal_sync(struct dlrt_journal *j, struct dlrt_err *err);
 void dlrt_journal_close(struct dlrt_journal *j);
 

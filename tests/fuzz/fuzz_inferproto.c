@@ -7,12 +7,15 @@
  * type). Decoded messages are re-encoded and decoded again, which must give
  * the same bytes; a CHANGE is applied to a state to reach apply's checks.
  * The hot standby's messages (ACK, SYNC, SEQACK; RESENT has RESULT's payload)
- * round-trip too.
+ * round-trip too. The coordinator's check before authentication (gate.c)
+ * sees the start of every frame: what it lets through is a HELLO or an AUTH
+ * within the pre-authentication limit, never more.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../inference/gate.h"
 #include "../../inference/proto.h"
 #include "../../inference/state.h"
 
@@ -121,9 +124,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (off < size) {
 		struct dlrt_ip_frame f;
 		struct dlrt_err err;
+		bool gate_ok = dlrt_gate_check(data + off, size - off, &err) == 0;
 
 		if (dlrt_ip_frame_peek(data + off, size - off, &f, &err) != 1)
 			break;
+		if (gate_ok && (f.frame_len > DLRT_GATE_FRAME_MAX ||
+				(f.type != DLRT_IP_HELLO && f.type != DLRT_IP_AUTH)))
+			abort(); /* an unauthenticated peer got past the gate */
 		all_decoders(f.payload, f.len, &st);
 		off += f.frame_len;
 	}

@@ -1,8 +1,11 @@
 /* test_infer_journal.c - the coordinator's journal (inference/journal.c):
  * records written and replayed into an equal state, appends, a torn tail
  * (cut mid-record), a flipped bit, a replayed duplicate, a journal of another
- * protocol version and a foreign file. */
+ * protocol version, a foreign file, and an append that fails (a full disk):
+ * cut back to the records before it. */
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +198,41 @@ int main(void)
 		TAP_IS_INT(file_size(), (off_t)old.len, "and is not cut");
 		free(fr);
 		dlrt_buf_free(&old);
+	}
+
+	/* An append that fails half-way (a full disk; here the file size limit,
+	 * which needs no root): the partial record is cut, the error names the
+	 * file and the fix, and the journal loads exactly as before it. */
+	{
+		struct rlimit keep, rl;
+		size_t at;
+		off_t before;
+
+		TAP_IS_INT(dlrt_journal_open(&j, dir, dlrt_buf_head(&log), log.len, &err), 0,
+			   "rewritten from the log of 4 changes");
+		before = file_size();
+		at = log.len;
+		add_change(&log, &a, DLRT_CH_JOB_END, 0);
+		getrlimit(RLIMIT_FSIZE, &keep);
+		signal(SIGXFSZ, SIG_IGN);
+		rl = keep;
+		rl.rlim_cur = (rlim_t)before + 10;
+		setrlimit(RLIMIT_FSIZE, &rl);
+		TAP_IS_INT(dlrt_journal_append(&j, dlrt_buf_head(&log) + at, log.len - at, true,
+					       &err), -1, "an append past the file size limit fails");
+		setrlimit(RLIMIT_FSIZE, &keep);
+		TAP_OK(strstr(err.msg, path) && strstr(err.msg, "File too large") &&
+		       strstr(err.msg, "free space"), "naming the file, the cause, the fix: %s",
+		       err.msg);
+		TAP_IS_INT(file_size(), before, "the partial record is cut from the file");
+		TAP_IS_INT(j.size, before, "and the journal knows where it ends");
+		TAP_IS_INT(dlrt_journal_append(&j, dlrt_buf_head(&log) + at, log.len - at, true,
+					       &err), 0, "with space again, the same change appends");
+		dlrt_journal_close(&j);
+		TAP_IS_INT(load(&b, &scan), 0, "and the journal loads");
+		TAP_OK(!scan.torn && scan.records == 5, "5 sound records, nothing torn (%s)",
+		       scan.why);
+		TAP_IS_INT(b.jobs[0].state, DLRT_IP_JOB_DONE, "the job's end replays once");
 	}
 
 	/* Not a journal at all. */
