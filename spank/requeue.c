@@ -42,6 +42,7 @@
 
 #define RQ_TIMEOUT_S 60  /* the whole decision, from slurmstepd's point of view */
 #define CMD_TIMEOUT_S 15 /* one scontrol/sinfo call */
+#define RQ_REPORT_MAX 8192 /* what the decision child may report for the slurmd log */
 #define RQ_LOG_NAME "dlrt-retries.log"
 
 struct rq_job {
@@ -56,6 +57,21 @@ static void getenv_job(spank_t sp, const char *name, char *buf, int len)
 {
 	if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS)
 		buf[0] = '\0';
+}
+
+/* The record's code runs in the child of as_user(), which has none of
+ * slurmstepd's descriptors, its log's included: it reports on stderr, and
+ * as_user() puts each line into the slurmd log. */
+static void rq_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void rq_report(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
 }
 
 /* The retry log: DIR/<job>/dlrt-retries.log with --dl-log-dir, else
@@ -97,7 +113,7 @@ static int retry_log_path(struct rq_job *j, char *out, size_t len)
 		close(dfd);
 	}
 	if (j->dirfd < 0)
-		slurm_error("dlrt: %s (job %u: its retry record is not used)", err.msg, j->job_id);
+		rq_report("dlrt: %s (job %u: its retry record is not used)", err.msg, j->job_id);
 	return 0;
 }
 
@@ -124,12 +140,12 @@ static void rq_note(const struct rq_job *j, const char *fmt, ...)
 	line[n++] = '\n';
 	fd = dlrt_privdir_append(j->dirfd, RQ_LOG_NAME, j->path, "--dl-retries", &err);
 	if (fd < 0) {
-		slurm_error("dlrt: %s (job %u)", err.msg, j->job_id);
+		rq_report("dlrt: %s (job %u)", err.msg, j->job_id);
 		return;
 	}
 	/* One write of one line: O_APPEND keeps lines of several nodes whole. */
 	if (write(fd, line, (size_t)n) != n || close(fd) < 0)
-		slurm_error("dlrt: --dl-retries: cannot record \"%.*s\" in %s: %s (job %u)",
+		rq_report("dlrt: --dl-retries: cannot record \"%.*s\" in %s: %s (job %u)",
 			    n - 1, line, j->path, strerror(errno), j->job_id);
 }
 
@@ -150,7 +166,7 @@ static void rq_read(const struct rq_job *j, char *buf, size_t len)
 	fd = dlrt_privdir_read(j->dirfd, RQ_LOG_NAME, j->path, "--dl-retries", &err);
 	if (fd < 0) {
 		if (errno != ENOENT)
-			slurm_error("dlrt: %s (job %u: the record is not used)", err.msg, j->job_id);
+			rq_report("dlrt: %s (job %u: the record is not used)", err.msg, j->job_id);
 		return;
 	}
 	if (fstat(fd, &st) == 0 && st.st_size > (off_t)len - 1)
@@ -336,6 +352,21 @@ static int as_user_child(void *p)
 	return 0;
 }
 
+/* The child's report lines (rq_report), into the slurmd log. */
+static void relay_report(const struct dlrt_buf *out)
+{
+	const char *p = (const char *)dlrt_buf_head(out), *end = p + out->len;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		int len = (int)((nl ? nl : end) - p);
+
+		if (len > 0)
+			slurm_error("%.*s", len, p);
+		p += len + 1;
+	}
+}
+
 /* Runs fn in a child that is the job's user (its ids and groups as Slurm
  * gives them, no descriptor of slurmstepd); waits at most RQ_TIMEOUT_S. */
 static void as_user(const struct rq_job *j, void (*fn)(struct rq_job *, int), int arg)
@@ -344,10 +375,17 @@ static void as_user(const struct rq_job *j, void (*fn)(struct rq_job *, int), in
 	struct dlrt_proc_spec spec = { .cred = &j->cred, .fn = as_user_child, .arg = &c,
 				       .timeout_ms = RQ_TIMEOUT_S * 1000, .ignore_end_signals = true };
 	struct dlrt_proc_result res;
+	struct dlrt_buf out;
 	struct dlrt_err err;
+	int rc;
 
-	if (dlrt_proc_run(&spec, "the --dl-retries decision", NULL, &res, &err) < 0 &&
-	    res.timed_out)
+	spec.out_max = RQ_REPORT_MAX;
+	spec.with_stderr = true;
+	dlrt_buf_init(&out, RQ_REPORT_MAX);
+	rc = dlrt_proc_run(&spec, "the --dl-retries decision", &out, &res, &err);
+	relay_report(&out);
+	dlrt_buf_free(&out);
+	if (rc < 0 && res.timed_out)
 		slurm_error("dlrt: --dl-retries: the requeue decision for job %u took over %d s; "
 			    "killed it (is slurmctld reachable?)", j->job_id, RQ_TIMEOUT_S);
 	else if (res.status != -1 && WIFEXITED(res.status) &&
