@@ -400,9 +400,16 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 			return;
 		if (r->nl < 0)
 			r->nl = dlrt_peeruid_open(&err);
-		if (r->nl < 0 || plen != sizeof(peer) ||
-		    dlrt_peeruid_lookup(r->nl, &peer, &r->laddr, &uid, &err) < 0 ||
-		    uid != r->cfg.uid || r->npairs >= r->cfg.max_conns) {
+		uid = (uid_t)-1; /* nobody's: refused unless the kernel names the owner */
+		if (r->nl >= 0 && plen == sizeof(peer) &&
+		    dlrt_peeruid_lookup(r->nl, &peer, &r->laddr, &uid, &err) < 0) {
+			/* A peer gone already, or a netlink socket in a bad state
+			 * (an answer lost to a full buffer): a fresh one next time. */
+			close(r->nl);
+			r->nl = -1;
+			uid = (uid_t)-1;
+		}
+		if (uid != r->cfg.uid || r->npairs >= r->cfg.max_conns) {
 			r->stats.refused++;
 			close(fd);
 			continue;

@@ -163,6 +163,22 @@ static void test_peeruid(void)
 	s = accept(lfd, NULL, NULL);
 	TAP_OK(dlrt_peeruid_of(s, &uid, &err) == 0, "the kernel names the peer's owner");
 	TAP_IS_INT(uid, getuid(), "the peer's owner is this process's user");
+	{
+		struct sockaddr_in peer, me;
+		socklen_t pl = sizeof(peer), ml = sizeof(me);
+		int nl = dlrt_peeruid_open(&err);
+
+		getpeername(s, (struct sockaddr *)&peer, &pl);
+		getsockname(s, (struct sockaddr *)&me, &ml);
+		uid = (uid_t)-1;
+		TAP_OK(nl >= 0 && dlrt_peeruid_lookup(nl, &peer, &me, &uid, &err) == 0 &&
+		       uid == getuid() && dlrt_peeruid_lookup(nl, &peer, &me, &uid, &err) == 0,
+		       "a kept netlink socket answers lookup after lookup");
+		peer.sin_port = htons((uint16_t)(ntohs(peer.sin_port) ^ 1));
+		TAP_OK(dlrt_peeruid_lookup(nl, &peer, &me, &uid, &err) < 0,
+		       "a socket that does not exist has no owner: %s", err.msg);
+		close(nl);
+	}
 	close(c);
 	close(s);
 	close(lfd);
