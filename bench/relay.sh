@@ -15,7 +15,9 @@
 #     kept connections): the relay's forwarding cost.
 # direct = the service without a secret (the old path); relay = dlrt-relay in
 # front of the service started with --secret-fd (the path the tasks take now).
-# Environment: CLIENTS (48), ROUNDS (100), N (redis-benchmark requests, 100000), C (50).
+# Environment: CLIENTS (48), ROUNDS (100), N (redis-benchmark requests, 100000), C (50);
+# RELAY_BEFORE=PATH: also measure that dlrt-relay binary (an earlier build) in the
+# same run, as the row "before", so two builds compare under the same load.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build}
@@ -65,9 +67,9 @@ start() {
 	PIDS+=("$!")
 }
 
-# relay_to PORT NAME: a relay in front of 127.0.0.1:PORT
+# relay_to PORT NAME [BINARY]: a relay in front of 127.0.0.1:PORT
 relay_to() {
-	"$RELAY" --ready-fd 9 --config-fd 6 9>"$T/$2.ready" \
+	"${3:-$RELAY}" --ready-fd 9 --config-fd 6 9>"$T/$2.ready" \
 		6< <(echo "127.0.0.1:$1#$HEX") </dev/null >/dev/null 2>"$T/$2.log" &
 	PIDS+=("$!")
 }
@@ -81,6 +83,13 @@ d_direct=$(wait_port "$T/hvd.ready") && d_auth=$(wait_port "$T/hvds.ready") &&
 relay_to "$d_auth" rhvd
 relay_to "$s_auth" rstore
 d_relay=$(wait_port "$T/rhvd.ready") && s_relay=$(wait_port "$T/rstore.ready") || exit 1
+paths="direct relay"
+if [ -n "${RELAY_BEFORE:-}" ]; then
+	relay_to "$d_auth" bhvd "$RELAY_BEFORE"
+	relay_to "$s_auth" bstore "$RELAY_BEFORE"
+	d_before=$(wait_port "$T/bhvd.ready") && s_before=$(wait_port "$T/bstore.ready") || exit 1
+	paths="direct before relay"
+fi
 
 echo "# The node relay's cost, $(date -u '+%Y-%m-%d %H:%M UTC'), 127.0.0.1"
 echo
@@ -89,19 +98,32 @@ echo
 echo "| path | req/s | p50 ms | p99 ms | errors |"
 echo "|---|---|---|---|---|"
 rc=0
-for p in direct relay; do
-	port=$([ $p = direct ] && echo "$d_direct" || echo "$d_relay")
+for p in $paths; do
+	case $p in
+	direct) port=$d_direct ;;
+	before) port=$d_before ;;
+	relay) port=$d_relay ;;
+	esac
 	"$BENCH" --port "$port" --clients "$CLIENTS" --rounds "$ROUNDS" --label "$p" >"$T/h.$p" || rc=1
 	awk '{ printf "| %s | %s | %s | %s | %s |\n", $1, $5, $6, $7, $9 }' "$T/h.$p"
 	# bench_hvd_driver: label clients requests seconds req/s p50 p99 max errors
 done
-awk 'NR == FNR { d = $5; next } { printf "\nratio relay / direct (req/s): %.2f\n", (d > 0 ? $5 / d : 0) }' \
-	"$T/h.direct" "$T/h.relay"
+for p in $paths; do
+	[ "$p" = direct ] && continue
+	awk -v p="$p" 'NR == FNR { d = $5; next }
+		{ printf "ratio %s / direct (req/s): %.2f\n", p, (d > 0 ? $5 / d : 0) }' \
+		"$T/h.direct" "$T/h.$p"
+done
 echo
 echo "## Caffe2 store, redis-benchmark, $C clients, $N requests"
 echo
-echo "| command | direct op/s | relay op/s | ratio |"
-echo "|---|---|---|---|"
+if [ -n "${RELAY_BEFORE:-}" ]; then
+	echo "| command | direct op/s | before op/s | relay op/s | before / direct | relay / direct |"
+	echo "|---|---|---|---|---|---|"
+else
+	echo "| command | direct op/s | relay op/s | ratio |"
+	echo "|---|---|---|---|"
+fi
 ops() {
 	timeout 300 redis-benchmark -h 127.0.0.1 -p "$1" -c "$C" -n "$N" -q "${@:2}" 2>&1 |
 		tr '\r' '\n' | grep 'requests per second' | tail -1 |
@@ -115,6 +137,14 @@ for t in SET GET SETNX; do
 	a=$(ops "$s_direct" "${args[@]}")
 	b=$(ops "$s_relay" "${args[@]}")
 	[ -n "$a" ] && [ -n "$b" ] || rc=1
+	if [ -n "${RELAY_BEFORE:-}" ]; then
+		o=$(ops "$s_before" "${args[@]}")
+		[ -n "$o" ] || rc=1
+		awk -v t="$t" -v a="${a:-0}" -v o="${o:-0}" -v b="${b:-0}" 'BEGIN {
+			printf "| %s | %s | %s | %s | %.2f | %.2f |\n", t, a, o, b,
+				(a > 0 ? o / a : 0), (a > 0 ? b / a : 0) }'
+		continue
+	fi
 	awk -v t="$t" -v a="${a:-0}" -v b="${b:-0}" \
 		'BEGIN { printf "| %s | %s | %s | %.2f |\n", t, a, b, (a > 0 ? b / a : 0) }'
 done

@@ -110,6 +110,13 @@ void dlrt_evloop_del_fd(struct dlrt_evloop *loop, int fd)
 	loop->slots[fd].used = false;
 }
 
+void dlrt_evloop_close_fd(struct dlrt_evloop *loop, int fd)
+{
+	if (fd >= 0 && fd < loop->nslots)
+		loop->slots[fd].used = false;
+	close(fd);
+}
+
 int64_t dlrt_evloop_add_timer(struct dlrt_evloop *loop, int64_t delay_ms,
 			      dlrt_ev_timer_fn fn, void *arg)
 {

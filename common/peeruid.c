@@ -23,7 +23,6 @@ static void fill_req(struct diag_req *q, const struct sockaddr_in *peer,
 	q->nlh.nlmsg_len = sizeof(*q);
 	q->nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	q->nlh.nlmsg_flags = NLM_F_REQUEST;
-	q->nlh.nlmsg_seq = 1;
 	q->r.sdiag_family = AF_INET;
 	q->r.sdiag_protocol = IPPROTO_TCP;
 	q->r.idiag_states = ~0u;
@@ -36,71 +35,98 @@ static void fill_req(struct diag_req *q, const struct sockaddr_in *peer,
 	q->r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
 }
 
-/* Reads the answer: the socket's owner, after checking it is that socket. */
+/* Reads the answer to request `seq`: the socket's owner, after checking it
+ * is that socket. A late answer to an earlier request (one whose wait timed
+ * out) is skipped by its sequence number; a few reads at most. */
 static int read_reply(int nl, const struct diag_req *q, uid_t *uid, struct dlrt_err *err)
 {
 	union {
 		char buf[8192];
 		struct nlmsghdr align;
 	} u;
-	ssize_t n;
 
-	do
-		n = recv(nl, u.buf, sizeof(u.buf), 0);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return dlrt_err_errno(err, errno, "no answer from the kernel's socket diagnostics");
-	for (struct nlmsghdr *h = &u.align; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-		const struct inet_diag_msg *m;
+	for (int tries = 0; tries < 4; tries++) {
+		ssize_t n;
 
-		if (h->nlmsg_type == NLMSG_ERROR) {
-			const struct nlmsgerr *e = NLMSG_DATA(h);
+		do
+			n = recv(nl, u.buf, sizeof(u.buf), 0);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return dlrt_err_errno(err, errno, "no answer from the kernel's socket "
+					      "diagnostics");
+		for (struct nlmsghdr *h = &u.align; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			const struct inet_diag_msg *m;
 
-			if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error)
-				return dlrt_err_errno(err, -e->error, "the peer's socket is not "
-						      "known to the kernel");
-			continue;
+			if (h->nlmsg_seq != q->nlh.nlmsg_seq)
+				continue;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = NLMSG_DATA(h);
+
+				if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(*e)) && e->error)
+					return dlrt_err_errno(err, -e->error, "the peer's socket is "
+							      "not known to the kernel");
+				continue;
+			}
+			if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
+				continue;
+			m = NLMSG_DATA(h);
+			if (m->idiag_family != AF_INET ||
+			    m->id.idiag_sport != q->r.id.idiag_sport ||
+			    m->id.idiag_dport != q->r.id.idiag_dport ||
+			    m->id.idiag_src[0] != q->r.id.idiag_src[0] ||
+			    m->id.idiag_dst[0] != q->r.id.idiag_dst[0])
+				continue;
+			*uid = (uid_t)m->idiag_uid;
+			return 0;
 		}
-		if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
-		    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
-			continue;
-		m = NLMSG_DATA(h);
-		if (m->idiag_family != AF_INET || m->id.idiag_sport != q->r.id.idiag_sport ||
-		    m->id.idiag_dport != q->r.id.idiag_dport ||
-		    m->id.idiag_src[0] != q->r.id.idiag_src[0] ||
-		    m->id.idiag_dst[0] != q->r.id.idiag_dst[0])
-			continue;
-		*uid = (uid_t)m->idiag_uid;
-		return 0;
 	}
 	return dlrt_err_set(err, "the kernel's socket diagnostics did not name the peer's socket");
+}
+
+int dlrt_peeruid_open(struct dlrt_err *err)
+{
+	struct timeval tv = { .tv_sec = 1 };
+	int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+
+	if (nl < 0)
+		return dlrt_err_errno(err, errno, "cannot open the kernel's socket diagnostics "
+				      "(NETLINK_SOCK_DIAG)");
+	/* The kernel answers within sendto(); the timeout only bounds the
+	 * impossible. */
+	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return nl;
+}
+
+int dlrt_peeruid_lookup(int nl, const struct sockaddr_in *peer, const struct sockaddr_in *me,
+			uid_t *uid, struct dlrt_err *err)
+{
+	static __thread uint32_t seq;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct diag_req q;
+
+	if (peer->sin_family != AF_INET || me->sin_family != AF_INET)
+		return dlrt_err_set(err, "not a TCP/IPv4 connection");
+	fill_req(&q, peer, me);
+	q.nlh.nlmsg_seq = ++seq;
+	if (sendto(nl, &q, sizeof(q), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+		return dlrt_err_errno(err, errno, "cannot ask the kernel who owns a socket");
+	return read_reply(nl, &q, uid, err);
 }
 
 int dlrt_peeruid_of(int fd, uid_t *uid, struct dlrt_err *err)
 {
 	struct sockaddr_in peer, me;
 	socklen_t pl = sizeof(peer), ml = sizeof(me);
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-	struct timeval tv = { .tv_sec = 1 };
-	struct diag_req q;
 	int nl, rc;
 
 	if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&me, &ml) < 0)
 		return dlrt_err_errno(err, errno, "cannot read the connection's addresses");
-	if (peer.sin_family != AF_INET || me.sin_family != AF_INET)
-		return dlrt_err_set(err, "not a TCP/IPv4 connection");
-	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	nl = dlrt_peeruid_open(err);
 	if (nl < 0)
-		return dlrt_err_errno(err, errno, "cannot open the kernel's socket diagnostics "
-				      "(NETLINK_SOCK_DIAG)");
-	/* The kernel answers at once; the timeout only bounds the impossible. */
-	setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	fill_req(&q, &peer, &me);
-	if (sendto(nl, &q, sizeof(q), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
-		rc = dlrt_err_errno(err, errno, "cannot ask the kernel who owns a socket");
-	else
-		rc = read_reply(nl, &q, uid, err);
+		return -1;
+	rc = dlrt_peeruid_lookup(nl, &peer, &me, uid, err);
 	close(nl);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #ifndef DLRT_PEERUID_H
 #define DLRT_PEERUID_H
 
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include "dlrt_err.h"
@@ -19,5 +20,14 @@
  * -1 if the kernel does not know it (the peer closed already) or the lookup
  * failed; bounded by a 1 s receive timeout. */
 int dlrt_peeruid_of(int fd, uid_t *uid, struct dlrt_err *err);
+
+/* The same for a caller that looks up many connections (the relay, at every
+ * accept): one netlink socket kept open, and the addresses it already has
+ * (accept's peer address, the listener's own), so a lookup is one sendto and
+ * one recv. dlrt_peeruid_open: the socket (close it with close()), or -1. */
+int dlrt_peeruid_open(struct dlrt_err *err);
+/* The owner of the socket at `peer` connected to `me`; -1 as above. */
+int dlrt_peeruid_lookup(int nl, const struct sockaddr_in *peer, const struct sockaddr_in *me,
+			uid_t *uid, struct dlrt_err *err);
 
 #endif

@@ -15,12 +15,14 @@
 #define DEFAULT_BUF (64 * 1024)
 #define DEFAULT_TARGET_WAIT_MS 60000
 #define DEFAULT_CONNECT_MS 10000
+#define DEFAULT_SPARES 8
+#define DEFAULT_SPARE_AGE_MS 1000
 #define SWEEP_MS 250
 
 enum pair_state {
 	WAIT_TARGET, /* admitted before the relay knew the service */
-	CONNECTING,  /* non-blocking connect to the service */
-	CHALLENGE,   /* reading the service's challenge */
+	CHALLENGE,   /* connecting, then reading the service's challenge */
+	SPARE,       /* a spare: answered, waiting for a client */
 	FORWARD,
 };
 
@@ -32,13 +34,15 @@ struct dir {
 	bool shut; /* passed on: shutdown(SHUT_WR) of the destination */
 };
 
+/* A client and its upstream connection; a spare has no client (cfd -1) and
+ * sits on the relay's spares list instead of pairs. */
 struct pair {
 	struct dlrt_relay *r;
 	int cfd, ufd;
 	enum pair_state st;
 	uint8_t chal[DLRT_SVCAUTH_CHALLENGE_LEN];
 	size_t chal_got;
-	int64_t deadline_ms; /* until FORWARD */
+	int64_t deadline_ms; /* until FORWARD; a spare's end of life */
 	struct dir c2u, u2c;
 	struct pair *prev, *next;
 };
@@ -46,39 +50,76 @@ struct pair {
 struct dlrt_relay {
 	struct dlrt_evloop *loop;
 	struct dlrt_relay_cfg cfg;
-	int lfd;
+	int lfd, nl;
+	struct sockaddr_in laddr; /* the listener's: every client's local address */
 	uint16_t port;
 	bool have_target;
 	struct sockaddr_in target;
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
-	struct pair *pairs;
-	unsigned npairs;
+	struct pair *pairs, *spares;
+	unsigned npairs, nspares;
 	int64_t timer;
 	struct dlrt_relay_stats stats;
 };
 
 static void pair_update(struct pair *p);
 
+static void list_push(struct pair **head, struct pair *p)
+{
+	p->prev = NULL;
+	p->next = *head;
+	if (*head)
+		(*head)->prev = p;
+	*head = p;
+}
+
+static void list_unlink(struct pair **head, struct pair *p)
+{
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		*head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+}
+
 static void pair_close(struct pair *p)
 {
 	struct dlrt_relay *r = p->r;
 
-	dlrt_evloop_del_fd(r->loop, p->cfd);
-	close(p->cfd);
-	if (p->ufd >= 0) {
-		dlrt_evloop_del_fd(r->loop, p->ufd);
-		close(p->ufd);
+	if (p->cfd >= 0) {
+		dlrt_evloop_close_fd(r->loop, p->cfd);
+		list_unlink(&r->pairs, p);
+		r->npairs--;
+	} else {
+		list_unlink(&r->spares, p);
+		r->nspares--;
 	}
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		r->pairs = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
-	r->npairs--;
+	if (p->ufd >= 0)
+		dlrt_evloop_close_fd(r->loop, p->ufd);
 	free(p->c2u.data);
 	free(p->u2c.data);
 	free(p);
+}
+
+static struct pair *pair_new(struct dlrt_relay *r)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->c2u.data = malloc(r->cfg.buf_size);
+	p->u2c.data = malloc(r->cfg.buf_size);
+	if (!p->c2u.data || !p->u2c.data) {
+		free(p->c2u.data);
+		free(p->u2c.data);
+		free(p);
+		return NULL;
+	}
+	p->r = r;
+	p->cfd = -1;
+	p->ufd = -1;
+	return p;
 }
 
 /* Reads what fits into d from fd: 0, or -1 when the connection failed. */
@@ -102,8 +143,10 @@ static int dir_fill(struct dir *d, size_t cap, int fd)
 
 /* Writes what it can of d to fd, then passes an end of file on: 0, or -1
  * when the destination is gone (the client then sees its connection end,
- * never a silently lost request or answer). */
-static int dir_flush(struct dir *d, int fd)
+ * never a silently lost request or answer). `last`: the other direction is
+ * passed on already, so the pair is closed right after and close() sends the
+ * FIN (both sides' input was read to its end: no reset). */
+static int dir_flush(struct dir *d, int fd, bool last)
 {
 	while (d->len) {
 		ssize_t n = send(fd, d->data + d->off, d->len, MSG_NOSIGNAL);
@@ -121,7 +164,7 @@ static int dir_flush(struct dir *d, int fd)
 	d->off = 0;
 	if (d->eof && !d->shut) {
 		d->shut = true;
-		if (shutdown(fd, SHUT_WR) < 0 && errno != ENOTCONN)
+		if (!last && shutdown(fd, SHUT_WR) < 0 && errno != ENOTCONN)
 			return -1;
 	}
 	return 0;
@@ -159,8 +202,14 @@ static void challenge_read(struct pair *p)
 	dlrt_svcauth_answer(r->secret, p->chal, answer);
 	memcpy(p->c2u.data, answer, sizeof(answer));
 	p->c2u.len = sizeof(answer);
-	p->st = FORWARD;
-	if (dir_flush(&p->c2u, p->ufd) < 0) {
+	if (p->cfd >= 0) {
+		p->st = FORWARD;
+	} else {
+		p->st = SPARE;
+		p->deadline_ms = dlrt_now_ms() + r->cfg.spare_max_age_ms;
+	}
+	if (dir_flush(&p->c2u, p->ufd, false) < 0) {
+		r->stats.upstream_failed++;
 		pair_close(p);
 		return;
 	}
@@ -172,13 +221,14 @@ static void up_event(struct dlrt_evloop *loop, int fd, unsigned events, void *ar
 	struct pair *p = arg;
 
 	(void)loop;
-	if (p->st == CONNECTING) {
-		if (side_failed(fd)) {
-			p->r->stats.upstream_failed++;
+	if (p->st == SPARE) {
+		/* Once its answer is out, a spare has nothing to hear: the service
+		 * closed it (its idle timeout, its end) or broke the protocol.
+		 * Never hand it out. */
+		if ((events & DLRT_EV_READ) || dir_flush(&p->c2u, p->ufd, false) < 0) {
 			pair_close(p);
 			return;
 		}
-		p->st = CHALLENGE;
 		pair_update(p);
 		return;
 	}
@@ -187,13 +237,13 @@ static void up_event(struct dlrt_evloop *loop, int fd, unsigned events, void *ar
 			challenge_read(p);
 		return;
 	}
-	if ((events & DLRT_EV_WRITE) && dir_flush(&p->c2u, p->ufd) < 0)
+	if ((events & DLRT_EV_WRITE) && dir_flush(&p->c2u, p->ufd, p->u2c.shut) < 0)
 		goto fail;
 	if (events & DLRT_EV_READ) {
 		if (!p->u2c.eof && p->u2c.len < p->r->cfg.buf_size) {
 			if (dir_fill(&p->u2c, p->r->cfg.buf_size, p->ufd) < 0)
 				goto fail;
-			if (dir_flush(&p->u2c, p->cfd) < 0)
+			if (dir_flush(&p->u2c, p->cfd, p->c2u.shut) < 0)
 				goto fail;
 		} else if (side_failed(fd)) {
 			goto fail;
@@ -215,13 +265,13 @@ static void client_event(struct dlrt_evloop *loop, int fd, unsigned events, void
 			pair_close(p);
 		return;
 	}
-	if ((events & DLRT_EV_WRITE) && dir_flush(&p->u2c, p->cfd) < 0)
+	if ((events & DLRT_EV_WRITE) && dir_flush(&p->u2c, p->cfd, p->c2u.shut) < 0)
 		goto fail;
 	if (events & DLRT_EV_READ) {
 		if (!p->c2u.eof && p->c2u.len < p->r->cfg.buf_size) {
 			if (dir_fill(&p->c2u, p->r->cfg.buf_size, p->cfd) < 0)
 				goto fail;
-			if (dir_flush(&p->c2u, p->ufd) < 0)
+			if (dir_flush(&p->c2u, p->ufd, p->u2c.shut) < 0)
 				goto fail;
 		} else if (side_failed(fd)) {
 			goto fail;
@@ -244,11 +294,9 @@ static void pair_update(struct pair *p)
 	switch (p->st) {
 	case WAIT_TARGET:
 		return;
-	case CONNECTING:
-		uev = DLRT_EV_WRITE;
-		break;
 	case CHALLENGE:
-		uev = DLRT_EV_READ;
+	case SPARE:
+		uev = p->c2u.len ? DLRT_EV_WRITE : DLRT_EV_READ;
 		break;
 	case FORWARD:
 		if (p->c2u.shut && p->u2c.shut) {
@@ -265,11 +313,15 @@ static void pair_update(struct pair *p)
 			uev |= DLRT_EV_WRITE;
 		break;
 	}
-	dlrt_evloop_set_events(r->loop, p->cfd, cev);
+	if (p->cfd >= 0)
+		dlrt_evloop_set_events(r->loop, p->cfd, cev);
 	dlrt_evloop_set_events(r->loop, p->ufd, uev);
 }
 
-static void pair_connect(struct pair *p)
+/* Connects to the service and waits for its challenge: no wait for
+ * writability in between, since the challenge can only come once connected,
+ * and a failed connect wakes the read as an error. -1: p was closed. */
+static int pair_connect(struct pair *p)
 {
 	struct dlrt_relay *r = p->r;
 	int one = 1;
@@ -284,70 +336,117 @@ static void pair_connect(struct pair *p)
 		p->ufd = -1;
 		goto fail;
 	}
-	if (dlrt_evloop_add_fd(r->loop, p->ufd, DLRT_EV_WRITE, up_event, p) < 0) {
+	if (dlrt_evloop_add_fd(r->loop, p->ufd, DLRT_EV_READ, up_event, p) < 0) {
 		close(p->ufd);
 		p->ufd = -1;
 		goto fail;
 	}
-	p->st = CONNECTING;
+	p->st = CHALLENGE;
 	p->deadline_ms = dlrt_now_ms() + r->cfg.connect_timeout_ms;
-	return;
+	return 0;
 fail:
 	r->stats.upstream_failed++;
 	pair_close(p);
+	return -1;
+}
+
+/* One more spare, up to the pool's size. Called once per admitted client, so
+ * the pool follows the clients' rate and a relay nobody uses holds nothing. */
+static void spare_start(struct dlrt_relay *r)
+{
+	struct pair *p;
+
+	if (!r->have_target || r->nspares >= (unsigned)r->cfg.spares)
+		return;
+	p = pair_new(r);
+	if (!p)
+		return;
+	list_push(&r->spares, p);
+	r->nspares++;
+	pair_connect(p);
+}
+
+/* A spare that is connected and answered, or NULL. */
+static struct pair *spare_take(struct dlrt_relay *r)
+{
+	for (struct pair *p = r->spares; p; p = p->next) {
+		if (p->st == SPARE && !p->c2u.len) {
+			list_unlink(&r->spares, p);
+			r->nspares--;
+			return p;
+		}
+	}
+	return NULL;
 }
 
 /* Admits the job user's sockets only; everything else is closed at once,
- * before a byte is read or a buffer allocated. */
+ * before a byte is read or a buffer allocated. An admitted client gets a
+ * spare if one is ready (its bytes go to the service at once), else its own
+ * connection as the spares do. */
 static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, void *arg)
 {
 	struct dlrt_relay *r = arg;
 
 	(void)events;
 	for (;;) {
+		struct sockaddr_in peer;
+		socklen_t plen = sizeof(peer);
 		struct dlrt_err err;
 		struct pair *p;
 		uid_t uid;
-		int one = 1;
-		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0)
 			return;
-		if (dlrt_peeruid_of(fd, &uid, &err) < 0 || uid != r->cfg.uid ||
-		    r->npairs >= r->cfg.max_conns) {
+		if (r->nl < 0)
+			r->nl = dlrt_peeruid_open(&err);
+		uid = (uid_t)-1; /* nobody's: refused unless the kernel names the owner */
+		if (r->nl >= 0 && plen == sizeof(peer) &&
+		    dlrt_peeruid_lookup(r->nl, &peer, &r->laddr, &uid, &err) < 0) {
+			/* A peer gone already, or a netlink socket in a bad state
+			 * (an answer lost to a full buffer): a fresh one next time. */
+			close(r->nl);
+			r->nl = -1;
+			uid = (uid_t)-1;
+		}
+		if (uid != r->cfg.uid || r->npairs >= r->cfg.max_conns) {
 			r->stats.refused++;
 			close(fd);
 			continue;
 		}
-		p = calloc(1, sizeof(*p));
-		if (p) {
-			p->c2u.data = malloc(r->cfg.buf_size);
-			p->u2c.data = malloc(r->cfg.buf_size);
-		}
-		if (!p || !p->c2u.data || !p->u2c.data ||
-		    dlrt_evloop_add_fd(loop, fd, 0, client_event, p) < 0) {
-			if (p) {
+		p = spare_take(r);
+		if (!p)
+			p = pair_new(r);
+		if (!p || dlrt_evloop_add_fd(loop, fd, p->st == SPARE ? DLRT_EV_READ : 0,
+					     client_event, p) < 0) {
+			if (p && p->st == SPARE) {
+				list_push(&r->spares, p);
+				r->nspares++;
+			} else if (p) {
 				free(p->c2u.data);
 				free(p->u2c.data);
+				free(p);
 			}
-			free(p);
 			close(fd);
 			continue;
 		}
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* TCP_NODELAY comes from the listener: Linux copies it to the
+		 * accepted socket. */
 		r->stats.admitted++;
-		p->r = r;
 		p->cfd = fd;
-		p->ufd = -1;
-		p->st = WAIT_TARGET;
-		p->deadline_ms = dlrt_now_ms() + r->cfg.target_wait_ms;
-		p->next = r->pairs;
-		if (r->pairs)
-			r->pairs->prev = p;
-		r->pairs = p;
+		list_push(&r->pairs, p);
 		r->npairs++;
-		if (r->have_target)
-			pair_connect(p);
+		if (p->st == SPARE) {
+			r->stats.spare_used++;
+			p->st = FORWARD;
+			pair_update(p);
+		} else {
+			p->st = WAIT_TARGET;
+			p->deadline_ms = dlrt_now_ms() + r->cfg.target_wait_ms;
+			if (r->have_target)
+				pair_connect(p);
+		}
+		spare_start(r);
 	}
 }
 
@@ -366,6 +465,16 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 			pair_close(p);
 		}
 	}
+	/* A spare lives less than the services' idle timeout (the Horovod
+	 * driver's is 3 s), so the service never closes one under a client. */
+	for (struct pair *p = r->spares, *next; p; p = next) {
+		next = p->next;
+		if (now > p->deadline_ms) {
+			if (p->st == CHALLENGE)
+				r->stats.upstream_failed++;
+			pair_close(p);
+		}
+	}
 	return SWEEP_MS;
 }
 
@@ -375,9 +484,11 @@ int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,
 	struct dlrt_relay *r = calloc(1, sizeof(*r));
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t salen = sizeof(sa);
+	int one = 1;
 
 	if (!r)
 		return dlrt_err_set(err, "out of memory starting the relay");
+	r->lfd = -1;
 	r->loop = loop;
 	r->cfg = *cfg;
 	if (!r->cfg.max_conns)
@@ -388,17 +499,30 @@ int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,
 		r->cfg.target_wait_ms = DEFAULT_TARGET_WAIT_MS;
 	if (r->cfg.connect_timeout_ms <= 0)
 		r->cfg.connect_timeout_ms = DEFAULT_CONNECT_MS;
+	if (r->cfg.spares == 0)
+		r->cfg.spares = DEFAULT_SPARES;
+	else if (r->cfg.spares < 0)
+		r->cfg.spares = 0;
+	if (r->cfg.spare_max_age_ms <= 0)
+		r->cfg.spare_max_age_ms = DEFAULT_SPARE_AGE_MS;
+	r->nl = -1;
 	sa.sin_port = htons(cfg->port);
+	r->nl = dlrt_peeruid_open(err);
+	if (r->nl < 0)
+		goto fail;
 	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (r->lfd < 0) {
 		dlrt_err_errno(err, errno, "cannot create the relay's socket");
 		goto fail;
 	}
+	/* Accepted sockets inherit it: no setsockopt per client. */
+	setsockopt(r->lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(r->lfd, 1024) < 0 ||
 	    getsockname(r->lfd, (struct sockaddr *)&sa, &salen) < 0) {
 		dlrt_err_errno(err, errno, "cannot listen on 127.0.0.1:%u", cfg->port);
 		goto fail;
 	}
+	r->laddr = sa;
 	r->port = ntohs(sa.sin_port);
 	if (dlrt_evloop_add_fd(loop, r->lfd, DLRT_EV_READ, accept_event, r) < 0 ||
 	    (r->timer = dlrt_evloop_add_timer(loop, SWEEP_MS, sweep, r)) < 0) {
@@ -412,6 +536,8 @@ fail:
 		dlrt_evloop_del_fd(loop, r->lfd);
 		close(r->lfd);
 	}
+	if (r->nl >= 0)
+		close(r->nl);
 	free(r);
 	return -1;
 }
@@ -451,6 +577,10 @@ void dlrt_relay_stop(struct dlrt_relay *r)
 		return;
 	while (r->pairs)
 		pair_close(r->pairs);
+	while (r->spares)
+		pair_close(r->spares);
+	if (r->nl >= 0)
+		close(r->nl);
 	dlrt_evloop_del_timer(r->loop, r->timer);
 	dlrt_evloop_del_fd(r->loop, r->lfd);
 	close(r->lfd);

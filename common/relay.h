@@ -36,12 +36,15 @@ struct dlrt_relay_cfg {
 	size_t buf_size;             /* per direction and client (0 = 64 KiB) */
 	int64_t target_wait_ms;      /* a client's wait for the target (0 = 60 s) */
 	int64_t connect_timeout_ms;  /* connect + challenge (0 = 10 s) */
+	int spares;                  /* spare upstream connections (0 = 8, -1 = none) */
+	int64_t spare_max_age_ms;    /* a spare unused this long is closed (0 = 1 s) */
 };
 
 struct dlrt_relay_stats {
 	uint64_t admitted;
 	uint64_t refused;            /* another user's socket, or an unknown one */
 	uint64_t upstream_failed;    /* the service could not be reached in time */
+	uint64_t spare_used;         /* clients paired with a ready spare */
 };
 
 int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,

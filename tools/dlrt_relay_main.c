@@ -41,6 +41,8 @@ static void usage(FILE *f)
 "  --lifetime-fd FD     exit when FD reaches end of file (the step ended)\n"
 "  --ready-fd FD        once listening, write the port and a newline to FD, close it\n"
 "  --max-conns N        clients at once (default 1024)\n"
+"  --spares N           connections to the service kept connected and\n"
+"                       authenticated for the next clients (default 8, 0: none)\n"
 "  --verbose            log to stderr\n"
 "  --help               this text\n"
 "Only sockets owned by this process's user are admitted.\n");
@@ -114,6 +116,7 @@ int main(int argc, char **argv)
 		{ "lifetime-fd", required_argument, NULL, 'l' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "max-conns", required_argument, NULL, 'm' },
+		{ "spares", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -155,6 +158,14 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			cfg.max_conns = v;
+			break;
+		case 's':
+			if (dlrt_parse_u32(optarg, 0, 256, &v) < 0) {
+				fprintf(stderr, PROG ": --spares '%s' is not a count from 0 to 256\n",
+					optarg);
+				return 2;
+			}
+			cfg.spares = v ? (int)v : -1;
 			break;
 		case 'v':
 			a.verbose = true;
@@ -200,10 +211,10 @@ int main(int argc, char **argv)
 	}
 	dlrt_relay_stats(a.relay, &st);
 	if (a.verbose)
-		fprintf(stderr, PROG ": exiting (%s): %llu admitted, %llu refused, %llu could "
-			"not reach the service\n", why ? why : "stopped",
-			(unsigned long long)st.admitted, (unsigned long long)st.refused,
-			(unsigned long long)st.upstream_failed);
+		fprintf(stderr, PROG ": exiting (%s): %llu admitted (%llu on a spare), %llu "
+			"refused, %llu could not reach the service\n", why ? why : "stopped",
+			(unsigned long long)st.admitted, (unsigned long long)st.spare_used,
+			(unsigned long long)st.refused, (unsigned long long)st.upstream_failed);
 	rc = 0;
 out:
 	dlrt_relay_stop(a.relay);

@@ -163,6 +163,22 @@ static void test_peeruid(void)
 	s = accept(lfd, NULL, NULL);
 	TAP_OK(dlrt_peeruid_of(s, &uid, &err) == 0, "the kernel names the peer's owner");
 	TAP_IS_INT(uid, getuid(), "the peer's owner is this process's user");
+	{
+		struct sockaddr_in peer, me;
+		socklen_t pl = sizeof(peer), ml = sizeof(me);
+		int nl = dlrt_peeruid_open(&err);
+
+		getpeername(s, (struct sockaddr *)&peer, &pl);
+		getsockname(s, (struct sockaddr *)&me, &ml);
+		uid = (uid_t)-1;
+		TAP_OK(nl >= 0 && dlrt_peeruid_lookup(nl, &peer, &me, &uid, &err) == 0 &&
+		       uid == getuid() && dlrt_peeruid_lookup(nl, &peer, &me, &uid, &err) == 0,
+		       "a kept netlink socket answers lookup after lookup");
+		peer.sin_port = htons((uint16_t)(ntohs(peer.sin_port) ^ 1));
+		TAP_OK(dlrt_peeruid_lookup(nl, &peer, &me, &uid, &err) < 0,
+		       "a socket that does not exist has no owner: %s", err.msg);
+		close(nl);
+	}
 	close(c);
 	close(s);
 	close(lfd);
@@ -178,7 +194,12 @@ int main(void)
 		.bind_addr = "127.0.0.1", .max_request = 8u << 20, .max_reply = 8u << 20,
 		.secret = secret, .max_unauthed = 16, .auth_timeout_ms = 500,
 	};
-	struct dlrt_relay_cfg rcfg = { .uid = getuid(), .buf_size = 4096 };
+	/* Spares live long here so that a slow test thread still finds one. */
+	struct dlrt_relay_cfg rcfg = { .uid = getuid(), .buf_size = 4096,
+				       .spare_max_age_ms = 60000 };
+	struct dlrt_tcpserver_cfg icfg = scfg;
+	struct dlrt_tcpserver *isrv = NULL;
+	struct dlrt_relay *irelay = NULL;
 	struct dlrt_relay_cfg other = { .uid = getuid() + 1 };
 	struct dlrt_proto proto = { .on_data = echo };
 	struct dlrt_relay_stats st;
@@ -199,6 +220,13 @@ int main(void)
 	       "a relay for another uid starts");
 	dlrt_relay_set_target(relay, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
 	dlrt_relay_set_target(closed, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
+	/* A service that closes idle connections long before the relay would
+	 * retire its spares. */
+	icfg.idle_timeout_ms = 250;
+	TAP_OK(dlrt_tcpserver_start(&isrv, loop, &icfg, &proto, NULL, &err) == 0 &&
+	       dlrt_relay_start(&irelay, loop, &rcfg, &err) == 0,
+	       "a service with a 250 ms idle timeout and its relay start");
+	dlrt_relay_set_target(irelay, "127.0.0.1", dlrt_tcpserver_port(isrv), secret);
 	TAP_OK(dlrt_relay_start(&early, loop, &rcfg, &err) == 0, "a relay without a target starts");
 	late = (struct late){ early, dlrt_tcpserver_port(srv) };
 	dlrt_evloop_add_timer(loop, 300, set_target_late, &late);
@@ -242,6 +270,18 @@ int main(void)
 	for (int i = 0; i < 100; i++)
 		close(idle[i]);
 
+	/* The first client leaves a spare behind; the service closes it when
+	 * idle, and the relay must drop it, not hand it to the next client. */
+	fd = dial(dlrt_relay_port(irelay));
+	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"one", 3, in, big) == 3,
+	       "a client through the relay of the idle-closing service");
+	close(fd);
+	usleep(1500 * 1000);
+	fd = dial(dlrt_relay_port(irelay));
+	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"two", 3, in, big) == 3 &&
+	       !memcmp(in, "two", 3), "a spare the service closed is never handed to a client");
+	close(fd);
+
 	fd = dial(dlrt_relay_port(closed));
 	send(fd, "hello", 5, MSG_NOSIGNAL);
 	TAP_OK(read_all(fd, buf, sizeof(buf)) <= 0,
@@ -255,6 +295,13 @@ int main(void)
 	TAP_IS_INT(st.admitted, 0, "nothing admitted");
 	dlrt_relay_stats(relay, &st);
 	TAP_IS_INT(st.admitted, 3, "the job user's connections were admitted");
+	TAP_OK(st.spare_used >= 1, "a later client was paired with a ready spare (%llu of 3)",
+	       (unsigned long long)st.spare_used);
+	TAP_IS_INT(st.upstream_failed, 0, "no upstream connection failed");
+	dlrt_relay_stats(irelay, &st);
+	TAP_IS_INT(st.spare_used, 0, "the closed spare was not used");
+	dlrt_relay_stop(irelay);
+	dlrt_tcpserver_stop(isrv);
 	dlrt_relay_stop(relay);
 	dlrt_relay_stop(closed);
 	dlrt_relay_stop(early);
