@@ -3,10 +3,20 @@
 
 #include <time.h>
 
-int64_t dlrt_now_ms(void)
+int64_t dlrt_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t dlrt_now_us(void)
+{
+	return dlrt_now_ns() / 1000;
+}
+
+int64_t dlrt_now_ms(void)
+{
+	return dlrt_now_ns() / 1000000;
 }

@@ -9,7 +9,11 @@
 
 #include <stdint.h>
 
-/* Monotonic clock in milliseconds (CLOCK_MONOTONIC; async-signal-safe). */
+/* The monotonic clock (CLOCK_MONOTONIC; async-signal-safe) in milliseconds,
+ * microseconds (durations people read: --dl-verbose, the inference timeline)
+ * and nanoseconds (rates measured over short intervals). */
 int64_t dlrt_now_ms(void);
+int64_t dlrt_now_us(void);
+int64_t dlrt_now_ns(void);
 
 #endif

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "logline.h"
 
 static const char *const stream_name[2] = { "out", "err" };
@@ -221,14 +222,6 @@ static void flush_partial(struct dlrt_logrelay *r, int s)
 	r->len[s] = 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int dlrt_logrelay_run(struct dlrt_logrelay *r, pid_t child, int drain_ms, int *status)
 {
 	char buf[65536];
@@ -251,12 +244,12 @@ int dlrt_logrelay_run(struct dlrt_logrelay *r, pid_t child, int drain_ms, int *s
 
 			if (w == child || (w < 0 && errno == ECHILD)) {
 				reaped = 1;
-				deadline = now_ms() + drain_ms;
+				deadline = dlrt_now_ms() + drain_ms;
 			}
 		}
 		if (n == 0 && reaped)
 			break;
-		if (reaped && now_ms() >= deadline)
+		if (reaped && dlrt_now_ms() >= deadline)
 			break;
 		if (n == 0) {
 			/* Both pipes closed but the program still runs: wait for it. */

@@ -4,9 +4,9 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "crypto.h"
 #include "netaddr.h"
 
@@ -85,25 +85,17 @@ int dlrt_svcaddr_parse(const char *s, size_t len, char ip[16], uint16_t *port,
 	return 0;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 int dlrt_svcauth_read_secret(int fd, int timeout_ms, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			     struct dlrt_err *err)
 {
-	int64_t end = mono_ms() + timeout_ms;
+	int64_t end = dlrt_now_ms() + timeout_ms;
 	uint8_t buf[DLRT_SVCAUTH_SECRET_LEN + 1];
 	size_t n = 0;
 	int rc = -1;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = end - mono_ms();
+		int64_t left = end - dlrt_now_ms();
 		ssize_t r;
 
 		if (left <= 0) {

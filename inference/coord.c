@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "evloop.h"
 #include "gate.h"
 #include "infer.h"
@@ -151,14 +152,6 @@ struct coord {
 	char broken_msg[DLRT_ERR_MAX];
 };
 
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static double wall_now(void)
 {
 	struct timespec ts;
@@ -173,7 +166,7 @@ static void logf_(struct coord *c, const char *fmt, ...)
 	va_list ap;
 
 	fprintf(stderr, "dlrt-infer coordinator [%.3f]: ",
-		(double)(now_us() - c->start_us) / 1e6);
+		(double)(dlrt_now_us() - c->start_us) / 1e6);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -242,7 +235,7 @@ static void retarget(struct coord *c)
  * until now would otherwise get none until the new one caught up). */
 static void regime_change(struct coord *c)
 {
-	c->regime_us = now_us();
+	c->regime_us = dlrt_now_us();
 	dlrt_sched_restart(c->sj, c->st.njobs);
 }
 
@@ -304,7 +297,7 @@ static void tl_flush(struct coord *c, FILE **fp)
 static void event(struct coord *c, uint32_t job, const char *what)
 {
 	if (c->events && !c->fenced) {
-		fprintf(c->events, "%.6f\t%u\t%s\n", tsec(c, now_us()), job, what);
+		fprintf(c->events, "%.6f\t%u\t%s\n", tsec(c, dlrt_now_us()), job, what);
 		tl_flush(c, &c->events);
 	}
 }
@@ -735,7 +728,7 @@ static int bucket_slot(struct jrt *r, int64_t b)
  * acknowledgement, the network) besides computing. */
 static void accrue(struct coord *c)
 {
-	int64_t t = now_us();
+	int64_t t = dlrt_now_us();
 	double dt = (double)(t - c->last_accrue_us) / 1e6;
 	int64_t b = t / 1000 / c->bucket_ms;
 
@@ -801,10 +794,10 @@ static void fill_worker(struct coord *c, struct wk *w)
 		}
 		dlrt_attempts_assign(&c->jr[ji].att, task, c->next_attempt);
 		dlrt_sched_charge(c->sj, c->st.njobs, (size_t)ji, t.n);
-		w->fl[w->n++] = (struct inflight){ j->id, task, c->next_attempt++, now_us(), warm };
+		w->fl[w->n++] = (struct inflight){ j->id, task, c->next_attempt++, dlrt_now_us(), warm };
 		c->jr[ji].inflight++;
 		if (!c->jr[ji].first_dispatch_us) {
-			c->jr[ji].first_dispatch_us = now_us();
+			c->jr[ji].first_dispatch_us = dlrt_now_us();
 			if (!c->jr[ji].answered_before)
 				event(c, j->id, "first_task");
 		}
@@ -923,7 +916,7 @@ static int on_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 {
 	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
 	struct dlrt_infer_job *j;
-	int64_t t = now_us(), start;
+	int64_t t = dlrt_now_us(), start;
 	uint32_t k, ji;
 	double occ;
 	bool warm;
@@ -1240,7 +1233,7 @@ static void on_status(struct coord *c, struct dlrt_conn *conn)
 	struct dlrt_ip_status st = { .epoch = c->epoch };
 	uint32_t nw = 0;
 
-	st.uptime = (double)(now_us() - c->start_us) / 1e6; /* this coordinator's */
+	st.uptime = (double)(dlrt_now_us() - c->start_us) / 1e6; /* this coordinator's */
 	st.window = (double)c->bucket_ms * NB / 1000.0;
 	st.workers = calloc(c->nworkers ? c->nworkers : 1, sizeof(*st.workers));
 	st.jobs = calloc(c->st.njobs ? c->st.njobs : 1, sizeof(*st.jobs));
@@ -1787,7 +1780,7 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
 static int64_t tick(struct dlrt_evloop *loop, void *arg)
 {
 	struct coord *c = arg;
-	int64_t b = dlrt_now_ms() / c->bucket_ms, t = now_us();
+	int64_t b = dlrt_now_ms() / c->bucket_ms, t = dlrt_now_us();
 	double win = (double)c->bucket_ms * NB / 1000.0;
 
 	(void)loop;
@@ -1931,7 +1924,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	double window = o->window > 0 ? o->window : 0.5;
 	bool continuing = false;
 
-	c.start_us = now_us();
+	c.start_us = dlrt_now_us();
 	c.t0_us = c.start_us;
 	c.last_accrue_us = c.start_us;
 	c.bucket_ms = (int64_t)(window * 1000 / NB);
@@ -2041,11 +2034,11 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		if (continuing) {
 			double t = dlrt_tsv_resume_t(&sc, wall_now());
 
-			c.t0_us = now_us() - (int64_t)(t * 1e6) - 1;
-			logf_(&c, "the timeline continues at pool time %.3f s", tsec(&c, now_us()));
+			c.t0_us = dlrt_now_us() - (int64_t)(t * 1e6) - 1;
+			logf_(&c, "the timeline continues at pool time %.3f s", tsec(&c, dlrt_now_us()));
 		}
 		/* Lets tools relate t to other clocks (failure benchmarks). */
-		snprintf(ev, sizeof(ev), "clock:%.6f", wall_now() - tsec(&c, now_us()));
+		snprintf(ev, sizeof(ev), "clock:%.6f", wall_now() - tsec(&c, dlrt_now_us()));
 		event(&c, 0, ev);
 		if (continuing) {
 			/* Marks the change of coordinator (dlrt-infer plot draws it). */

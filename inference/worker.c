@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "evloop.h"
 #include "extmodel.h"
 #include "hbsend.h"
@@ -184,14 +185,6 @@ static void add_job(struct wstate *s, const struct dlrt_ip_jobinfo *ji)
 			 (unsigned long long)ji->first + ji->count);
 }
 
-static int64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static int locked_flush(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 {
 	int rc;
@@ -333,7 +326,7 @@ static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_t
 {
 	struct wjob *j = find_job(s, t->job);
 	struct dlrt_err merr;
-	int64_t t0 = mono_us();
+	int64_t t0 = dlrt_now_us();
 
 	if (!j || j->error[0] || (uint64_t)t->first + t->n > j->count) {
 		struct dlrt_ip_taskfail tf = { .job = t->job, .task = t->task,
@@ -363,7 +356,7 @@ static int run_task(struct wstate *s, struct dlrt_ipc *c, const struct dlrt_ip_t
 	{
 		struct dlrt_ip_result r = { .job = t->job, .task = t->task, .attempt = t->attempt,
 					    .n = t->n, .pred = s->pred, .score = s->score };
-		int64_t busy = mono_us() - t0;
+		int64_t busy = dlrt_now_us() - t0;
 
 		size_t at = c->out.len;
 

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "exchange.h"
 #include "exchange_reply.h"
 #include "netaddr.h"
@@ -91,14 +92,6 @@ static int find_kv(char *out, size_t len, struct dlrt_err *err)
 			    "(make install) so <prefix>/bin/dlrt-kv exists", info.dli_fname);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void __attribute__((noreturn)) child_exec(const char *path, char **argv, char **env,
 						 int out_fd)
 {
@@ -124,7 +117,7 @@ static int run_kv(const char *path, char **argv, char **env, int limit_s, char *
 		  size_t *outlen, size_t cap, struct dlrt_err *err)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
-	double deadline = now_s() + limit_s;
+	double deadline = (dlrt_now_ms() / 1e3) + limit_s;
 	size_t len = 0;
 	char *buf = malloc(cap + 1);
 	int fds[2], status = 0, rc = -1;
@@ -150,7 +143,7 @@ static int run_kv(const char *path, char **argv, char **env, int limit_s, char *
 		child_exec(path, argv, env, fds[1]);
 	close(fds[1]);
 	for (;;) {
-		double left = deadline - now_s();
+		double left = deadline - (dlrt_now_ms() / 1e3);
 		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
 		ssize_t n;
 
@@ -188,7 +181,7 @@ static int run_kv(const char *path, char **argv, char **env, int limit_s, char *
 			status = 0;
 			break;
 		}
-		if (now_s() > deadline) {
+		if ((dlrt_now_ms() / 1e3) > deadline) {
 			timed_out = true;
 			break;
 		}
@@ -247,7 +240,7 @@ static int run_kv_reply(const char *kv, char **argv, char **env,
 static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine, double limit_s,
 		      struct dlrt_err *err)
 {
-	double deadline = now_s() + limit_s;
+	double deadline = (dlrt_now_ms() / 1e3) + limit_s;
 	long pause_us = 50; /* reading a shared page: cheap, so look often */
 
 	for (;;) {
@@ -257,7 +250,7 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 			break;
 		if (state == 2)
 			return dlrt_err_set(err, "%s", req->share->err);
-		if (now_s() > deadline)
+		if ((dlrt_now_ms() / 1e3) > deadline)
 			return dlrt_err_set(err, "the first task of this node did not finish the PMIx "
 					    "exchange within %.0f s (did it start? see the slurmd log)",
 					    limit_s);

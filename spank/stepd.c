@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "elfneeds.h"
 #include "exchange.h"
 #include "plan_print.h"
@@ -109,7 +110,6 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 {
 	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
 	struct dlrt_service_spec spec;
-	struct timespec t0, t1;
 	int rc = 0;
 
 	if (!rt->service)
@@ -125,11 +125,10 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 	dlrt_plugin.service_what = spec.what;
 	dlrt_plugin.relay_config_fd = -1;
 	if (dlrt_plugin.has_service && dlrt_plugin.layout.task_node[0] == dlrt_plugin.node_id) {
-		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int64_t t0 = dlrt_now_us();
+
 		rc = dlrt_service_start(sp, &spec, &dlrt_plugin.svc, err);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		dlrt_plugin.svc_start_us = (t1.tv_sec - t0.tv_sec) * 1000000L +
-					   (t1.tv_nsec - t0.tv_nsec) / 1000;
+		dlrt_plugin.svc_start_us = (long)(dlrt_now_us() - t0);
 		dlrt_plugin.svc_failed = rc < 0;
 	}
 	/* Every node, the root's too: the tasks reach the service only through

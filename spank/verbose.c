@@ -11,16 +11,13 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 
+#include "clock.h"
 #include "plugin.h"
 
 double dlrt_verbose_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	return (double)dlrt_now_us() / 1e3;
 }
 
 void dlrt_verbose(uint32_t rank, const char *fmt, ...)
