@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "nofile.h"
+
 struct dlrt_tcpserver {
 	struct dlrt_evloop *loop;
 	struct dlrt_tcpserver_cfg cfg;
@@ -22,6 +24,10 @@ struct dlrt_tcpserver {
 	int nconns_cap;
 	unsigned nconns;
 	int64_t sweep_timer;
+	int reserve_fd;          /* /dev/null, given up to shed a connection on EMFILE */
+	int64_t resume_timer;    /* the listener is paused after an accept failure */
+	unsigned long nofile;    /* RLIMIT_NOFILE's soft limit at start */
+	unsigned long nofile_drops;
 };
 
 static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
@@ -84,6 +90,26 @@ static int conn_drain(struct dlrt_conn *conn)
 	}
 }
 
+/* A buffer that held a burst (a large value, a pipeline) goes back to the
+ * allocator once empty, so idle connections do not keep their peak. */
+#define BUF_KEEP (64 * 1024)
+
+static void buf_trim(struct dlrt_buf *b)
+{
+	if (!b->len && b->cap > BUF_KEEP)
+		dlrt_buf_free(b);
+}
+
+/* Backpressure: while out_pause bytes of replies wait, the connection is
+ * neither read nor parsed; the client's requests wait in its own socket
+ * buffer, and it blocks once that is full. */
+static void conn_update_pause(struct dlrt_conn *conn)
+{
+	size_t lim = conn->server->cfg.out_pause;
+
+	conn->out_paused = lim && conn->out.len >= lim;
+}
+
 /* Writes what it can; returns -1 if the connection is gone. */
 static int conn_write(struct dlrt_conn *conn)
 {
@@ -101,13 +127,16 @@ static int conn_write(struct dlrt_conn *conn)
 		dlrt_buf_consume(&conn->out, (size_t)n);
 		conn->last_active_ms = dlrt_now_ms();
 	}
+	buf_trim(&conn->out);
 	if (!conn->out.len && conn->close_after_write) {
 		if (!conn->linger_until_ms)
 			conn_linger(conn);
 		return 0;
 	}
+	conn_update_pause(conn);
 	dlrt_evloop_set_events(conn->server->loop, conn->fd,
-			       DLRT_EV_READ | (conn->out.len ? DLRT_EV_WRITE : 0));
+			       (conn->out_paused ? 0 : DLRT_EV_READ) |
+			       (conn->out.len ? DLRT_EV_WRITE : 0));
 	return 0;
 }
 
@@ -117,14 +146,26 @@ void dlrt_conn_flush(struct dlrt_conn *conn)
 		dlrt_conn_close(conn);
 }
 
+/* Lets the protocol consume what the input holds, then writes. */
+static int conn_parse(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+
+	if (conn->in.len && srv->proto.on_data(conn, srv->ctx) == DLRT_PROTO_CLOSE)
+		conn->close_after_write = true;
+	buf_trim(&conn->in);
+	return conn_write(conn);
+}
+
 /* Reads everything available, then lets the protocol parse. */
 static int conn_read(struct dlrt_conn *conn)
 {
-	struct dlrt_tcpserver *srv = conn->server;
 	bool got = false;
 
 	if (conn->linger_until_ms)
 		return conn_drain(conn);
+	if (conn->out_paused)
+		return conn_write(conn); /* not reading: a stale event */
 	for (;;) {
 		ssize_t n;
 
@@ -155,9 +196,7 @@ static int conn_read(struct dlrt_conn *conn)
 		if (n < 4096)
 			break;
 	}
-	if (conn->in.len && srv->proto.on_data(conn, srv->ctx) == DLRT_PROTO_CLOSE)
-		conn->close_after_write = true;
-	return conn_write(conn);
+	return conn_parse(conn);
 }
 
 static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
@@ -166,12 +205,96 @@ static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *
 
 	(void)loop;
 	(void)fd;
-	if ((events & DLRT_EV_WRITE) && !conn->linger_until_ms && conn_write(conn) < 0) {
-		dlrt_conn_close(conn);
-		return;
+	if ((events & DLRT_EV_WRITE) && !conn->linger_until_ms) {
+		bool was_paused = conn->out_paused;
+
+		if (conn_write(conn) < 0) {
+			dlrt_conn_close(conn);
+			return;
+		}
+		/* Drained below the pause: the requests already read come first
+		 * (no read event may ever announce them again). */
+		if (was_paused && !conn->out_paused) {
+			if (conn_parse(conn) < 0)
+				dlrt_conn_close(conn);
+			return;
+		}
 	}
 	if ((events & DLRT_EV_READ) && conn_read(conn) < 0)
 		dlrt_conn_close(conn);
+}
+
+/* How long the listener rests after an accept failure that retrying at once
+ * would only repeat (no memory, no buffers, no descriptor even in reserve). */
+#define ACCEPT_PAUSE_MS 100
+
+static int64_t listener_resume(struct dlrt_evloop *loop, void *arg)
+{
+	struct dlrt_tcpserver *srv = arg;
+
+	srv->resume_timer = 0;
+	dlrt_evloop_set_events(loop, srv->listen_fd, DLRT_EV_READ);
+	return -1;
+}
+
+static void listener_pause(struct dlrt_tcpserver *srv)
+{
+	if (srv->resume_timer)
+		return;
+	dlrt_evloop_set_events(srv->loop, srv->listen_fd, 0);
+	srv->resume_timer = dlrt_evloop_add_timer(srv->loop, ACCEPT_PAUSE_MS,
+						  listener_resume, srv);
+	if (srv->resume_timer < 0) { /* no memory for a timer: keep listening */
+		srv->resume_timer = 0;
+		dlrt_evloop_set_events(srv->loop, srv->listen_fd, DLRT_EV_READ);
+	}
+}
+
+/* Out of descriptors, the pending connection stays in the backlog and the
+ * level-triggered listener wakes the loop again at once, forever. Give up the
+ * reserve descriptor, accept that connection and close it (the client sees
+ * its connection closed, as when max_conns is reached), take the reserve back
+ * (the nginx/libev way). */
+static bool accept_shed(struct dlrt_tcpserver *srv)
+{
+	int fd;
+
+	if (srv->reserve_fd < 0)
+		return false;
+	close(srv->reserve_fd);
+	fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		srv->nofile_drops++;
+	}
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd >= 0 && srv->reserve_fd >= 0;
+}
+
+/* accept4 failed with `e`: true to try the next pending connection. */
+static bool accept_failed(struct dlrt_tcpserver *srv, int e)
+{
+	switch (e) {
+	case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+	case EWOULDBLOCK:
+#endif
+		return false; /* nothing pending */
+	case EINTR:
+	case ECONNABORTED: /* that client is gone; others may wait */
+	case EPROTO:
+	case EPERM:        /* a firewall rule refused that one */
+		return true;
+	case EMFILE:
+	case ENFILE:
+		if (accept_shed(srv))
+			return true;
+		listener_pause(srv);
+		return false;
+	default:           /* ENOBUFS, ENOMEM: retrying now would fail again */
+		listener_pause(srv);
+		return false;
+	}
 }
 
 static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, void *arg)
@@ -187,8 +310,11 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 		int fd = accept4(lfd, (struct sockaddr *)&sa, &salen,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
-			return; /* EAGAIN, or a transient error: the loop calls again */
+		if (fd < 0) {
+			if (accept_failed(srv, errno))
+				continue;
+			return;
+		}
 		if (!peer_allowed(srv, sa.sin_addr.s_addr) ||
 		    srv->nconns >= srv->cfg.max_conns) {
 			close(fd);
@@ -279,8 +405,11 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 	srv->proto = *proto;
 	srv->ctx = ctx;
 	srv->listen_fd = -1;
+	srv->reserve_fd = -1;
 	if (!srv->cfg.max_conns)
 		srv->cfg.max_conns = 1024;
+	srv->nofile = dlrt_nofile_raise();
+	srv->cfg.max_conns = dlrt_nofile_cap_conns(srv->cfg.max_conns, srv->nofile);
 	if (cfg->nallow) {
 		srv->allow = calloc(cfg->nallow, sizeof(*srv->allow));
 		if (!srv->allow)
@@ -313,6 +442,11 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 		goto fail;
 	}
 	srv->port = ntohs(sa.sin_port);
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (srv->reserve_fd < 0) {
+		dlrt_err_errno(err, errno, "cannot open /dev/null for a reserve descriptor");
+		goto fail;
+	}
 	if (dlrt_evloop_add_fd(loop, srv->listen_fd, DLRT_EV_READ, accept_event, srv) < 0)
 		goto fail_mem;
 	srv->sweep_timer = dlrt_evloop_add_timer(loop, sweep_period_ms(srv), sweep, srv);
@@ -323,6 +457,8 @@ fail_mem:
 fail:
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
+	if (srv->reserve_fd >= 0)
+		close(srv->reserve_fd);
 	free(srv->allow);
 	free(srv);
 	return -1;
@@ -338,6 +474,21 @@ unsigned dlrt_tcpserver_nconns(const struct dlrt_tcpserver *srv)
 	return srv->nconns;
 }
 
+unsigned dlrt_tcpserver_max_conns(const struct dlrt_tcpserver *srv)
+{
+	return srv->cfg.max_conns;
+}
+
+unsigned long dlrt_tcpserver_nofile(const struct dlrt_tcpserver *srv)
+{
+	return srv->nofile;
+}
+
+unsigned long dlrt_tcpserver_nofile_drops(const struct dlrt_tcpserver *srv)
+{
+	return srv->nofile_drops;
+}
+
 void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv)
 {
 	if (!srv)
@@ -347,8 +498,12 @@ void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv)
 			dlrt_conn_close(srv->conns[fd]);
 	if (srv->sweep_timer > 0)
 		dlrt_evloop_del_timer(srv->loop, srv->sweep_timer);
+	if (srv->resume_timer > 0)
+		dlrt_evloop_del_timer(srv->loop, srv->resume_timer);
 	dlrt_evloop_del_fd(srv->loop, srv->listen_fd);
 	close(srv->listen_fd);
+	if (srv->reserve_fd >= 0)
+		close(srv->reserve_fd);
 	free(srv->conns);
 	free(srv->allow);
 	free(srv);
