@@ -146,15 +146,27 @@ void dlrt_conn_flush(struct dlrt_conn *conn)
 		dlrt_conn_close(conn);
 }
 
-/* Lets the protocol consume what the input holds, then writes. */
+/* Lets the protocol consume what the input holds, then writes. A protocol
+ * that stopped at out_pause may have left complete requests in the input; if
+ * the write then drained the replies, nothing would ever wake us for those
+ * requests (their bytes were read already), so parse again. Every round
+ * consumes at least one request, so this ends. */
 static int conn_parse(struct dlrt_conn *conn)
 {
 	struct dlrt_tcpserver *srv = conn->server;
 
-	if (conn->in.len && srv->proto.on_data(conn, srv->ctx) == DLRT_PROTO_CLOSE)
-		conn->close_after_write = true;
-	buf_trim(&conn->in);
-	return conn_write(conn);
+	for (;;) {
+		bool full;
+
+		if (conn->in.len && srv->proto.on_data(conn, srv->ctx) == DLRT_PROTO_CLOSE)
+			conn->close_after_write = true;
+		full = srv->cfg.out_pause && conn->out.len >= srv->cfg.out_pause;
+		buf_trim(&conn->in);
+		if (conn_write(conn) < 0)
+			return -1;
+		if (!full || conn->out_paused || !conn->in.len || conn->close_after_write)
+			return 0;
+	}
 }
 
 /* Reads everything available, then lets the protocol parse. */
