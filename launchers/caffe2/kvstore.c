@@ -183,10 +183,15 @@ bool dlrt_kv_lookup(const struct dlrt_kv *kv, const void *key, size_t klen,
 static void grow(struct dlrt_kv *kv)
 {
 	size_t n = kv->nbuckets * 2;
-	struct entry **b = calloc(n, sizeof(*b));
+	struct entry **b;
 
+	/* The bucket array counts against the limit too; at the limit, or
+	 * short of memory, keep working with longer chains. */
+	if (!dlrt_kv_has_room(kv, (n - kv->nbuckets) * sizeof(*b)))
+		return;
+	b = calloc(n, sizeof(*b));
 	if (!b)
-		return; /* keep working with longer chains */
+		return;
 	for (size_t i = 0; i < kv->nbuckets; i++) {
 		struct entry *e = kv->buckets[i];
 
