@@ -245,6 +245,8 @@ static int64_t listener_resume(struct dlrt_evloop *loop, void *arg)
 	struct dlrt_tcpserver *srv = arg;
 
 	srv->resume_timer = 0;
+	if (srv->reserve_fd < 0) /* lost in accept_shed: try again */
+		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	dlrt_evloop_set_events(loop, srv->listen_fd, DLRT_EV_READ);
 	return -1;
 }
@@ -266,21 +268,26 @@ static void listener_pause(struct dlrt_tcpserver *srv)
  * level-triggered listener wakes the loop again at once, forever. Give up the
  * reserve descriptor, accept that connection and close it (the client sees
  * its connection closed, as when max_conns is reached), take the reserve back
- * (the nginx/libev way). */
-static bool accept_shed(struct dlrt_tcpserver *srv)
+ * (the nginx/libev way). 1: shed one, 0: none was pending, -1: cannot. */
+static int accept_shed(struct dlrt_tcpserver *srv)
 {
-	int fd;
+	int fd, e;
 
 	if (srv->reserve_fd < 0)
-		return false;
+		return -1;
 	close(srv->reserve_fd);
 	fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	e = errno;
 	if (fd >= 0) {
 		close(fd);
 		srv->nofile_drops++;
 	}
 	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return fd >= 0 && srv->reserve_fd >= 0;
+	if (srv->reserve_fd < 0)
+		return -1;
+	if (fd >= 0)
+		return 1;
+	return e == EAGAIN || e == EWOULDBLOCK ? 0 : -1;
 }
 
 /* accept4 failed with `e`: true to try the next pending connection. */
@@ -299,10 +306,15 @@ static bool accept_failed(struct dlrt_tcpserver *srv, int e)
 		return true;
 	case EMFILE:
 	case ENFILE:
-		if (accept_shed(srv))
+		switch (accept_shed(srv)) {
+		case 1:
 			return true;
-		listener_pause(srv);
-		return false;
+		case 0:
+			return false;
+		default:
+			listener_pause(srv);
+			return false;
+		}
 	default:           /* ENOBUFS, ENOMEM: retrying now would fail again */
 		listener_pause(srv);
 		return false;
