@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "nofile.h"
 #include "crypto.h"
 #include "svcauth.h"
 
@@ -41,6 +42,10 @@ struct dlrt_tcpserver {
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 	unsigned nunauthed;
 	uint64_t auth_seq;
+	int reserve_fd;          /* /dev/null, given up to shed a connection on EMFILE */
+	int64_t resume_timer;    /* the listener is paused after an accept failure */
+	unsigned long nofile;    /* RLIMIT_NOFILE's soft limit at start */
+	unsigned long nofile_drops;
 };
 
 static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
@@ -115,6 +120,26 @@ static int conn_drain(struct dlrt_conn *conn)
 	}
 }
 
+/* A buffer that held a burst (a large value, a pipeline) goes back to the
+ * allocator once empty, so idle connections do not keep their peak. */
+#define BUF_KEEP (64 * 1024)
+
+static void buf_trim(struct dlrt_buf *b)
+{
+	if (!b->len && b->cap > BUF_KEEP)
+		dlrt_buf_free(b);
+}
+
+/* Backpressure: while out_pause bytes of replies wait, the connection is
+ * neither read nor parsed; the client's requests wait in its own socket
+ * buffer, and it blocks once that is full. */
+static void conn_update_pause(struct dlrt_conn *conn)
+{
+	size_t lim = conn->server->cfg.out_pause;
+
+	conn->out_paused = lim && conn->out.len >= lim;
+}
+
 /* Writes what it can; returns -1 if the connection is gone. */
 static int conn_write(struct dlrt_conn *conn)
 {
@@ -132,13 +157,16 @@ static int conn_write(struct dlrt_conn *conn)
 		dlrt_buf_consume(&conn->out, (size_t)n);
 		conn->last_active_ms = dlrt_now_ms();
 	}
+	buf_trim(&conn->out);
 	if (!conn->out.len && conn->close_after_write) {
 		if (!conn->linger_until_ms)
 			conn_linger(conn);
 		return 0;
 	}
+	conn_update_pause(conn);
 	dlrt_evloop_set_events(conn->server->loop, conn->fd,
-			       DLRT_EV_READ | (conn->out.len ? DLRT_EV_WRITE : 0));
+			       (conn->out_paused ? 0 : DLRT_EV_READ) |
+			       (conn->out.len ? DLRT_EV_WRITE : 0));
 	return 0;
 }
 
@@ -148,14 +176,38 @@ void dlrt_conn_flush(struct dlrt_conn *conn)
 		dlrt_conn_close(conn);
 }
 
+/* Lets the protocol consume what the input holds, then writes. A protocol
+ * that stopped at out_pause may have left complete requests in the input; if
+ * the write then drained the replies, nothing would ever wake us for those
+ * requests (their bytes were read already), so parse again. Every round
+ * consumes at least one request, so this ends. */
+static int conn_parse(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+
+	for (;;) {
+		bool full;
+
+		if (conn->in.len && srv->proto.on_data(conn, srv->ctx) == DLRT_PROTO_CLOSE)
+			conn->close_after_write = true;
+		full = srv->cfg.out_pause && conn->out.len >= srv->cfg.out_pause;
+		buf_trim(&conn->in);
+		if (conn_write(conn) < 0)
+			return -1;
+		if (!full || conn->out_paused || !conn->in.len || conn->close_after_write)
+			return 0;
+	}
+}
+
 /* Reads everything available, then lets the protocol parse. */
 static int conn_read(struct dlrt_conn *conn)
 {
-	struct dlrt_tcpserver *srv = conn->server;
 	bool got = false;
 
 	if (conn->linger_until_ms)
 		return conn_drain(conn);
+	if (conn->out_paused)
+		return conn_write(conn); /* not reading: a stale event */
 	for (;;) {
 		ssize_t n;
 
@@ -186,9 +238,7 @@ static int conn_read(struct dlrt_conn *conn)
 		if (n < 4096)
 			break;
 	}
-	if (conn->in.len && srv->proto.on_data(conn, srv->ctx) == DLRT_PROTO_CLOSE)
-		conn->close_after_write = true;
-	return conn_write(conn);
+	return conn_parse(conn);
 }
 
 /* The authentication phase. Reads no more than the answer's bytes, so what a
@@ -285,12 +335,108 @@ static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *
 			dlrt_conn_close(conn);
 		return;
 	}
-	if ((events & DLRT_EV_WRITE) && !conn->linger_until_ms && conn_write(conn) < 0) {
-		dlrt_conn_close(conn);
-		return;
+	if ((events & DLRT_EV_WRITE) && !conn->linger_until_ms) {
+		bool was_paused = conn->out_paused;
+
+		if (conn_write(conn) < 0) {
+			dlrt_conn_close(conn);
+			return;
+		}
+		/* Drained below the pause: the requests already read come first
+		 * (no read event may ever announce them again). */
+		if (was_paused && !conn->out_paused) {
+			if (conn_parse(conn) < 0)
+				dlrt_conn_close(conn);
+			return;
+		}
 	}
 	if ((events & DLRT_EV_READ) && conn_read(conn) < 0)
 		dlrt_conn_close(conn);
+}
+
+/* How long the listener rests after an accept failure that retrying at once
+ * would only repeat (no memory, no buffers, no descriptor even in reserve). */
+#define ACCEPT_PAUSE_MS 100
+
+static int64_t listener_resume(struct dlrt_evloop *loop, void *arg)
+{
+	struct dlrt_tcpserver *srv = arg;
+
+	srv->resume_timer = 0;
+	if (srv->reserve_fd < 0) /* lost in accept_shed: try again */
+		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	dlrt_evloop_set_events(loop, srv->listen_fd, DLRT_EV_READ);
+	return -1;
+}
+
+static void listener_pause(struct dlrt_tcpserver *srv)
+{
+	if (srv->resume_timer)
+		return;
+	dlrt_evloop_set_events(srv->loop, srv->listen_fd, 0);
+	srv->resume_timer = dlrt_evloop_add_timer(srv->loop, ACCEPT_PAUSE_MS,
+						  listener_resume, srv);
+	if (srv->resume_timer < 0) { /* no memory for a timer: keep listening */
+		srv->resume_timer = 0;
+		dlrt_evloop_set_events(srv->loop, srv->listen_fd, DLRT_EV_READ);
+	}
+}
+
+/* Out of descriptors, the pending connection stays in the backlog and the
+ * level-triggered listener wakes the loop again at once, forever. Give up the
+ * reserve descriptor, accept that connection and close it (the client sees
+ * its connection closed, as when max_conns is reached), take the reserve back
+ * (the nginx/libev way). 1: shed one, 0: none was pending, -1: cannot. */
+static int accept_shed(struct dlrt_tcpserver *srv)
+{
+	int fd, e;
+
+	if (srv->reserve_fd < 0)
+		return -1;
+	close(srv->reserve_fd);
+	fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	e = errno;
+	if (fd >= 0) {
+		close(fd);
+		srv->nofile_drops++;
+	}
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (srv->reserve_fd < 0)
+		return -1;
+	if (fd >= 0)
+		return 1;
+	return e == EAGAIN || e == EWOULDBLOCK ? 0 : -1;
+}
+
+/* accept4 failed with `e`: true to try the next pending connection. */
+static bool accept_failed(struct dlrt_tcpserver *srv, int e)
+{
+	switch (e) {
+	case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+	case EWOULDBLOCK:
+#endif
+		return false; /* nothing pending */
+	case EINTR:
+	case ECONNABORTED: /* that client is gone; others may wait */
+	case EPROTO:
+	case EPERM:        /* a firewall rule refused that one */
+		return true;
+	case EMFILE:
+	case ENFILE:
+		switch (accept_shed(srv)) {
+		case 1:
+			return true;
+		case 0:
+			return false;
+		default:
+			listener_pause(srv);
+			return false;
+		}
+	default:           /* ENOBUFS, ENOMEM: retrying now would fail again */
+		listener_pause(srv);
+		return false;
+	}
 }
 
 static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, void *arg)
@@ -306,8 +452,11 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 		int fd = accept4(lfd, (struct sockaddr *)&sa, &salen,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
-			return; /* EAGAIN, or a transient error: the loop calls again */
+		if (fd < 0) {
+			if (accept_failed(srv, errno))
+				continue;
+			return;
+		}
 		if (!peer_allowed(srv, sa.sin_addr.s_addr) ||
 		    srv->nconns >= srv->cfg.max_conns) {
 			close(fd);
@@ -404,6 +553,7 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 	srv->proto = *proto;
 	srv->ctx = ctx;
 	srv->listen_fd = -1;
+	srv->reserve_fd = -1;
 	if (!srv->cfg.max_conns)
 		srv->cfg.max_conns = 1024;
 	if (cfg->secret) {
@@ -415,6 +565,8 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 		srv->cfg.max_unauthed = AUTH_DEFAULT_MAX;
 	if (srv->cfg.auth_timeout_ms <= 0)
 		srv->cfg.auth_timeout_ms = AUTH_DEFAULT_TIMEOUT_MS;
+	srv->nofile = dlrt_nofile_raise();
+	srv->cfg.max_conns = dlrt_nofile_cap_conns(srv->cfg.max_conns, srv->nofile);
 	if (cfg->nallow) {
 		srv->allow = calloc(cfg->nallow, sizeof(*srv->allow));
 		if (!srv->allow)
@@ -447,6 +599,11 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 		goto fail;
 	}
 	srv->port = ntohs(sa.sin_port);
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (srv->reserve_fd < 0) {
+		dlrt_err_errno(err, errno, "cannot open /dev/null for a reserve descriptor");
+		goto fail;
+	}
 	if (dlrt_evloop_add_fd(loop, srv->listen_fd, DLRT_EV_READ, accept_event, srv) < 0)
 		goto fail_mem;
 	srv->sweep_timer = dlrt_evloop_add_timer(loop, sweep_period_ms(srv), sweep, srv);
@@ -457,6 +614,8 @@ fail_mem:
 fail:
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
+	if (srv->reserve_fd >= 0)
+		close(srv->reserve_fd);
 	free(srv->allow);
 	free(srv);
 	return -1;
@@ -472,6 +631,21 @@ unsigned dlrt_tcpserver_nconns(const struct dlrt_tcpserver *srv)
 	return srv->nconns;
 }
 
+unsigned dlrt_tcpserver_max_conns(const struct dlrt_tcpserver *srv)
+{
+	return srv->cfg.max_conns;
+}
+
+unsigned long dlrt_tcpserver_nofile(const struct dlrt_tcpserver *srv)
+{
+	return srv->nofile;
+}
+
+unsigned long dlrt_tcpserver_nofile_drops(const struct dlrt_tcpserver *srv)
+{
+	return srv->nofile_drops;
+}
+
 void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv)
 {
 	if (!srv)
@@ -481,8 +655,12 @@ void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv)
 			dlrt_conn_close(srv->conns[fd]);
 	if (srv->sweep_timer > 0)
 		dlrt_evloop_del_timer(srv->loop, srv->sweep_timer);
+	if (srv->resume_timer > 0)
+		dlrt_evloop_del_timer(srv->loop, srv->resume_timer);
 	dlrt_evloop_del_fd(srv->loop, srv->listen_fd);
 	close(srv->listen_fd);
+	if (srv->reserve_fd >= 0)
+		close(srv->reserve_fd);
 	free(srv->conns);
 	free(srv->allow);
 	free(srv);

@@ -14,6 +14,16 @@
  * answer closes it; the oldest unproven connection is closed when a new one
  * would pass max_unauthed, so idle connections of someone without the secret
  * never lock the step's own clients out.
+ *
+ * Bounds: a connection holds at most max_request bytes of input and
+ * max_reply bytes of output, so N connections cost at most N x (max_request +
+ * max_reply). With out_pause, a client that sends requests without reading
+ * the replies is not read from while out_pause bytes wait for it (its socket
+ * buffer fills and it blocks), so it costs out_pause plus one reply. Out of
+ * descriptors (EMFILE), a pending connection is accepted with a reserved
+ * descriptor and closed at once instead of waking the loop forever; other
+ * accept failures pause the listener briefly. At start the soft descriptor
+ * limit is raised to the hard one and max_conns is capped to what it allows.
  */
 #ifndef DLRT_TCPSERVER_H
 #define DLRT_TCPSERVER_H
@@ -35,6 +45,7 @@ struct dlrt_conn {
 	uint32_t peer_ipv4;      /* network byte order */
 	int64_t last_active_ms;
 	bool close_after_write;  /* set by the protocol: reply, then hang up */
+	bool out_paused;         /* out_pause reached: not reading or parsing input */
 	int64_t linger_until_ms; /* hanging up: write side shut, input discarded until then */
 	void *state;             /* the protocol's per-connection state */
 	struct dlrt_conn_auth *auth; /* non-NULL until the peer proved the step secret */
@@ -58,7 +69,9 @@ struct dlrt_tcpserver_cfg {
 	const char *bind_addr;     /* numeric IPv4; NULL or "" = all addresses */
 	uint16_t port;             /* 0 = any free port (read it back with _port) */
 	size_t max_request;        /* limit of conn->in */
-	size_t max_reply;          /* limit of conn->out */
+	size_t max_reply;          /* limit of conn->out (hard: a reply past it closes) */
+	size_t out_pause;          /* stop reading input while conn->out holds this
+				    * much; resume once it drains (0 = never) */
 	int64_t idle_timeout_ms;   /* close a connection silent this long (0 = never) */
 	unsigned max_conns;
 	/* Peers allowed to connect, IPv4 in network order. Loopback is always allowed
@@ -78,6 +91,12 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 			 struct dlrt_err *err);
 uint16_t dlrt_tcpserver_port(const struct dlrt_tcpserver *srv);
 unsigned dlrt_tcpserver_nconns(const struct dlrt_tcpserver *srv);
+/* The connection cap in force (cfg.max_conns, lowered to fit the descriptor
+ * limit) and that limit (RLIMIT_NOFILE's soft limit after raising it). */
+unsigned dlrt_tcpserver_max_conns(const struct dlrt_tcpserver *srv);
+unsigned long dlrt_tcpserver_nofile(const struct dlrt_tcpserver *srv);
+/* Connections accepted and closed at once because no descriptor was left. */
+unsigned long dlrt_tcpserver_nofile_drops(const struct dlrt_tcpserver *srv);
 /* Closes the listener and every connection. */
 void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv);
 

@@ -26,6 +26,10 @@
 
 #define PROG "dlrt-store"
 
+/* Replies waiting for one client before its further requests wait too:
+ * enough for a deep pipeline of rendezvous replies, small next to a value. */
+#define DEFAULT_REPLY_PAUSE ((size_t)1 << 20)
+
 struct sconn {
 	struct dlrt_store_session s;
 	struct dlrt_conn *conn;
@@ -37,7 +41,7 @@ struct app {
 	struct dlrt_kv *kv;
 	struct dlrt_tcpserver *srv;
 	struct sconn *conns;
-	size_t max_value, max_args;
+	size_t max_value, max_args, max_memory, reply_pause;
 	int64_t stall_ms;    /* a client silent this long in the middle of a request */
 	int64_t max_idle_ms; /* a client silent this long between requests (0 = never) */
 	int lifetime_fd;
@@ -59,6 +63,10 @@ static void usage(FILE *f)
 		"  --allow-any          accept every peer (tests only)\n"
 		"  --max-value BYTES    longest key or value (default %u)\n"
 		"  --max-args N         most arguments in one request (default %u)\n"
+		"  --max-memory BYTES   most bytes of keys and values the store holds; a write\n"
+		"                       past it gets Redis's -OOM error (default %zu)\n"
+		"  --reply-pause BYTES  stop reading a client's requests while this much of\n"
+		"                       its replies waits to be read (default %zu)\n"
 		"  --idle-timeout-ms MS close a client stalled in the middle of a request\n"
 		"                       or not reading its replies (default 60000)\n"
 		"  --max-idle-ms MS     close a client idle between requests (default 0 = never)\n"
@@ -69,7 +77,8 @@ static void usage(FILE *f)
 		"                       prove it first (dlrt-relay does)\n"
 		"  --verbose            log connections and every command with its latency to stderr\n"
 		"  --help               this text\n",
-		DLRT_RESP_DEFAULT_MAX_BULK, DLRT_RESP_DEFAULT_MAX_ARGS);
+		DLRT_RESP_DEFAULT_MAX_BULK, DLRT_RESP_DEFAULT_MAX_ARGS,
+		DLRT_KV_DEFAULT_MAX_MEMORY, DEFAULT_REPLY_PAUSE);
 }
 
 static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
@@ -142,6 +151,7 @@ static int on_open(struct dlrt_conn *conn, void *ctx)
 	if (!sc)
 		return -1;
 	dlrt_store_session_init(&sc->s, app->kv, app->max_value, app->max_args);
+	sc->s.out_pause = app->reply_pause;
 	sc->conn = conn;
 	sc->next = app->conns;
 	if (app->conns)
@@ -212,7 +222,8 @@ static const struct dlrt_proto store_proto = { on_data, on_open, on_close };
 int main(int argc, char **argv)
 {
 	enum { O_BIND = 256, O_PORT, O_ALLOW, O_ALLOW_ANY, O_MAXVAL, O_MAXARGS, O_IDLE,
-	       O_MAXIDLE, O_LIFEFD, O_PPID, O_READY, O_VERBOSE, O_HELP, O_SECRET };
+	       O_MAXIDLE, O_LIFEFD, O_PPID, O_READY, O_VERBOSE, O_HELP, O_SECRET, O_MAXMEM,
+	       O_PAUSE };
 	static const struct option opts[] = {
 		{ "bind", required_argument, NULL, O_BIND },
 		{ "port", required_argument, NULL, O_PORT },
@@ -220,6 +231,8 @@ int main(int argc, char **argv)
 		{ "allow-any", no_argument, NULL, O_ALLOW_ANY },
 		{ "max-value", required_argument, NULL, O_MAXVAL },
 		{ "max-args", required_argument, NULL, O_MAXARGS },
+		{ "max-memory", required_argument, NULL, O_MAXMEM },
+		{ "reply-pause", required_argument, NULL, O_PAUSE },
 		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
 		{ "max-idle-ms", required_argument, NULL, O_MAXIDLE },
 		{ "lifetime-fd", required_argument, NULL, O_LIFEFD },
@@ -233,6 +246,8 @@ int main(int argc, char **argv)
 	struct app app = {
 		.max_value = DLRT_RESP_DEFAULT_MAX_BULK,
 		.max_args = DLRT_RESP_DEFAULT_MAX_ARGS,
+		.max_memory = DLRT_KV_DEFAULT_MAX_MEMORY,
+		.reply_pause = DEFAULT_REPLY_PAUSE,
 		.stall_ms = 60000,
 		.lifetime_fd = -1,
 		.watch = DLRT_SERVICE_WATCH_NONE,
@@ -294,6 +309,24 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			app.max_args = v;
+			break;
+		case O_MAXMEM:
+			if (parse_u64("--max-memory", optarg, (uint64_t)1 << 40, &v) < 0)
+				return 2;
+			if (v < 1024 * 1024) {
+				fprintf(stderr, PROG ": --max-memory %s is too small: use at least 1048576 bytes (1 MiB)\n", optarg);
+				return 2;
+			}
+			app.max_memory = v;
+			break;
+		case O_PAUSE:
+			if (parse_u64("--reply-pause", optarg, (uint64_t)1 << 32, &v) < 0)
+				return 2;
+			if (v < 4096) {
+				fprintf(stderr, PROG ": --reply-pause %s is too small: use at least 4096 bytes\n", optarg);
+				return 2;
+			}
+			app.reply_pause = v;
 			break;
 		case O_IDLE:
 			if (parse_u64("--idle-timeout-ms", optarg, INT32_MAX, &v) < 0)
@@ -361,11 +394,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": cannot set up the event loop: out of memory or file descriptors\n");
 		goto out;
 	}
+	dlrt_kv_set_max_memory(app.kv, app.max_memory);
 
 	/* One request may hold a few values of --max-value; replies likewise
-	 * (MGET). Beyond that a client is closed, as Redis's buffer limits do. */
+	 * (MGET). Beyond that a client is closed, as Redis's buffer limits do.
+	 * A client that does not read its replies is not read from once
+	 * --reply-pause bytes of them wait (its pipeline waits in its socket). */
 	cfg.max_request = 2 * app.max_value + 1024 * 1024;
 	cfg.max_reply = 4 * app.max_value + 16 * 1024 * 1024;
+	cfg.out_pause = app.reply_pause;
 	cfg.idle_timeout_ms = 0; /* our own sweep knows requests from silence */
 	cfg.max_conns = 4096;
 	if (allow_any) {
@@ -393,8 +430,10 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (app.verbose)
-		fprintf(stderr, PROG ": listening on %s:%u\n", cfg.bind_addr,
-			dlrt_tcpserver_port(app.srv));
+		fprintf(stderr, PROG ": listening on %s:%u; at most %u connections (descriptor "
+			"limit %lu), %zu bytes of keys and values\n", cfg.bind_addr,
+			dlrt_tcpserver_port(app.srv), dlrt_tcpserver_max_conns(app.srv),
+			dlrt_tcpserver_nofile(app.srv), app.max_memory);
 	if (ready_fd >= 0 && dlrt_service_write_ready(ready_fd, dlrt_tcpserver_port(app.srv)) < 0) {
 		fprintf(stderr, PROG ": cannot write the port to --ready-fd %d: the launcher "
 			"closed its end of the pipe before the store was ready\n", ready_fd);

@@ -103,6 +103,29 @@ static void r_oom(struct ctx *c)
 	r_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
 }
 
+/* For commands that must not half-succeed (MSET) or that answer before they
+ * write (GETSET, SET ... GET): refuse up front when the new keys might not
+ * fit. It may refuse a write that would have replaced values in place just
+ * under the limit; it never lets one through that does not fit. */
+static bool room_for(struct ctx *c, size_t argc, const uint8_t *const *argv,
+		     const size_t *argvlen, size_t first)
+{
+	size_t need = 0;
+
+	(void)argv;
+	for (size_t i = first; i + 1 < argc; i += 2) {
+		size_t cost = dlrt_kv_entry_cost(argvlen[i], argvlen[i + 1]);
+
+		if (cost > SIZE_MAX - need)
+			return false;
+		need += cost;
+	}
+	if (dlrt_kv_has_room(c->kv, need))
+		return true;
+	r_oom(c);
+	return false;
+}
+
 static bool arg_is(const uint8_t *a, size_t n, const char *s)
 {
 	return n == strlen(s) && strncasecmp((const char *)a, s, n) == 0;
@@ -174,6 +197,8 @@ static void cmd_set(struct ctx *c, ARGS)
 		}
 	}
 	/* GET answers with the old value before the put, which may move it. */
+	if (get && !room_for(c, 3, argv, argvlen, 1))
+		return;
 	if (get)
 		exists = r_value(c, argv[1], argvlen[1]);
 	else
@@ -196,7 +221,8 @@ static void cmd_set(struct ctx *c, ARGS)
 
 static void cmd_getset(struct ctx *c, ARGS)
 {
-	(void)argc;
+	if (!room_for(c, argc, argv, argvlen, 1))
+		return;
 	r_value(c, argv[1], argvlen[1]);
 	if (dlrt_kv_put(c->kv, argv[1], argvlen[1], argv[2], argvlen[2]) < 0)
 		c->rc = -1; /* the reply is out already: close rather than lie */
@@ -222,6 +248,8 @@ static void cmd_mset(struct ctx *c, ARGS)
 		r_arity(c, "mset");
 		return;
 	}
+	if (!room_for(c, argc, argv, argvlen, 1))
+		return;
 	for (size_t i = 1; i < argc; i += 2) {
 		if (dlrt_kv_put(c->kv, argv[i], argvlen[i], argv[i + 1], argvlen[i + 1]) < 0) {
 			r_oom(c);
@@ -603,11 +631,11 @@ static void cmd_config(struct ctx *c, ARGS)
 	size_t n = argvlen[1];
 
 	if (arg_is(sub, n, "GET")) {
-		char maxbulk[24];
+		char maxbulk[24], maxmem[24];
 		const char *table[][2] = {
 			{ "appendonly", "no" },
 			{ "databases", "1" },
-			{ "maxmemory", "0" },
+			{ "maxmemory", maxmem },
 			{ "proto-max-bulk-len", maxbulk },
 			{ "save", "" },
 			{ "timeout", "0" },
@@ -620,6 +648,7 @@ static void cmd_config(struct ctx *c, ARGS)
 			return;
 		}
 		snprintf(maxbulk, sizeof(maxbulk), "%zu", c->kv->max_value);
+		snprintf(maxmem, sizeof(maxmem), "%zu", dlrt_kv_max_memory(c->kv));
 		for (size_t i = 2; i < argc; i++)
 			for (size_t t = 0; t < nt; t++)
 				if (!hit[t] && dlrt_kv_glob(argv[i], argvlen[i],
@@ -703,9 +732,15 @@ static void cmd_info(struct ctx *c, ARGS)
 		     "dlrt_store_version:%s\r\n"
 		     "redis_mode:standalone\r\n"
 		     "\r\n"
+		     "# Memory\r\n"
+		     "used_memory:%zu\r\n"
+		     "maxmemory:%zu\r\n"
+		     "maxmemory_policy:noeviction\r\n"
+		     "\r\n"
 		     "# Keyspace\r\n"
 		     "db0:keys=%zu,expires=0,avg_ttl=0\r\n",
-		     DLRT_VERSION, dlrt_kv_count(c->kv));
+		     DLRT_VERSION, dlrt_kv_used(c->kv), dlrt_kv_max_memory(c->kv),
+		     dlrt_kv_count(c->kv));
 	r_bulk(c, text, (size_t)n);
 }
 

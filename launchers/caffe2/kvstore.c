@@ -69,6 +69,35 @@ static uint64_t siphash13(const uint8_t *in, size_t len, const uint64_t k[2])
 
 /* ---- table ------------------------------------------------------------- */
 
+/* What malloc adds to each block (a size header, rounding): counted so a
+ * flood of tiny keys costs what it really costs. */
+#define MALLOC_OVERHEAD 16
+
+size_t dlrt_kv_entry_cost(size_t klen, size_t vlen)
+{
+	return sizeof(struct entry) + klen + (vlen ? vlen : 1) + 2 * MALLOC_OVERHEAD;
+}
+
+void dlrt_kv_set_max_memory(struct dlrt_kv *kv, size_t bytes)
+{
+	kv->max_memory = bytes;
+}
+
+size_t dlrt_kv_max_memory(const struct dlrt_kv *kv)
+{
+	return kv->max_memory;
+}
+
+size_t dlrt_kv_used(const struct dlrt_kv *kv)
+{
+	return kv->used;
+}
+
+bool dlrt_kv_has_room(const struct dlrt_kv *kv, size_t bytes)
+{
+	return kv->used <= kv->max_memory && bytes <= kv->max_memory - kv->used;
+}
+
 struct dlrt_kv *dlrt_kv_create(size_t max_value)
 {
 	struct dlrt_kv *kv = calloc(1, sizeof(*kv));
@@ -87,6 +116,8 @@ struct dlrt_kv *dlrt_kv_create(size_t max_value)
 		kv->seed[1] = (uint64_t)clock() * 0x9e3779b97f4a7c15ULL;
 	}
 	kv->max_value = max_value;
+	kv->max_memory = DLRT_KV_DEFAULT_MAX_MEMORY;
+	kv->used = kv->nbuckets * sizeof(*kv->buckets);
 	kv->next_client_id = 1;
 	return kv;
 }
@@ -106,6 +137,7 @@ void dlrt_kv_flush(struct dlrt_kv *kv)
 		kv->buckets[i] = NULL;
 	}
 	kv->count = 0;
+	kv->used = kv->nbuckets * sizeof(*kv->buckets);
 }
 
 void dlrt_kv_destroy(struct dlrt_kv *kv)
@@ -151,10 +183,15 @@ bool dlrt_kv_lookup(const struct dlrt_kv *kv, const void *key, size_t klen,
 static void grow(struct dlrt_kv *kv)
 {
 	size_t n = kv->nbuckets * 2;
-	struct entry **b = calloc(n, sizeof(*b));
+	struct entry **b;
 
+	/* The bucket array counts against the limit too; at the limit, or
+	 * short of memory, keep working with longer chains. */
+	if (!dlrt_kv_has_room(kv, (n - kv->nbuckets) * sizeof(*b)))
+		return;
+	b = calloc(n, sizeof(*b));
 	if (!b)
-		return; /* keep working with longer chains */
+		return;
 	for (size_t i = 0; i < kv->nbuckets; i++) {
 		struct entry *e = kv->buckets[i];
 
@@ -168,24 +205,37 @@ static void grow(struct dlrt_kv *kv)
 	}
 	free(kv->buckets);
 	kv->buckets = b;
+	kv->used += (n - kv->nbuckets) * sizeof(*b);
 	kv->nbuckets = n;
 }
 
-static int set_value(struct entry *e, const void *val, size_t vlen)
+/* Gives e a value of vlen bytes. A larger buffer is only taken if the store
+ * has room for the growth; e is unchanged on failure. */
+static int set_value(struct dlrt_kv *kv, struct entry *e, const void *val, size_t vlen)
 {
 	if (vlen > e->vcap || (e->vcap > 4096 && vlen < e->vcap / 4)) {
-		uint8_t *v = malloc(vlen ? vlen : 1);
+		size_t cap = vlen ? vlen : 1;
+		uint8_t *v;
 
+		if (cap > e->vcap && !dlrt_kv_has_room(kv, cap - e->vcap))
+			return -1;
+		v = malloc(cap);
 		if (!v)
 			return -1;
 		free(e->val);
 		e->val = v;
-		e->vcap = vlen ? vlen : 1;
+		kv->used = kv->used - e->vcap + cap;
+		e->vcap = cap;
 	}
 	if (vlen)
 		memcpy(e->val, val, vlen);
 	e->vlen = vlen;
 	return 0;
+}
+
+static size_t entry_size(const struct entry *e)
+{
+	return sizeof(*e) + e->klen + e->vcap + 2 * MALLOC_OVERHEAD;
 }
 
 int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
@@ -195,7 +245,9 @@ int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
 	struct entry **pe = find(kv, key, klen, h), *e = *pe;
 
 	if (e)
-		return set_value(e, val, vlen);
+		return set_value(kv, e, val, vlen);
+	if (!dlrt_kv_has_room(kv, dlrt_kv_entry_cost(klen, vlen)))
+		return -1;
 	e = calloc(1, sizeof(*e) + klen);
 	if (!e)
 		return -1;
@@ -203,10 +255,12 @@ int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
 	e->klen = klen;
 	if (klen)
 		memcpy(e->key, key, klen);
-	if (set_value(e, val, vlen) < 0) {
+	if (set_value(kv, e, val, vlen) < 0) {
 		free(e);
 		return -1;
 	}
+	/* set_value counted the value's buffer; add the rest of the entry. */
+	kv->used += entry_size(e) - e->vcap;
 	*pe = e;
 	if (++kv->count > kv->nbuckets)
 		grow(kv);
@@ -221,6 +275,7 @@ int dlrt_kv_remove(struct dlrt_kv *kv, const void *key, size_t klen)
 	if (!e)
 		return 0;
 	*pe = e->next;
+	kv->used -= entry_size(e);
 	free(e->val);
 	free(e);
 	kv->count--;

@@ -34,13 +34,28 @@ struct dlrt_kv_client {
 struct dlrt_kv *dlrt_kv_create(size_t max_value);
 void dlrt_kv_destroy(struct dlrt_kv *kv);
 
+/* The most bytes the keyspace may hold (keys, values and their bookkeeping,
+ * as dlrt_kv_used counts them): a write past it fails as if memory were
+ * short, and the commands answer Redis's -OOM error. Default
+ * DLRT_KV_DEFAULT_MAX_MEMORY; 0 refuses every write that needs memory. */
+#define DLRT_KV_DEFAULT_MAX_MEMORY ((size_t)256 << 20)
+void dlrt_kv_set_max_memory(struct dlrt_kv *kv, size_t bytes);
+size_t dlrt_kv_max_memory(const struct dlrt_kv *kv);
+size_t dlrt_kv_used(const struct dlrt_kv *kv);
+/* What storing a new key of klen bytes with a value of vlen bytes costs, and
+ * whether `bytes` more still fit (commands that must not half-succeed check
+ * first). */
+size_t dlrt_kv_entry_cost(size_t klen, size_t vlen);
+bool dlrt_kv_has_room(const struct dlrt_kv *kv, size_t bytes);
+
 /* Keyspace primitives (also used by the tests). */
 size_t dlrt_kv_count(const struct dlrt_kv *kv);
 /* Returns true and points *val at the stored bytes (valid until the next
  * change of that key) if the key exists. */
 bool dlrt_kv_lookup(const struct dlrt_kv *kv, const void *key, size_t klen,
 		    const uint8_t **val, size_t *vlen);
-/* Returns 0, or -1 if memory is short. */
+/* Returns 0, or -1 if memory is short or the write would pass the store's
+ * maximum memory (the key then keeps its old value). */
 int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
 		const void *val, size_t vlen);
 /* Returns 1 if the key was removed, 0 if it did not exist. */

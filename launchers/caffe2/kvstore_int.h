@@ -14,6 +14,8 @@ struct dlrt_kv {
 	size_t count;
 	uint64_t seed[2];
 	size_t max_value;
+	size_t max_memory; /* refuse writes past this many bytes of `used` */
+	size_t used;       /* entries (keys, values, headers) and the bucket array */
 	uint64_t next_client_id;
 };
 

@@ -7,6 +7,7 @@ void dlrt_store_session_init(struct dlrt_store_session *s, struct dlrt_kv *kv,
 {
 	dlrt_resp_init(&s->parser, max_bulk, max_args);
 	dlrt_kv_client_init(kv, &s->client);
+	s->out_pause = 0;
 }
 
 void dlrt_store_session_free(struct dlrt_store_session *s)
@@ -29,7 +30,11 @@ int dlrt_store_session_feed(struct dlrt_store_session *s, struct dlrt_kv *kv,
 {
 	for (;;) {
 		int64_t t0 = log ? now_ns() : 0;
-		int rc = dlrt_resp_parse(&s->parser, dlrt_buf_head(in), in->len);
+		int rc;
+
+		if (s->out_pause && out->len >= s->out_pause)
+			return 0; /* the rest once the client has read its replies */
+		rc = dlrt_resp_parse(&s->parser, dlrt_buf_head(in), in->len);
 
 		if (rc == DLRT_RESP_NEED_MORE)
 			return 0;

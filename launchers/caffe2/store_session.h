@@ -19,6 +19,11 @@
 struct dlrt_store_session {
 	struct dlrt_resp_parser parser;
 	struct dlrt_kv_client client;
+	/* Stop executing requests while this many reply bytes wait to be sent
+	 * (0 = never): a client that pipelines requests without reading its
+	 * replies then costs at most this plus one reply, and the rest of its
+	 * requests wait in the input (tcpserver.h: out_pause). */
+	size_t out_pause;
 };
 
 /* Called after each executed request (for --verbose): the request, and how
@@ -31,7 +36,8 @@ void dlrt_store_session_init(struct dlrt_store_session *s, struct dlrt_kv *kv,
 			     size_t max_bulk, size_t max_args);
 void dlrt_store_session_free(struct dlrt_store_session *s);
 
-/* Consumes complete requests from `in`, appends replies to `out`. Returns 0
+/* Consumes complete requests from `in`, appends replies to `out`, until `in`
+ * holds no complete request or `out` reaches s->out_pause. Returns 0
  * to keep the connection, -1 to send what is in `out` and close (protocol
  * error, QUIT, reply too large). `log` may be NULL. */
 int dlrt_store_session_feed(struct dlrt_store_session *s, struct dlrt_kv *kv,

@@ -413,6 +413,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": listening on %s:%u, %zu ranks on %zu hosts, %zu allowed peers besides loopback\n",
 			cfg.bind_addr, dlrt_tcpserver_port(srv), plan.nslots, plan.nhosts,
 			nallow - 1);
+	if (d.verbose)
+		fprintf(stderr, PROG ": at most %u connections (descriptor limit %lu)\n",
+			dlrt_tcpserver_max_conns(srv), dlrt_tcpserver_nofile(srv));
 	if (ready_fd >= 0) {
 		if (dlrt_service_write_ready(ready_fd, dlrt_tcpserver_port(srv)) < 0) {
 			fprintf(stderr, PROG ": cannot write the port to --ready-fd %d: the launcher "

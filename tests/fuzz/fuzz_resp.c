@@ -7,7 +7,9 @@
  *     moves between calls as a growing dlrt_buf may. This is the property
  *     that incremental parsing must keep; a mismatch aborts.
  *  2. The whole input runs through a store session (parse + execute + reply),
- *     with small limits so the error paths are reachable.
+ *     with small limits so the error paths are reachable: a 64 KiB store
+ *     (-OOM; what it holds must never pass the limit) and, when the first
+ *     byte's top bit is set, a 64-byte reply pause (requests left waiting).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_BULK 4096
 #define MAX_ARGS 64
+#define MAX_MEMORY (64 * 1024)
 
 /* A digest of one parse result, to compare the two ways of feeding. */
 static uint64_t digest(const struct dlrt_resp_parser *p, int rc)
@@ -103,7 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!kv)
 		return 0;
 	dlrt_kv_flush(kv);
+	dlrt_kv_set_max_memory(kv, MAX_MEMORY);
 	dlrt_store_session_init(&s, kv, MAX_BULK, MAX_ARGS);
+	s.out_pause = data[0] & 0x80 ? 64 : 0;
 	dlrt_buf_init(&in, 1 << 20);
 	dlrt_buf_init(&out, 1 << 20);
 	/* Arrive in chunks, as from the network. */
@@ -114,6 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		if (dlrt_store_session_feed(&s, kv, &in, &out, NULL, NULL) < 0)
 			break;
+		if (dlrt_kv_used(kv) > MAX_MEMORY)
+			abort(); /* the store's bound */
 		dlrt_buf_consume(&out, out.len); /* "sent" */
 	}
 	dlrt_buf_free(&in);

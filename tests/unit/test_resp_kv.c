@@ -236,6 +236,105 @@ static void test_glob(void)
 			   g[i].want, "glob '%s' vs '%s'", g[i].pat, g[i].s);
 }
 
+/* "*N\r\n..." with `nbig` bytes of 'v' as the last argument. */
+static const char *cmd_big(const char *name, const char *key, size_t nbig)
+{
+	size_t cap = nbig + 256, len;
+	char *req = malloc(cap);
+	const char *reply;
+
+	len = (size_t)snprintf(req, cap, "*3\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n",
+			       strlen(name), name, strlen(key), key, nbig);
+	memset(req + len, 'v', nbig);
+	memcpy(req + len + nbig, "\r\n", 2);
+	reply = send_n(req, len + nbig + 2);
+	free(req);
+	return reply;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static const char OOM[] = "-OOM command not allowed when used memory > 'maxmemory'.\r\n";
+
+static void test_max_memory(void)
+{
+	const char *r;
+
+	TAP_IS_INT((long long)dlrt_kv_max_memory(KV), (long long)DLRT_KV_DEFAULT_MAX_MEMORY,
+		   "the store starts with the default maximum memory");
+	/* A fresh connection: earlier tests leave requests half sent. */
+	dlrt_store_session_free(&SS);
+	dlrt_store_session_init(&SS, KV, 0, 0);
+	TAP_IS_STR(cmd(1, "FLUSHALL"), "+OK\r\n", "FLUSHALL");
+	dlrt_kv_set_max_memory(KV, 1 << 20);
+	TAP_IS_STR(cmd_big("SET", "a", 400000), "+OK\r\n", "a SET within the limit");
+	TAP_IS_STR(cmd_big("SET", "b", 400000), "+OK\r\n", "a second one");
+	TAP_IS_STR(cmd_big("SET", "c", 400000), OOM, "a SET past the limit: Redis's -OOM error");
+	TAP_IS_STR(cmd(2, "EXISTS", "c"), ":0\r\n", "and nothing was stored");
+	TAP_OK(dlrt_kv_used(KV) <= (1 << 20) && dlrt_kv_used(KV) >= 800000,
+	       "the store counts what it holds, within the limit (%zu bytes)", dlrt_kv_used(KV));
+	TAP_IS_STR(cmd_big("SET", "a", 400000), "+OK\r\n", "replacing a value by one as large fits");
+	TAP_IS_STR(cmd_big("APPEND", "b", 300000), OOM, "APPEND past the limit");
+	TAP_IS_STR(cmd(2, "STRLEN", "b"), ":400000\r\n", "and the value is unchanged");
+	TAP_IS_STR(cmd_big("GETSET", "b", 300000), OOM,
+		   "GETSET past the limit: the error only, not the old value");
+	{
+		/* MSET x 1 c <300000 bytes>: the small pair alone would fit. */
+		size_t n = 300000, cap = n + 256, len;
+		char *req = malloc(cap);
+
+		len = (size_t)snprintf(req, cap, "*5\r\n$4\r\nMSET\r\n$1\r\nx\r\n$1\r\n1\r\n"
+				       "$1\r\nc\r\n$%zu\r\n", n);
+		memset(req + len, 'v', n);
+		memcpy(req + len + n, "\r\n", 2);
+		TAP_IS_STR(send_n(req, len + n + 2), OOM, "MSET past the limit");
+		free(req);
+	}
+	TAP_IS_STR(cmd(2, "EXISTS", "x"), ":0\r\n", "MSET stores all of its keys or none");
+	TAP_IS_STR(cmd_big("SET", "b", 300000), "+OK\r\n", "a smaller value replaces a larger one");
+	TAP_IS_STR(cmd(2, "DEL", "a"), ":1\r\n", "DEL frees its share");
+	TAP_IS_STR(cmd_big("SET", "c", 400000), "+OK\r\n", "so a new value fits again");
+	TAP_IS_STR(cmd(3, "CONFIG", "GET", "maxmemory"), "*2\r\n$9\r\nmaxmemory\r\n$7\r\n1048576\r\n",
+		   "CONFIG GET maxmemory says the limit");
+	r = cmd(1, "INFO");
+	TAP_OK(strstr(r, "\r\nmaxmemory:1048576\r\n") && strstr(r, "\r\nused_memory:"),
+	       "INFO says the limit and what is used");
+	cmd(1, "FLUSHALL");
+	TAP_OK(dlrt_kv_used(KV) < 100000, "FLUSHALL gives all but the bucket array back (%zu bytes)",
+	       dlrt_kv_used(KV));
+	TAP_IS_STR(cmd(3, "SETNX", "k", "v"), ":1\r\n", "small writes work after it");
+	dlrt_kv_set_max_memory(KV, 0);
+	TAP_IS_STR(cmd(3, "SET", "k2", "v"), OOM, "a limit of 0 refuses every new key");
+	TAP_OK(starts(cmd(2, "GET", "k"), "$1\r\nv"), "and reads still work");
+	dlrt_kv_set_max_memory(KV, DLRT_KV_DEFAULT_MAX_MEMORY);
+}
+
+/* A client pipelining requests without reading: the session stops executing
+ * them once out_pause bytes of replies wait, and goes on where it stopped. */
+static void test_out_pause(void)
+{
+	struct dlrt_buf in, out;
+	const char req[] = "PING\r\nPING\r\nPING\r\n";
+
+	dlrt_buf_init(&in, 1 << 20);
+	dlrt_buf_init(&out, 1 << 20);
+	dlrt_buf_append(&in, req, sizeof(req) - 1);
+	SS.out_pause = 10;
+	TAP_IS_INT(dlrt_store_session_feed(&SS, KV, &in, &out, NULL, NULL), 0, "feed keeps the connection");
+	TAP_IS_INT((long long)out.len, 14, "two replies, then it stops at the pause");
+	TAP_IS_INT((long long)in.len, 6, "the third request waits in the input");
+	dlrt_buf_consume(&out, out.len);
+	dlrt_store_session_feed(&SS, KV, &in, &out, NULL, NULL);
+	TAP_IS_INT((long long)out.len, 7, "once the replies are read, the third one runs");
+	TAP_IS_INT((long long)in.len, 0, "and the input is empty");
+	SS.out_pause = 0;
+	dlrt_buf_free(&in);
+	dlrt_buf_free(&out);
+}
+
 int main(void)
 {
 	KV = dlrt_kv_create(1 << 20);
@@ -245,6 +344,8 @@ int main(void)
 	test_keyspace();
 	test_connection();
 	test_glob();
+	test_max_memory();
+	test_out_pause();
 	dlrt_store_session_free(&SS);
 	dlrt_kv_destroy(KV);
 	return tap_done();
