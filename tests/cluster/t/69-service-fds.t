@@ -64,7 +64,9 @@ cputicks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; }
 pid=
 for _ in $(seq 1200); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
 if read -r host port <"$WORK/addr" 2>/dev/null; then
-	pid=$("$HERE/cluster.sh" exec n1 ss -Hltnp "sport = :$port" 2>/dev/null |
+	# The tasks reach the store through the node relay (REDIS_PORT is the
+	# relay's): find the store itself by its listening socket on n1.
+	pid=$("$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null |
 		sed -n 's/.*"dlrt-store",pid=\([0-9]*\).*/\1/p' | head -1)
 fi
 ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store (pid ${pid:-none}, port ${port:-none})"
