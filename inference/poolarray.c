@@ -239,7 +239,8 @@ int dlrt_pool_array_query(const struct dlrt_pool_array *a, int timeout_ms,
 	if (!WIFEXITED(res.status) || WEXITSTATUS(res.status)) {
 		char text[128];
 
-		if (dlrt_buf_append(&out, "", 1) == 0 && strstr((const char *)dlrt_buf_head(&out), "Invalid job id"))
+		if (dlrt_buf_append(&out, "", 1) == 0 &&
+		    strstr((const char *)dlrt_buf_head(&out), "Invalid job id"))
 			rc = 1;
 		else
 			rc = dlrt_err_set(err, "squeue -j %u failed (%s): is slurmctld up?", a->job,

@@ -48,14 +48,16 @@ int main(void)
 	TAP_IS_INT(parse("job=12\nafter_epoch=3\n", &a), 0, "a record parses");
 	TAP_IS_INT(a.job, 12, "its job");
 	TAP_IS_INT((int)a.after_epoch, 3, "its epoch");
-	TAP_IS_INT(parse("after_epoch=0\n\njob=4294967295", &a), 0, "any order, blank lines, no final newline");
+	TAP_IS_INT(parse("after_epoch=0\n\njob=4294967295", &a), 0,
+		   "any order, blank lines, no final newline");
 	TAP_IS_INT(parse("job=12\n", &a), -1, "no after_epoch: refused");
 	TAP_IS_INT(parse("job=12\njob=13\nafter_epoch=1\n", &a), -1, "a field twice: refused");
 	TAP_IS_INT(parse("job=0\nafter_epoch=1\n", &a), -1, "job 0: refused");
 	TAP_IS_INT(parse("job=4294967296\nafter_epoch=1\n", &a), -1, "a job id past 32 bits: refused");
 	TAP_IS_INT(parse("job=12x\nafter_epoch=1\n", &a), -1, "trailing junk: refused");
 	TAP_IS_INT(parse("job=12\nafter_epoch=1\nhost=x\n", &a), -1, "an unknown field: refused");
-	TAP_IS_INT(parse("job=12\nafter_epoch=99999999999999999999\n", &a), -1, "a number too long: refused");
+	TAP_IS_INT(parse("job=12\nafter_epoch=99999999999999999999\n", &a), -1,
+		   "a number too long: refused");
 
 	TAP_OK(mkdtemp(dir) != NULL, "a pool directory");
 	chmod(dir, 0700);
@@ -83,7 +85,8 @@ int main(void)
 	unlink(path);
 	rmdir(dir);
 
-	TAP_IS_INT(squeue("0|PENDING|JobHeldUser\n1|PENDING|JobHeldUser\n", &st), 0, "squeue: element 0");
+	TAP_IS_INT(squeue("0|PENDING|JobHeldUser\n1|PENDING|JobHeldUser\n", &st), 0,
+		   "squeue: element 0");
 	TAP_IS_STR(st.state, "PENDING", "its state");
 	TAP_IS_STR(st.reason, "JobHeldUser", "its reason");
 	TAP_IS_INT(squeue("2|RUNNING|None\n0|RUNNING|None\n", &st), 0, "in any line");
@@ -92,7 +95,8 @@ int main(void)
 	TAP_IS_STR(st.reason, "Resources", "its reason");
 	TAP_IS_INT(squeue("1-3|PENDING|Resources\n10|RUNNING|None\n", &st), 1, "not listed: ended");
 	TAP_IS_INT(squeue("", &st), 1, "nothing listed: ended");
-	TAP_IS_INT(squeue("squeue: warning: x\n0|PENDING|Priority\n", &st), 0, "a warning line is skipped");
+	TAP_IS_INT(squeue("squeue: warning: x\n0|PENDING|Priority\n", &st), 0,
+		   "a warning line is skipped");
 	TAP_IS_INT(squeue("0|PEN\033DING|x\n", &st), -1, "a control character: refused");
 	TAP_IS_INT(squeue("0||x\n", &st), -1, "no state: refused");
 
