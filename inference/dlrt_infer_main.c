@@ -28,11 +28,21 @@
 #include "models/model.h"
 #include "opts.h"
 #include "pool.h"
+#include "poolarray.h"
+#include "proc.h"
 #include "proto.h"
 #include "standby.h"
 
 #define CLIENT_TIMEOUT_MS 10000
 #define RECONNECT_MS 30000 /* how long a client looks for a new coordinator */
+/* How long a client (and pool start --wait) waits for the coordinator of a
+ * pool whose array Slurm has not started yet: a job script's submit right
+ * after pool start must outlast a short queue, not hang on a long one. */
+#define START_TIMEOUT_S 600
+#define SQUEUE_EVERY_MS 2000
+#define SLURM_CMD_MS 30000 /* sbatch, squeue, scancel */
+
+extern char **environ;
 
 static const char *prog = "dlrt-infer";
 static const char *pool_opt;
@@ -58,11 +68,13 @@ static void usage(FILE *f)
 "\n"
 "Fair-share batch inference on a pool of workers that runs as a Slurm job array.\n"
 "\n"
-"  pool start --workers N   submit the pool: sbatch --array=0-N --dl-runtime=infer\n"
+"  pool start --workers N [--wait]  submit the pool: sbatch --array=0-N\n"
+"                           --dl-runtime=infer; --wait: until its coordinator serves\n"
 "  pool add --workers N     more workers for a running pool (another array)\n"
 "  pool restart             a new coordinator resumes the pool from its journal\n"
 "  pool stop                stop the pool (its array elements end)\n"
 "  submit --model M --inputs FILE --batch B [--name N]   a job; prints its id\n"
+"                           (right after pool start: waits for the coordinator)\n"
 "  status [--watch]         jobs (progress, queries/s, workers, ETA) and workers\n"
 "  wait JOB                 until the job ends; exit 0 if it completed\n"
 "  cancel JOB               stop a job (its finished answers stay in its CSV)\n"
@@ -127,16 +139,124 @@ static int pool_dir(char *out, size_t len)
 	return 0;
 }
 
+/* ---- a pool whose coordinator has not started yet ---------------------------- */
+
+/* 1 when `dir` holds a pool submitted by pool start whose coordinator has not
+ * served yet (its array record is newer than the access record), with *arr;
+ * 0 when the access record is the one to use; -1 after printing why the
+ * array record cannot be used. */
+static int pool_starting(const char *dir, struct dlrt_pool_array *arr)
+{
+	struct dlrt_pool_access a;
+	struct dlrt_err err;
+	int rc = dlrt_pool_array_read(dir, arr, &err);
+
+	if (rc < 0)
+		return die("%s", err.msg) ? -1 : -1;
+	if (rc > 0)
+		return 0;
+	rc = dlrt_pool_read_access(dir, &a, &err);
+	/* A broken access record is reported by whoever reads it next. */
+	return rc == 0 && a.epoch > arr->after_epoch ? 0 : rc < 0 ? 0 : 1;
+}
+
+/* squeue's word on element 0 of the array, for the lines below: 0 while it
+ * may still start (pending, configuring, running), 1 once it has ended. */
+static int array_state(const struct dlrt_pool_array *arr, char *why, size_t len)
+{
+	struct dlrt_pool_array_state st;
+	struct dlrt_err err;
+	int rc = dlrt_pool_array_query(arr, SLURM_CMD_MS, &st, &err);
+
+	if (rc < 0) {
+		snprintf(why, len, "in an unknown state (%.200s)", err.msg);
+		return 0;
+	}
+	if (rc > 0 || (strcmp(st.state, "PENDING") && strcmp(st.state, "CONFIGURING") &&
+		       strcmp(st.state, "RUNNING") && strcmp(st.state, "REQUEUED") &&
+		       strcmp(st.state, "RESIZING") && strcmp(st.state, "SUSPENDED"))) {
+		snprintf(why, len, "%s", rc > 0 ? "no longer in the queue" : st.state);
+		return 1;
+	}
+	if (!strcmp(st.state, "PENDING"))
+		snprintf(why, len, "still pending (Slurm's reason: %s)", st.reason);
+	else
+		snprintf(why, len, "%s; its coordinator is starting", st.state);
+	return 0;
+}
+
+/* The seconds to wait for a coordinator: $DLRT_INFER_START_TIMEOUT or the
+ * default; -1 after printing why the variable is wrong. */
+static int start_timeout(void)
+{
+	const char *v = getenv("DLRT_INFER_START_TIMEOUT");
+	uint32_t s = START_TIMEOUT_S;
+
+	if (v && *v && dlrt_parse_u32(v, 1, 7 * 86400, &s) < 0)
+		return die("DLRT_INFER_START_TIMEOUT=%s: expected seconds from 1 to %u", v,
+			   7 * 86400) ? -1 : -1;
+	return (int)s;
+}
+
+/* Waits, up to timeout_s, until the coordinator of the pool that pool start
+ * submitted has written its access record; one progress line on stderr if
+ * it has to wait at all. 0, or -1 after one line naming the cause (the array
+ * still pending and Slurm's reason, or ended) and `fix`. */
+static int wait_coordinator(const char *dir, int timeout_s, const char *fix)
+{
+	int64_t give_up = dlrt_now_ms() + (int64_t)timeout_s * 1000, next_query = 0;
+	struct dlrt_pool_array arr;
+	char why[DLRT_ERR_MAX] = "";
+	bool told = false;
+
+	for (;;) {
+		int rc = pool_starting(dir, &arr);
+
+		if (rc <= 0)
+			return rc;
+		if (dlrt_now_ms() >= next_query) {
+			if (array_state(&arr, why, sizeof(why)) == 1 && pool_starting(dir, &arr) == 1)
+				return die("no coordinator serves %s: the pool's array job %u is %s "
+					   "(element 0's log: %s/element-%u_0.log); start a pool with "
+					   "dlrt-infer pool start", dir, arr.job, why, dir,
+					   arr.job) ? -1 : -1;
+			next_query = dlrt_now_ms() + SQUEUE_EVERY_MS;
+			if (!told) {
+				fprintf(stderr, "%s: waiting up to %d s for the coordinator of %s: "
+					"array job %u is %s\n", prog, timeout_s, dir, arr.job, why);
+				told = true;
+			}
+		}
+		if (dlrt_now_ms() >= give_up)
+			return die("no coordinator served %s within %d s: the pool's array job %u is "
+				   "%s (squeue -j %u); %s", dir, timeout_s, arr.job, why, arr.job,
+				   fix) ? -1 : -1;
+		usleep(200000);
+	}
+}
+
 /* Opens a client connection to the pool's coordinator. */
 static int client_open(struct dlrt_ipc *c, char *dir, size_t len)
 {
 	struct dlrt_err err;
 	char name[64];
+	int tmo;
 
 	if (pool_dir(dir, len) < 0)
 		return -1;
 	snprintf(client_dir, sizeof(client_dir), "%s", dir);
 	snprintf(name, sizeof(name), "client-%d", (int)getpid());
+	/* Right after pool start the array may still be queued: its coordinator
+	 * takes the jobs once it serves, so wait for it (bounded). */
+	switch (pool_starting(dir, &(struct dlrt_pool_array){ 0 })) {
+	case -1:
+		return -1;
+	case 1:
+		tmo = start_timeout();
+		if (tmo < 0 || wait_coordinator(dir, tmo, "wait longer with "
+						"DLRT_INFER_START_TIMEOUT=SECONDS") < 0)
+			return -1;
+	}
 	/* A coordinator that does not answer (killed, stopped, its node lost) may
 	 * be replaced by its standby within seconds: read the record again and
 	 * retry for RECONNECT_MS. A refusal, or no record at all, is final. */
@@ -464,9 +584,35 @@ static int cmd_status(int argc, char **argv)
 			       "Per job: queries done/total with a progress bar, queries/s over the\n"
 			       "rate window, workers held (averaged over the window), ETA, accuracy\n"
 			       "so far, the results file; then the pool's workers. --watch redraws\n"
-			       "every S seconds (default 1) until no job is running.\n");
+			       "every S seconds (default 1) until no job is running.\n"
+			       "Right after pool start, before Slurm starts the coordinator, prints\n"
+			       "the array's state (e.g. pending, and why); --watch waits for the\n"
+			       "coordinator ($DLRT_INFER_START_TIMEOUT, default %d s).\n",
+			       START_TIMEOUT_S);
 			return 0;
 		default: return 2;
+		}
+	}
+	if (!watch) {
+		/* Right after pool start: say where the pool is instead of waiting. */
+		struct dlrt_pool_array arr;
+		char why[DLRT_ERR_MAX];
+
+		if (pool_dir(dir, sizeof(dir)) < 0)
+			return 1;
+		switch (pool_starting(dir, &arr)) {
+		case -1:
+			return 1;
+		case 1:
+			if (array_state(&arr, why, sizeof(why)) == 1 && pool_starting(dir, &arr) == 1)
+				return die("no coordinator serves %s: the pool's array job %u is %s "
+					   "(element 0's log: %s/element-%u_0.log)", dir, arr.job, why,
+					   dir, arr.job);
+			if (pool_starting(dir, &arr) == 1) {
+				printf("pool %s: starting: array job %u is %s; no coordinator yet\n",
+				       dir, arr.job, why);
+				return 0;
+			}
 		}
 	}
 	if (client_open(&c, dir, sizeof(dir)) < 0)
@@ -582,6 +728,28 @@ static int cmd_cancel(int argc, char **argv)
 	return rc;
 }
 
+/* pool stop before the coordinator started: scancel the array. */
+static int cancel_array(const char *dir, const struct dlrt_pool_array *arr)
+{
+	char job[16], text[64], path[4200];
+	char *argv[] = { "scancel", job, NULL };
+	struct dlrt_proc_spec spec = { .argv = argv, .envp = environ, .timeout_ms = SLURM_CMD_MS };
+	struct dlrt_proc_result res;
+	struct dlrt_err err;
+
+	snprintf(job, sizeof(job), "%u", arr->job);
+	if (dlrt_proc_run(&spec, "scancel", NULL, &res, &err) < 0)
+		return die("%s", err.msg);
+	if (!WIFEXITED(res.status) || WEXITSTATUS(res.status))
+		return die("scancel %u failed (%s): cancel the pool's array yourself", arr->job,
+			   dlrt_proc_status_text(res.status, text, sizeof(text)));
+	snprintf(path, sizeof(path), "%s/array", dir);
+	unlink(path);
+	printf("pool %s stopping: array job %u cancelled before its coordinator started\n", dir,
+	       arr->job);
+	return 0;
+}
+
 static int cmd_pool_stop(void)
 {
 	struct dlrt_ipc c;
@@ -589,12 +757,27 @@ static int cmd_pool_stop(void)
 	char dir[4096];
 	int rc;
 
+	struct dlrt_pool_array arr;
+	char path[4200];
+
+	if (pool_dir(dir, sizeof(dir)) < 0)
+		return 1;
+	rc = pool_starting(dir, &arr);
+	if (rc < 0)
+		return 1;
+	if (rc == 1)
+		/* No coordinator to ask yet: the pool is its queued array. */
+		return cancel_array(dir, &arr);
 	if (client_open(&c, dir, sizeof(dir)) < 0)
 		return 1;
 	dlrt_ip_put_empty(&c.out, DLRT_IP_STOP);
 	rc = client_call(&c, &f, CLIENT_TIMEOUT_MS) == 0 && f.type == DLRT_IP_OK ? 0 : 1;
 	if (rc == 0)
 		printf("pool %s stopping\n", dir);
+	/* The array record has served its purpose. */
+	snprintf(path, sizeof(path), "%s/array", dir);
+	if (rc == 0)
+		unlink(path);
 	dlrt_ipc_close(&c);
 	return rc;
 }
@@ -788,6 +971,76 @@ static int pool_new_history(const char *dir)
 	return 0;
 }
 
+/* Runs sbatch (argv av) and prints the array job id. For an array whose
+ * element 0 is a coordinator, leaves the array record (poolarray.h) so that
+ * clients started at once wait for that coordinator instead of failing; with
+ * wait_s, waits as long for it to serve. The exit status. */
+static int submit_array(const char *dir, const char **av, bool coordinator, uint32_t wait_s)
+{
+	struct dlrt_proc_spec spec = { .argv = (char *const *)av, .envp = environ,
+				       .timeout_ms = SLURM_CMD_MS, .out_max = 65536,
+				       .with_stderr = true };
+	struct dlrt_pool_array arr = { 0 };
+	struct dlrt_pool_access acc;
+	struct dlrt_proc_result res;
+	struct dlrt_buf out;
+	struct dlrt_err err;
+	char text[64];
+	int rc;
+
+	/* The epoch now: the coordinator to come writes a higher one. */
+	if (dlrt_pool_read_access(dir, &acc, &err) == 0)
+		arr.after_epoch = acc.epoch;
+	dlrt_buf_init(&out, 65536 + 1);
+	rc = dlrt_proc_run(&spec, "sbatch", &out, &res, &err);
+	if (rc == 0 && dlrt_buf_append(&out, "", 1) < 0)
+		out.len--; /* full: the cap holds the terminator's place */
+	if (rc < 0 || !WIFEXITED(res.status) || WEXITSTATUS(res.status) ||
+	    dlrt_pool_sbatch_parse((const char *)dlrt_buf_head(&out), out.len, &arr.job,
+				   &err) < 0) {
+		fwrite(dlrt_buf_head(&out), 1, out.len ? strlen((const char *)dlrt_buf_head(&out)) : 0,
+		       stderr);
+		dlrt_buf_free(&out);
+		if (rc < 0)
+			return die("%s (is Slurm's client installed?)", err.msg);
+		return die("sbatch did not submit the pool (%s): see its message above",
+			   dlrt_proc_status_text(res.status, text, sizeof(text)));
+	}
+	/* sbatch's warnings stay on stderr; stdout is the id alone. */
+	for (char *l = (char *)dlrt_buf_head(&out), *nl; l && *l; l = nl ? nl + 1 : NULL) {
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl = '\0';
+		if ((unsigned long)strtoul(l, NULL, 10) != arr.job)
+			fprintf(stderr, "%s\n", l);
+	}
+	dlrt_buf_free(&out);
+	printf("%u\n", arr.job);
+	fflush(stdout);
+	if (!coordinator)
+		return 0;
+	if (dlrt_pool_array_write(dir, &arr, &err) < 0) {
+		/* The array is queued all the same: not a failure of pool start. */
+		fprintf(stderr, "%s: warning: %s: a submit before the coordinator serves fails "
+			"instead of waiting for it\n", prog, err.msg);
+		return wait_s ? 1 : 0;
+	}
+	if (wait_s) {
+		struct dlrt_ipc c;
+		char d2[4096], fix[160];
+
+		snprintf(fix, sizeof(fix), "give --timeout SECONDS to wait longer; the array stays "
+			 "queued (scancel %u drops it)", arr.job);
+		if (wait_coordinator(dir, (int)wait_s, fix) < 0)
+			return 1;
+		/* Serving means answering: connect and say HELLO. */
+		if (client_open(&c, d2, sizeof(d2)) < 0)
+			return 1;
+		dlrt_ipc_close(&c);
+	}
+	return 0;
+}
+
 static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 {
 	bool add = mode == POOL_ADD;
@@ -797,9 +1050,10 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 		{ "dry-run", no_argument, NULL, 'D' }, { "help", no_argument, NULL, 'h' },
 		{ "heartbeat", required_argument, NULL, 'B' },
 		{ "walltime-margin", required_argument, NULL, 'M' },
+		{ "wait", no_argument, NULL, 'w' }, { "timeout", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint32_t workers = 0, prefetch = 1;
+	uint32_t workers = 0, prefetch = 1, wait_s = 0, timeout_s = START_TIMEOUT_S;
 	const char *heartbeat = NULL, *margin = NULL;
 	struct dlrt_hb hbc;
 	int64_t mg;
@@ -811,7 +1065,7 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 	ssize_t n;
 	struct dlrt_err err;
 
-	while ((opt = getopt_long(argc, argv, "+N:p:k:W:B:M:Dh", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+N:p:k:W:B:M:DwT:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'N':
 			if (parse_u32_opt("workers", optarg, mode == POOL_RESTART ? 0 : 1, 10000,
@@ -822,6 +1076,11 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
 		case 'W': if (parse_seconds_opt("window", optarg, 0.1, 60, &window)) return 2; break;
 		case 'D': dry = true; break;
+		case 'w': wait_s = 1; break;
+		case 'T':
+			if (parse_u32_opt("timeout", optarg, 1, 7 * 86400, &timeout_s))
+				return 2;
+			break;
 		case 'B':
 			heartbeat = optarg;
 			if (dlrt_hb_config(heartbeat, &hbc, &err) < 0)
@@ -835,13 +1094,14 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 		case 'h':
 			if (mode == POOL_RESTART) {
 				printf("usage: dlrt-infer pool restart [--workers N] [--pool DIR] [--prefetch K]\n"
-				       "                               [--window S] [--dry-run] [-- SBATCH-ARGS...]\n"
+				       "                               [--window S] [--dry-run] [--wait [--timeout S]]\n"
+				       "                               [-- SBATCH-ARGS...]\n"
 				       "After both coordinators were lost: submits a new coordinator (and N\n"
 				       "new workers, default 0) as sbatch --array=0-N --dl-runtime=infer.\n"
 				       "It replays the pool's journal (cutting a torn tail), rebuilds the\n"
 				       "results files and resumes every unfinished job: no recorded answer\n"
 				       "is recomputed or lost. Workers still running reconnect on their own.\n"
-				       "Prints the array job id.\n");
+				       "Prints the array job id; --wait as for pool start.\n");
 				return 0;
 			}
 			if (add) {
@@ -854,16 +1114,27 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 			printf("usage: dlrt-infer pool start --workers N [--pool DIR] [--prefetch K]\n"
 			       "                             [--window S] [--heartbeat S]\n"
 			       "                             [--walltime-margin S] [--dry-run]\n"
-			       "                             [-- SBATCH-ARGS...]\n"
+			       "                             [--wait [--timeout S]] [-- SBATCH-ARGS...]\n"
 			       "Submits the pool as one job array of N+1 elements:\n"
 			       "  sbatch --array=0-N --dl-runtime=infer ... --wrap 'srun dlrt-infer pool run'\n"
 			       "Element 0 is the coordinator, elements 1..N are workers; more workers\n"
 			       "can join later (dlrt-infer worker, or another array). Arguments after\n"
-			       "-- go to sbatch (e.g. -c 4 --time 1:00:00). Prints the array job id.\n");
+			       "-- go to sbatch (e.g. -c 4 --time 1:00:00). Prints the array job id.\n"
+			       "submit, wait and cancel may follow at once: until Slurm starts the\n"
+			       "coordinator they wait for it, with one line saying why (up to\n"
+			       "$DLRT_INFER_START_TIMEOUT seconds, default %d).\n"
+			       "  --wait       return only once the coordinator serves\n"
+			       "  --timeout S  how long --wait waits (default %d); the array stays\n"
+			       "               queued when it gives up\n", START_TIMEOUT_S, START_TIMEOUT_S);
 			return 0;
 		default: return 2;
 		}
 	}
+	if (wait_s && add)
+		return die("pool add --wait: workers join a running pool as Slurm starts them; "
+			   "there is nothing to wait for") + 1;
+	if (wait_s)
+		wait_s = timeout_s;
 	if (!workers && mode != POOL_RESTART)
 		return die("pool %s needs --workers N (see dlrt-infer pool %s --help)",
 			   add ? "add" : "start", add ? "add" : "start") + 1;
@@ -923,8 +1194,7 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 		printf("\n");
 		return 0;
 	}
-	execvp("sbatch", (char **)av);
-	return die("cannot run sbatch: %s (is Slurm's client installed?)", strerror(errno));
+	return submit_array(dir, av, mode != POOL_ADD, wait_s);
 }
 
 static int cmd_pool(int argc, char **argv)
