@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -63,6 +65,21 @@ struct dlrt_relay {
 };
 
 static void pair_update(struct pair *p);
+
+static void relay_note(const struct dlrt_relay *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void relay_note(const struct dlrt_relay *r, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	if (!r->cfg.note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	r->cfg.note(line, r->cfg.note_arg);
+}
 
 static void list_push(struct pair **head, struct pair *p)
 {
@@ -187,6 +204,9 @@ static void challenge_read(struct pair *p)
 	ssize_t n = recv(p->ufd, p->chal + p->chal_got, sizeof(p->chal) - p->chal_got, 0);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+		relay_note(r, "the service %s before its challenge (%s)",
+			   n == 0 ? "closed the connection" : "failed",
+			   n == 0 ? "end of file" : strerror(errno));
 		r->stats.upstream_failed++;
 		pair_close(p);
 		return;
@@ -391,7 +411,7 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 	for (;;) {
 		struct sockaddr_in peer;
 		socklen_t plen = sizeof(peer);
-		struct dlrt_err err;
+		struct dlrt_err err = { .msg = "the kernel did not name the client socket's owner" };
 		struct pair *p;
 		uid_t uid;
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -410,6 +430,12 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 			uid = (uid_t)-1;
 		}
 		if (uid != r->cfg.uid || r->npairs >= r->cfg.max_conns) {
+			if (uid == (uid_t)-1)
+				relay_note(r, "refused a client: %s", err.msg);
+			else if (uid != r->cfg.uid)
+				relay_note(r, "refused a client of uid %u", (unsigned)uid);
+			else
+				relay_note(r, "refused a client: %u clients already", r->npairs);
 			r->stats.refused++;
 			close(fd);
 			continue;
@@ -460,6 +486,8 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	for (struct pair *p = r->pairs, *next; p; p = next) {
 		next = p->next;
 		if (p->st != FORWARD && now > p->deadline_ms) {
+			relay_note(r, p->st == WAIT_TARGET ? "a client waited in vain for the service's "
+				   "address" : "the service did not answer within the connect timeout");
 			if (p->st != WAIT_TARGET)
 				r->stats.upstream_failed++;
 			pair_close(p);

@@ -38,6 +38,10 @@ struct dlrt_relay_cfg {
 	int64_t connect_timeout_ms;  /* connect + challenge (0 = 10 s) */
 	int spares;                  /* spare upstream connections (0 = 8, -1 = none) */
 	int64_t spare_max_age_ms;    /* a spare unused this long is closed (0 = 1 s) */
+	/* Optional: one line on each refused client and each failed connection
+	 * to the service (dlrt-relay --verbose writes them to its log). */
+	void (*note)(const char *line, void *arg);
+	void *note_arg;
 };
 
 struct dlrt_relay_stats {

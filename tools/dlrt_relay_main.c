@@ -48,6 +48,13 @@ static void usage(FILE *f)
 "Only sockets owned by this process's user are admitted.\n");
 }
 
+/* --verbose: the relay's notes (refused clients, failed service connections). */
+static void note_line(const char *line, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, PROG ": %s\n", line);
+}
+
 static void config_done(struct app *a, struct dlrt_evloop *loop)
 {
 	dlrt_evloop_del_fd(loop, a->config_fd);
@@ -178,6 +185,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (a.verbose)
+		cfg.note = note_line;
 	if (optind < argc || a.config_fd < 0) {
 		fprintf(stderr, PROG ": --config-fd is required (see " PROG " --help)\n");
 		return 2;

@@ -23,14 +23,18 @@ if [ "\$SLURM_PROCID" = 0 ]; then
 	wait_for "$WORK/probe.done"
 	echo "after: \$(cli GET victim-key)"
 	echo "keys after: \$(cli KEYS '*' | tr '\n' ' ')"
+	# The store lives on this node until its tasks end: stay until the other
+	# node's task has read (bounded), or a slow n2 would find it gone.
+	wait_for "$WORK/worker.done"
 else
 	wait_for "$WORK/probe.done"
 	echo "worker: \$(cli GET victim-key)"
+	touch "$WORK/worker.done"
 fi
 STEP
 chmod 0755 "$WORK/task.sh"
 
-as_user srun -w n1,n2 -N2 -n2 --dl-runtime=caffe2 "$WORK/task.sh" >"$OUT" 2>"$ERR" &
+as_user srun -w n1,n2 -N2 -n2 --dl-runtime=caffe2 --dl-verbose "$WORK/task.sh" >"$OUT" 2>"$ERR" &
 srun_pid=$!
 for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
 read -r rhost rport <"$WORK/relay" 2>/dev/null
@@ -70,5 +74,6 @@ out=$(cat "$OUT")
 like "$out" "set: OK" "the job's task wrote its key through the relay"
 like "$out" "after: victim-value" "the job's value is intact after the stranger's attempts"
 like "$out" "keys after: victim-key $" "and the job's keyspace holds only its own key"
-like "$out" "worker: victim-value" "the task on the other node (n2) reads it through its own relay"
+like "$out" "worker: victim-value" "the task on the other node (n2) reads it through its own relay" ||
+	fail_detail "n2's relay log: $("$CLUSTER" exec n2 sh -c 'tail -n 20 "$(ls -t /tmp/dlrt-relay.*.log | head -1)"' 2>&1 | tr '\n' '|')"
 done_testing

@@ -23,6 +23,12 @@ if [ "\$SLURM_PROCID" = 0 ]; then
 fi
 for _ in \$(seq 600); do [ -e "$WORK/probe.done" ] && break; sleep 0.1; done
 echo "task \$SLURM_PROCID after: \$(curl -s -m 10 "\$url/global/victim")"
+touch "$WORK/read.\$SLURM_PROCID"
+# The driver lives on task 0's node until its tasks end: task 0 stays until
+# the other node's task has read (bounded), or a slow n2 would find it gone.
+if [ "\$SLURM_PROCID" = 0 ]; then
+	for _ in \$(seq 600); do [ -e "$WORK/read.1" ] && break; sleep 0.1; done
+fi
 STEP
 chmod 0755 "$WORK/task.sh"
 
