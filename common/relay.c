@@ -236,6 +236,30 @@ static void challenge_read(struct pair *p)
 	pair_update(p);
 }
 
+/* One side of a forwarding pair is ready: `fd` writes what waits in `to`
+ * (bytes for it), reads into `from` (its bytes for the other side, `peer`)
+ * while there is room, and passes them on at once. */
+static void forward(struct pair *p, unsigned events, int fd, struct dir *to, struct dir *from,
+		    int peer)
+{
+	size_t cap = p->r->cfg.buf_size;
+
+	if ((events & DLRT_EV_WRITE) && dir_flush(to, fd, from->shut) < 0)
+		goto fail;
+	if (events & DLRT_EV_READ) {
+		if (!from->eof && from->len < cap) {
+			if (dir_fill(from, cap, fd) < 0 || dir_flush(from, peer, to->shut) < 0)
+				goto fail;
+		} else if (side_failed(fd)) {
+			goto fail;
+		}
+	}
+	pair_update(p);
+	return;
+fail:
+	pair_close(p);
+}
+
 static void up_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
 {
 	struct pair *p = arg;
@@ -257,22 +281,7 @@ static void up_event(struct dlrt_evloop *loop, int fd, unsigned events, void *ar
 			challenge_read(p);
 		return;
 	}
-	if ((events & DLRT_EV_WRITE) && dir_flush(&p->c2u, p->ufd, p->u2c.shut) < 0)
-		goto fail;
-	if (events & DLRT_EV_READ) {
-		if (!p->u2c.eof && p->u2c.len < p->r->cfg.buf_size) {
-			if (dir_fill(&p->u2c, p->r->cfg.buf_size, p->ufd) < 0)
-				goto fail;
-			if (dir_flush(&p->u2c, p->cfd, p->c2u.shut) < 0)
-				goto fail;
-		} else if (side_failed(fd)) {
-			goto fail;
-		}
-	}
-	pair_update(p);
-	return;
-fail:
-	pair_close(p);
+	forward(p, events, fd, &p->c2u, &p->u2c, p->cfd);
 }
 
 static void client_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
@@ -285,22 +294,7 @@ static void client_event(struct dlrt_evloop *loop, int fd, unsigned events, void
 			pair_close(p);
 		return;
 	}
-	if ((events & DLRT_EV_WRITE) && dir_flush(&p->u2c, p->cfd, p->c2u.shut) < 0)
-		goto fail;
-	if (events & DLRT_EV_READ) {
-		if (!p->c2u.eof && p->c2u.len < p->r->cfg.buf_size) {
-			if (dir_fill(&p->c2u, p->r->cfg.buf_size, p->cfd) < 0)
-				goto fail;
-			if (dir_flush(&p->c2u, p->ufd, p->u2c.shut) < 0)
-				goto fail;
-		} else if (side_failed(fd)) {
-			goto fail;
-		}
-	}
-	pair_update(p);
-	return;
-fail:
-	pair_close(p);
+	forward(p, events, fd, &p->u2c, &p->c2u, p->ufd);
 }
 
 /* Sets what each side waits for; ends the pair once both directions are
