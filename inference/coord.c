@@ -1774,7 +1774,7 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 	if (b == &conn->out)
 		return r;
 	if (dlrt_buf_append(b, dlrt_buf_head(&conn->out) + before, conn->out.len - before) < 0)
-		return DLRT_PROTO_CLOSE; /* a client that does not read its replies */
+		r = DLRT_PROTO_CLOSE; /* a client that does not read its replies */
 	conn->out.len = before;
 	return r;
 }
