@@ -43,6 +43,10 @@
 #define MAX_PREFETCH 64
 /* The input limit of an authenticated peer: one whole frame. */
 #define MAX_REQUEST (DLRT_IP_MAX_FRAME + 64)
+/* A worker with this many answers whose ACK waits for the standby gets no
+ * new task: it keeps every unacknowledged answer to send again after a
+ * failover, and keeps at most 256 (worker.c). */
+#define MAX_HELD_ACKS 128
 
 struct inflight {
 	uint32_t job;
@@ -101,6 +105,12 @@ struct peer {
 	struct wk *w;
 	bool dirty;
 	struct dlrt_gate_ent gate; /* queued until authenticated (gate.h) */
+	/* Group commit: replies that tell of changes the standby has not
+	 * acknowledged yet wait here, then go out behind conn->out. */
+	struct dlrt_buf held;
+	uint64_t held_seq;      /* the newest change they tell of */
+	uint32_t held_acks;     /* worker ACKs among them (dispatch stops at MAX_HELD_ACKS) */
+	bool in_held;           /* on the coordinator's held list */
 };
 
 struct coord {
@@ -137,6 +147,10 @@ struct coord {
 	struct dlrt_conn *sb;   /* the attached standby, NULL = none */
 	bool sb_ready;          /* it holds the whole log: every commit waits for it */
 	uint64_t sb_acked, sb_ready_seq;
+	uint64_t sb_sent;       /* the newest change queued for it */
+	uint64_t sb_wrote;      /* the newest change of the group last written to it */
+	struct dlrt_conn **held; /* connections with replies held for the standby */
+	uint32_t nheld;
 	int64_t sb_ack_ms;      /* its last SEQACK */
 	int64_t promote_ms;     /* when to ask a worker for a standby (0 = not now) */
 	uint32_t promoted;      /* the worker asked last */
@@ -294,6 +308,17 @@ static void tl_flush(struct coord *c, FILE **fp)
 	}
 }
 
+/* One timeline sample of a running job (t job rate workers share done). */
+static void tl_row(struct coord *c, uint32_t ji, int64_t t)
+{
+	struct jrt *r = &c->jr[ji];
+
+	if (c->timeline && !c->fenced)
+		fprintf(c->timeline, "%.3f\t%u\t%.1f\t%.2f\t%.2f\t%u\n", tsec(c, t),
+			c->st.jobs[ji].id, r->rate, r->held_avg, c->sj[ji].target,
+			c->st.jobs[ji].done);
+}
+
 static void event(struct coord *c, uint32_t job, const char *what)
 {
 	if (c->events && !c->fenced) {
@@ -303,6 +328,84 @@ static void event(struct coord *c, uint32_t job, const char *what)
 }
 
 /* ---- hot standby (standby.h) ----------------------------------------------------- */
+
+/* Group commit. A change is journaled and queued for the standby at once,
+ * and the standby's link is written once per loop iteration, so every change
+ * of an iteration travels in one write and comes back in one SEQACK. What
+ * tells anyone of a change (a worker's ACK, a client's reply, a waiter's
+ * JOBEND) waits in its peer's `held` buffer until the standby acknowledged
+ * the newest change queued before it: the standby still holds everything
+ * that was acknowledged, while the loop goes on serving (a worker gets its
+ * next task at once; only the ACK of its answer waits). Without a ready
+ * standby nothing waits: the journal alone is the record, as before. */
+static bool sb_pending(const struct coord *c)
+{
+	return c->sb && c->sb_ready && c->sb_acked < c->sb_sent;
+}
+
+/* Where a reply that tells of the changes so far goes: behind earlier held
+ * replies of its peer, or held when the standby lags, else out at once. */
+static struct dlrt_buf *reply_buf(struct coord *c, struct dlrt_conn *conn)
+{
+	struct peer *p = conn->state;
+
+	if (!p->held.len && !sb_pending(c))
+		return &conn->out;
+	p->held_seq = c->sb_sent;
+	if (!p->in_held) {
+		/* Room for every connection was made at start: this never fails. */
+		c->held[c->nheld++] = conn;
+		p->in_held = true;
+	}
+	return &p->held;
+}
+
+/* Sends the held replies the standby now holds the changes of (all: the
+ * standby is gone and the journal alone is the record). */
+static void release_held(struct coord *c, bool all)
+{
+	for (uint32_t i = 0; i < c->nheld; i++) {
+		struct dlrt_conn *conn = c->held[i];
+		struct peer *p = conn->state;
+
+		if (!all && p->held_seq > c->sb_acked)
+			continue;
+		if (dlrt_buf_append(&conn->out, dlrt_buf_head(&p->held), p->held.len) < 0)
+			logf_(c, "a peer's replies exceed its output limit: %zu bytes dropped "
+			      "(it reads too slowly)", p->held.len);
+		dlrt_buf_consume(&p->held, p->held.len);
+		p->held_acks = 0;
+		p->in_held = false;
+		c->held[i--] = c->held[--c->nheld];
+		/* A worker with tasks in flight answers soon, and the reply to that
+		 * carries these ACKs: a write and a wake-up of the worker fewer per
+		 * group. ACKs only let the worker forget answers it keeps. */
+		if (!p->w || !p->w->n || all)
+			mark_dirty(c, conn);
+	}
+}
+
+static void held_forget(struct coord *c, struct dlrt_conn *conn)
+{
+	struct peer *p = conn->state;
+
+	for (uint32_t i = 0; p->in_held && i < c->nheld; i++)
+		if (c->held[i] == conn) {
+			c->held[i] = c->held[--c->nheld];
+			break;
+		}
+	p->in_held = false;
+	dlrt_buf_free(&p->held);
+}
+
+/* A worker's ACK for an answer: out with the group's SEQACK. */
+static void put_ack(struct coord *c, struct dlrt_conn *conn, uint32_t job, uint64_t task)
+{
+	struct dlrt_buf *b = reply_buf(c, conn);
+
+	if (dlrt_ip_put_ack(b, job, task) == 0 && b != &conn->out)
+		((struct peer *)conn->state)->held_acks++;
+}
 
 /* Is there a newer coordinator? Then this one stops at once. */
 static bool fence_check(struct coord *c)
@@ -338,8 +441,10 @@ static void standby_lost(struct coord *c, const char *why)
 	    send(conn->fd, dlrt_buf_head(&conn->out), conn->out.len, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
 		dlrt_buf_consume(&conn->out, conn->out.len);
 	shutdown(conn->fd, SHUT_RDWR);
-	if (!fence_check(c))
+	if (!fence_check(c)) {
 		c->promote_ms = dlrt_now_ms();
+		release_held(c, true);
+	}
 }
 
 static void standby_acked(struct coord *c, uint64_t seq)
@@ -352,6 +457,27 @@ static void standby_acked(struct coord *c, uint64_t seq)
 		logf_(c, "standby ready: it holds all %llu changes; every change now reaches it "
 		      "before it is acknowledged", (unsigned long long)c->sb_acked);
 	}
+	if (c->sb->out.len && c->sb_acked >= c->sb_wrote) {
+		c->sb_wrote = c->sb_sent; /* the next group */
+		mark_dirty(c, c->sb);
+	}
+	release_held(c, false);
+}
+
+/* Waits (blocking, up to the takeover bound) until the standby holds every
+ * change queued for it, and sends what was held: before the pool stops,
+ * whose replies must not be lost with the loop. */
+static void sb_drain(struct coord *c)
+{
+	struct dlrt_err err;
+
+	if (!sb_pending(c))
+		return;
+	if (dlrt_standby_push(c->sb, c->sb_sent, c->sb_tmo, &c->sb_acked, &err) < 0) {
+		standby_lost(c, err.msg);
+		return;
+	}
+	standby_acked(c, c->sb_acked);
 }
 
 /* Asks a worker to start a standby next to it: preferably on another node
@@ -426,6 +552,7 @@ static void coord_break(struct coord *c, const char *msg)
 		return;
 	c->broken = true;
 	snprintf(c->broken_msg, sizeof(c->broken_msg), "%s", msg);
+	sb_drain(c); /* the changes before this one were recorded: their replies go out */
 	logf_(c, "%s; the pool stops (running jobs resume from the journal after dlrt-infer pool "
 	      "restart)", msg);
 	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
@@ -438,7 +565,7 @@ static void coord_break(struct coord *c, const char *msg)
 		info.state = DLRT_IP_JOB_FAILED;
 		snprintf(info.error, sizeof(info.error), "the pool stopped: %s", msg);
 		for (uint32_t i = 0; i < r->nwaiters; i++) {
-			dlrt_ip_put_jobend(&r->waiters[i]->out, &info);
+			dlrt_ip_put_jobend(reply_buf(c, r->waiters[i]), &info);
 			mark_dirty(c, r->waiters[i]);
 		}
 		r->nwaiters = 0;
@@ -452,9 +579,10 @@ static void coord_break(struct coord *c, const char *msg)
 }
 
 /* Makes an applied change durable before anyone hears of it: appended to the
- * journal (journal.h has the fsync policy), then sent to the standby and
- * acknowledged by it. -1 if it is not: the journal failed (the pool stops),
- * or this coordinator was fenced out meanwhile. */
+ * journal (journal.h has the fsync policy) and queued for the standby, whose
+ * acknowledgement the replies telling of it wait for (group commit above).
+ * -1 if it is not: the journal failed (the pool stops), or this coordinator
+ * was fenced out meanwhile. */
 static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t kind, uint64_t seq)
 {
 	struct dlrt_err err;
@@ -473,12 +601,16 @@ static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t ki
 		return c->fenced ? -1 : 0;
 	if (dlrt_buf_append(&c->sb->out, frame, n) < 0) {
 		standby_lost(c, "it fell too far behind");
-	} else if (!c->sb_ready) {
-		mark_dirty(c, c->sb); /* still taking the log: it acknowledges later */
-	} else if (dlrt_standby_push(c->sb, seq, c->sb_tmo, &c->sb_acked, &err) < 0) {
-		standby_lost(c, err.msg);
 	} else {
-		c->sb_ack_ms = dlrt_now_ms();
+		/* Written at the end of this loop iteration with the rest of the
+		 * group, or, while a group is on its way, with the next group when
+		 * its SEQACK comes (standby_acked): the busier the pool, the larger
+		 * the groups. The replies telling of it wait for its SEQACK. */
+		c->sb_sent = seq;
+		if (!c->sb_ready || c->sb_acked >= c->sb_wrote) {
+			c->sb_wrote = seq;
+			mark_dirty(c, c->sb);
+		}
 	}
 	return c->fenced ? -1 : 0;
 }
@@ -550,7 +682,7 @@ static void job_ended(struct coord *c, uint32_t ji)
 	}
 	fill_job_info(c, ji, &info);
 	for (uint32_t i = 0; i < r->nwaiters; i++) {
-		dlrt_ip_put_jobend(&r->waiters[i]->out, &info);
+		dlrt_ip_put_jobend(reply_buf(c, r->waiters[i]), &info);
 		mark_dirty(c, r->waiters[i]);
 	}
 	r->nwaiters = 0;
@@ -573,6 +705,13 @@ static void job_ended(struct coord *c, uint32_t ji)
 	event(c, j->id, dlrt_ip_job_state_name(j->state));
 	regime_change(c);
 	retarget(c);
+	/* A sample of the jobs that go on, with their new shares, whatever the
+	 * periodic samples do on a loaded node; and the file is whole up to this
+	 * end before a waiter hears of it. */
+	for (uint32_t k = 0; k < c->st.njobs; k++)
+		if (c->st.jobs[k].state == DLRT_IP_JOB_RUNNING)
+			tl_row(c, k, dlrt_now_us());
+	tl_flush(c, &c->timeline);
 	kick(c);
 }
 
@@ -744,7 +883,8 @@ static void fill_worker(struct coord *c, struct wk *w)
 {
 	bool any = false;
 
-	if (!w->conn || c->stopping || w->lost || w->draining)
+	if (!w->conn || c->stopping || w->lost || w->draining ||
+	    ((struct peer *)w->conn->state)->held_acks >= MAX_HELD_ACKS)
 		return;
 	while (w->n < c->o->prefetch) {
 		struct dlrt_ip_task t;
@@ -1308,6 +1448,7 @@ static int standby_attach(struct coord *c, struct dlrt_conn *conn, const struct 
 	c->sb_ready = false;
 	c->sb_ready_seq = c->st.seq;
 	c->sb_acked = 0;
+	c->sb_sent = c->sb_wrote = c->st.seq;
 	c->sb_ack_ms = dlrt_now_ms();
 	c->promote_ms = 0;
 	if (dlrt_ip_put_welcome(&conn->out, &wel) < 0 ||
@@ -1470,7 +1611,7 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 			if (rc == 0)
 				on_resent(c, p->w, &res);
 			if (rc == 0 && !c->fenced && !c->broken)
-				dlrt_ip_put_ack(&conn->out, res.job, res.task);
+				put_ack(c, conn, res.job, res.task);
 			dlrt_ip_result_free(&res);
 			kick(c);
 			return rc;
@@ -1481,9 +1622,10 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 
 			if (rc == 0)
 				rc = on_result(c, p->w, &res);
-			/* Recorded (and held by the standby), or never to be: forget it. */
+			/* Recorded (and, when the ACK leaves, held by the standby), or
+			 * never to be: forget it. */
 			if (rc == 0 && !c->fenced && !c->broken)
-				dlrt_ip_put_ack(&conn->out, res.job, res.task);
+				put_ack(c, conn, res.job, res.task);
 			dlrt_ip_result_free(&res);
 			if (rc == 0)
 				fill_worker(c, p->w);
@@ -1564,7 +1706,8 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 		if (dlrt_ip_get_empty(f->payload, f->len, err) < 0)
 			return -1;
 		logf_(c, "stop requested: the pool shuts down");
-		dlrt_ip_put_empty(&conn->out, DLRT_IP_OK);
+		sb_drain(c); /* the standby stops next: first it holds what was answered */
+		dlrt_ip_put_empty(reply_buf(c, conn), DLRT_IP_OK);
 		if (c->sb) {
 			dlrt_ip_put_empty(&c->sb->out, DLRT_IP_STOP);
 			mark_dirty(c, c->sb);
@@ -1577,7 +1720,7 @@ static int handle(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_
 	}
 }
 
-static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
+static enum dlrt_proto_result on_frames(struct dlrt_conn *conn, void *ctx)
 {
 	struct coord *c = ctx;
 	struct dlrt_err err;
@@ -1611,6 +1754,29 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 		}
 		dlrt_buf_consume(&conn->in, f.frame_len);
 	}
+}
+
+/* A client's replies (SUBMITTED, OK, JOBEND, a status) may tell of changes
+ * the standby does not hold yet: what this call added waits with the group
+ * (reply_buf). Workers' replies are ACKs (put_ack) and tasks, which tell of
+ * nothing durable and go out at once. */
+static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
+{
+	struct coord *c = ctx;
+	size_t before = conn->out.len;
+	enum dlrt_proto_result r = on_frames(conn, ctx);
+	struct peer *p = conn->state;
+	struct dlrt_buf *b;
+
+	if (r != DLRT_PROTO_OK || p->role != DLRT_IP_ROLE_CLIENT || conn->out.len <= before)
+		return r;
+	b = reply_buf(c, conn);
+	if (b == &conn->out)
+		return r;
+	if (dlrt_buf_append(b, dlrt_buf_head(&conn->out) + before, conn->out.len - before) < 0)
+		r = DLRT_PROTO_CLOSE; /* a client that does not read its replies */
+	conn->out.len = before;
+	return r;
 }
 
 /* A worker died or went silent: its dispatches are void (a late answer is
@@ -1702,6 +1868,7 @@ static int on_open(struct dlrt_conn *conn, void *ctx)
 		return -1;
 	conn->state = p;
 	conn->in.limit = DLRT_GATE_INPUT_MAX;
+	dlrt_buf_init(&p->held, conn->out.limit);
 	p->gate.owner = conn;
 	dlrt_gate_add(&c->gate, &p->gate, now);
 	while ((old = dlrt_gate_due(&c->gate, now, DLRT_GATE_DEADLINE_MS, DLRT_GATE_MAX_PENDING))) {
@@ -1741,12 +1908,15 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
 	if (!p)
 		return;
 	dlrt_gate_remove(&c->gate, &p->gate);
+	held_forget(c, conn);
 	if (conn == c->sb) {
 		c->sb = NULL;
 		c->sb_ready = false;
 		logf_(c, "standby lost: it closed its connection");
-		if (!fence_check(c))
+		if (!fence_check(c)) {
 			c->promote_ms = dlrt_now_ms();
+			release_held(c, true);
+		}
 	}
 	if (p->dirty) {
 		for (uint32_t i = 0; i < c->ndirty; i++)
@@ -1848,9 +2018,7 @@ static int64_t tick(struct dlrt_evloop *loop, void *arg)
 			c->sj[ji].cost = hold / (double)qwin;
 		else if (qall)
 			c->sj[ji].cost = occ / (double)qall;
-		if (c->timeline && !c->fenced)
-			fprintf(c->timeline, "%.3f\t%u\t%.1f\t%.2f\t%.2f\t%u\n", tsec(c, t), j->id,
-				r->rate, r->held_avg, c->sj[ji].target, j->done);
+		tl_row(c, ji, t);
 	}
 	if (b % 4 == 0)
 		tl_flush(c, &c->timeline);
@@ -1975,6 +2143,11 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	dlrt_infer_state_init(&c.st);
 	dlrt_buf_init(&c.log, (size_t)-1);
 	c.jn.fd = -1;
+	c.held = calloc(cfg.max_conns, sizeof(*c.held));
+	if (!c.held) {
+		dlrt_err_set(err, "out of memory");
+		goto out;
+	}
 	{
 		/* pool start moves the journal aside: with one, this coordinator
 		 * continues a pool (pool restart, a requeued element 0). */
@@ -2097,6 +2270,16 @@ out:
 		struct dlrt_err e3;
 		uint64_t none = 0;
 
+		/* What was answered reaches the standby, and the replies held for it
+		 * their peers, before the connections close. */
+		sb_drain(&c);
+		while (c.ndirty) {
+			struct dlrt_conn *conn = c.dirty[--c.ndirty];
+
+			((struct peer *)conn->state)->dirty = false;
+			dlrt_conn_flush(conn);
+		}
+
 		dlrt_ip_put_empty(&c.sb->out, DLRT_IP_STOP);
 		dlrt_standby_push(c.sb, 0, 200, &none, &e3);
 	}
@@ -2150,6 +2333,7 @@ out:
 	free(c.jr);
 	free(c.sj);
 	free(c.dirty);
+	free(c.held);
 	dlrt_infer_state_free(&c.st);
 	return rc;
 }

@@ -4,10 +4,11 @@
  * next to itself when the coordinator asks it to (PROMOTE; element 1 is
  * preferred, and a node other than the coordinator's). It connects as role
  * STANDBY, receives the whole change log, then every change as the
- * coordinator makes it, and answers SEQACK for each. The coordinator waits
- * for that SEQACK before anyone else hears of the change (the worker's ACK,
- * the client's reply, the results file), so the standby always holds
- * everything that was acknowledged.
+ * coordinator makes it, and answers SEQACK for whatever it read (one for a
+ * group of changes). Nobody hears of a change (the worker's ACK, the client's
+ * reply) before a SEQACK covers it; the coordinator holds those replies
+ * meanwhile and goes on serving (group commit, coord.c), so the standby
+ * always holds everything that was acknowledged.
  *
  * The coordinator also sends SYNC every DLRT_STANDBY_BEAT_MS. When the
  * connection drops, or nothing arrives for the takeover bound
@@ -37,9 +38,10 @@
 /* The takeover bound: $DLRT_INFER_TAKEOVER_MS (100..60000) or the default. */
 int dlrt_standby_timeout_ms(void);
 
-/* Coordinator side: sends what is queued in conn->out and waits (blocking,
- * up to timeout_ms) until the standby acknowledges change `seq`. *acked is
- * raised to every SEQACK seen. 0, or -1 with err (the standby is lost). */
+/* Coordinator side, before the pool stops: sends what is queued in conn->out
+ * and waits (blocking, up to timeout_ms) until the standby acknowledges
+ * change `seq`. *acked is raised to every SEQACK seen. 0, or -1 with err (the
+ * standby is lost). */
 int dlrt_standby_push(struct dlrt_conn *conn, uint64_t seq, int timeout_ms, uint64_t *acked,
 		      struct dlrt_err *err);
 

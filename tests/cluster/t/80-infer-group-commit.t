@@ -1,0 +1,66 @@
+#!/bin/bash
+# dlrt-infer's group commit: nobody hears of a change before the hot standby
+# holds it, and the coordinator never waits for the standby meanwhile. With
+# the standby stopped (SIGSTOP; the takeover bound raised to 60 s so it is
+# not let go): a `submit` is recorded (the coordinator logs the job, workers
+# get its tasks and answer them) but its client gets no reply; each worker
+# stops getting tasks once 128 of its answers wait for their ACK. Once the
+# standby continues: the reply comes (job 1), the job ends, every query is
+# answered exactly once, and the standby was never let go.
+. "$(dirname "$0")/../lib.sh"
+. "$HERE/infer_pool.sh"
+
+N=3000
+ARRAY=$(as_user env DLRT_INFER_POOL="$POOL" DLRT_INFER_TAKEOVER_MS=60000 \
+	dlrt-infer pool start --workers 3 -- -c 5)
+like "$ARRAY" '^[0-9]+$' "a pool of 3 workers (array $ARRAY)"
+for _ in $(seq 1 240); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.5; done
+is "$(workers_up)" 3 "3 workers joined"
+C0=$POOL/element-${ARRAY}_0.log
+for _ in $(seq 1 200); do grep -q "standby ready" "$C0" 2>/dev/null && break; sleep 0.1; done
+like "$(cat "$C0")" "standby ready" "a standby attached and holds the state"
+SBPID=""
+for _ in $(seq 1 50); do
+	SBPID=$(pgrep -u "$DLRT_TEST_USER" -f "dlrt-infer standby --pool $POOL " | head -1)
+	[ -n "$SBPID" ] && break
+	sleep 0.1
+done
+like "$SBPID" '^[0-9]+$' "the standby process (pid $SBPID)"
+
+kill -STOP "$SBPID"
+infer submit --model noop --inputs "$IN" --count $N --batch 1 --no-labels \
+	>"$WORK/sub.out" 2>"$WORK/sub.err" &
+SUB=$!
+# The coordinator records the job and its first answers with the standby stopped.
+for _ in $(seq 1 300); do
+	awk -F'\t' '$2 == 1 && $3 == "first_result"' "$EV" 2>/dev/null | grep -q . && break
+	sleep 0.1
+done
+ok "$(awk -F'\t' '$2 == 1 && $3 == "first_result"' "$EV" | grep -q .; echo $?)" \
+	"with the standby stopped, the coordinator still serves: job 1 got its first answer" ||
+	fail_detail "coordinator log: $(tail -3 "$C0" | tr '\n' ' ')"
+like "$(cat "$C0")" "job 1 \(job1\): model noop" "and logged the job"
+ok "$(kill -0 "$SUB" 2>/dev/null; echo $?)" \
+	"but the client of submit has no reply yet: the standby does not hold the job" ||
+	fail_detail "submit returned: $(cat "$WORK/sub.out" "$WORK/sub.err")"
+# The workers stop once 128 answers each wait for their ACK: the job stalls
+# short of its end (3 workers x 128 < N).
+sleep 1
+ok "$(grep -q "job 1 done" "$C0"; [ $? -ne 0 ]; echo $?)" "job 1 does not end while the standby is stopped"
+
+kill -CONT "$SBPID"
+wait "$SUB"
+is "$? $(cat "$WORK/sub.out")" "0 1" "once the standby continues, submit gets its reply (job 1)"
+infer wait 1 >"$WORK/wait.out" 2>&1
+ok $? "job 1 completed" || fail_detail "$(cat "$WORK/wait.out")"
+is "$(($(wc -l <"$POOL/job-1.csv") - 1))" $N "job 1: $N result rows"
+is "$(tail -n +2 "$POOL/job-1.csv" | cut -d, -f2 | sort -u | wc -l)" $N "job 1: every input exactly once"
+unlike "$(cat "$C0")" "standby lost" "the standby was never let go"
+
+infer pool stop >/dev/null
+ok $? "pool stop"
+for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "every array element ended"
+scancel "$ARRAY" 2>/dev/null
+kill -CONT "$SBPID" 2>/dev/null
+done_testing
