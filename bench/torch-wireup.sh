@@ -11,10 +11,18 @@
 #               from SLURM_*, MASTER_ADDR = first host of SLURM_STEP_NODELIST
 #               resolved with getent, MASTER_PORT = a fixed 29500.
 #
+#
+# Then the store itself, at STORE_RANKS ranks on 3 nodes: dlrt's store
+# (dlrt-c10d-store, every rank through its node's relay) against rank 0's own
+# TCPStore as without dlrt (the same step with MASTER_PORT exported). Two numbers
+# from rank 0, medians of REPEAT runs: init_process_group + barrier (s), and one
+# store operation (ADD or GET, us) once every rank is up.
+#
 #   SRUN="runuser -u dlrtu -- srun" bench/torch-wireup.sh   (bench/run-all.sh sets SRUN)
 #
 # Environment: SRUN, SRUN_ARGS (default: --mpi=pmix -N3 -n6 -c2), REPEAT (default 5),
-# STEP_TIMEOUT (default 120 s). Timings are reported, never judged.
+# STORE_RANKS (default "3 12 48"), STEP_TIMEOUT (default 120 s). Timings are reported,
+# never judged.
 set -uo pipefail
 # median_ms (warm-up, REPEAT runs of run_ms, median) is shared with the other wire-up benches.
 # shellcheck source=bench/lib-wireup.sh
@@ -80,5 +88,32 @@ row() {
 row "true" "true" "--dl-runtime=torch true"
 row "torch init (6 ranks)" "./by-hand.sh" "--dl-runtime=torch /usr/bin/python3 ./torch_init.py"
 echo "# last dlrt run: $(grep '^rank0' "$T/out")"
+
+# store_row N: rank 0's init and store-op medians, dlrt's store against rank 0's own.
+field_median() { # field_median NAME < lines
+	grep -oE "$1=[0-9.]+" | cut -d= -f2 | sort -n | awk '{ v[NR] = $1 } END {
+		if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+store_runs() { # store_runs N EXTRA...: REPEAT runs (after a warm-up), rank 0's lines
+	local n=$1 i
+	shift
+	for ((i = 0; i <= REPEAT; i++)); do
+		# shellcheck disable=SC2086  # word lists on purpose
+		(cd "$T" && timeout -k 5 "$STEP_TIMEOUT" $SRUN --mpi=pmix -N3 -n"$n" "$@" \
+			--dl-runtime=torch /usr/bin/python3 ./torch_init.py >"$T/out" 2>"$T/err") ||
+			{ echo "torch-wireup: $n ranks $* failed: $(tail -3 "$T/err")" >&2; return 1; }
+		[ "$i" -gt 0 ] && grep '^rank0' "$T/out"
+	done
+	return 0
+}
+echo
+echo "| ranks | init+barrier s, rank 0's store | init+barrier s, dlrt's store | store op us, rank 0's store | store op us, dlrt's store |"
+echo "|-------|------|------|------|------|"
+for n in ${STORE_RANKS:-3 12 48}; do
+	own=$(store_runs "$n" --export=ALL,MASTER_PORT=$((29500 + n))) || { rc=1; continue; }
+	dl=$(store_runs "$n") || { rc=1; continue; }
+	echo "| $n | $(field_median init_barrier_s <<<"$own") | $(field_median init_barrier_s <<<"$dl") |" \
+		"$(field_median store_op_us <<<"$own") | $(field_median store_op_us <<<"$dl") |"
+done
 echo "# machine: $(nproc) cores shared with other jobs (load $(cut -d' ' -f1-3 /proc/loadavg)), $(uname -r)"
 exit $rc

@@ -15,21 +15,30 @@ struct diag_req {
 	struct inet_diag_req_v2 r;
 };
 
-/* The exact socket: the peer's address is its source, ours its destination. */
-static void fill_req(struct diag_req *q, const struct sockaddr_in *peer,
+/* The exact socket: the peer's address is its source, ours its destination.
+ * A client may have connected from an IPv6 socket to the IPv4-mapped address
+ * (torch's c10d client does, for "127.0.0.1"): the kernel files that socket
+ * under AF_INET6 with ::ffff:a.b.c.d addresses, so that is asked second. */
+static void fill_req(struct diag_req *q, int family, const struct sockaddr_in *peer,
 		     const struct sockaddr_in *me)
 {
 	memset(q, 0, sizeof(*q));
 	q->nlh.nlmsg_len = sizeof(*q);
 	q->nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	q->nlh.nlmsg_flags = NLM_F_REQUEST;
-	q->r.sdiag_family = AF_INET;
+	q->r.sdiag_family = (uint8_t)family;
 	q->r.sdiag_protocol = IPPROTO_TCP;
 	q->r.idiag_states = ~0u;
 	q->r.id.idiag_sport = peer->sin_port;
 	q->r.id.idiag_dport = me->sin_port;
-	q->r.id.idiag_src[0] = peer->sin_addr.s_addr;
-	q->r.id.idiag_dst[0] = me->sin_addr.s_addr;
+	if (family == AF_INET6) {
+		q->r.id.idiag_src[2] = q->r.id.idiag_dst[2] = htonl(0xffff);
+		q->r.id.idiag_src[3] = peer->sin_addr.s_addr;
+		q->r.id.idiag_dst[3] = me->sin_addr.s_addr;
+	} else {
+		q->r.id.idiag_src[0] = peer->sin_addr.s_addr;
+		q->r.id.idiag_dst[0] = me->sin_addr.s_addr;
+	}
 	q->r.id.idiag_if = 0;
 	q->r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	q->r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
@@ -71,11 +80,11 @@ static int read_reply(int nl, const struct diag_req *q, uid_t *uid, struct dlrt_
 			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*m)))
 				continue;
 			m = NLMSG_DATA(h);
-			if (m->idiag_family != AF_INET ||
+			if (m->idiag_family != q->r.sdiag_family ||
 			    m->id.idiag_sport != q->r.id.idiag_sport ||
 			    m->id.idiag_dport != q->r.id.idiag_dport ||
-			    m->id.idiag_src[0] != q->r.id.idiag_src[0] ||
-			    m->id.idiag_dst[0] != q->r.id.idiag_dst[0])
+			    memcmp(m->id.idiag_src, q->r.id.idiag_src, sizeof(m->id.idiag_src)) ||
+			    memcmp(m->id.idiag_dst, q->r.id.idiag_dst, sizeof(m->id.idiag_dst)))
 				continue;
 			*uid = (uid_t)m->idiag_uid;
 			return 0;
@@ -104,14 +113,20 @@ int dlrt_peeruid_lookup(int nl, const struct sockaddr_in *peer, const struct soc
 	static __thread uint32_t seq;
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	struct diag_req q;
+	int rc = -1;
 
 	if (peer->sin_family != AF_INET || me->sin_family != AF_INET)
 		return dlrt_err_set(err, "not a TCP/IPv4 connection");
-	fill_req(&q, peer, me);
-	q.nlh.nlmsg_seq = ++seq;
-	if (sendto(nl, &q, sizeof(q), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
-		return dlrt_err_errno(err, errno, "cannot ask the kernel who owns a socket");
-	return read_reply(nl, &q, uid, err);
+	/* An IPv4 socket first (most clients), then an IPv6 one on the
+	 * IPv4-mapped address. */
+	for (int i = 0; i < 2 && rc < 0; i++) {
+		fill_req(&q, i ? AF_INET6 : AF_INET, peer, me);
+		q.nlh.nlmsg_seq = ++seq;
+		if (sendto(nl, &q, sizeof(q), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+			return dlrt_err_errno(err, errno, "cannot ask the kernel who owns a socket");
+		rc = read_reply(nl, &q, uid, err);
+	}
+	return rc;
 }
 
 int dlrt_peeruid_of(int fd, uid_t *uid, struct dlrt_err *err)

@@ -51,6 +51,9 @@ struct dlrt_plan {
 	 * servers and workers only. */
 	bool extra_scheduler;
 	bool user_service;                    /* the user exported runtime->user_service_var */
+	/* The tasks learn no address before exec (their program links MPI, or
+	 * DLRT_EXCHANGE=none): a runtime whose service is optional starts none. */
+	bool no_exchange;
 };
 
 /* Addresses learned through the PMIx exchange (pmix-bridge), per task. */
@@ -102,9 +105,9 @@ struct dlrt_runtime {
 	 * root task's node before any task, as the user, for the step's lifetime;
 	 * the tasks get its address in addrs->root_ip/root_port. */
 	bool (*service)(const struct dlrt_plan *plan, struct dlrt_service_spec *spec);
-	/* A variable whose presence in the user's environment means "I run this
-	 * service myself" (caffe2: REDIS_HOST): the plugin sets plan->user_service
-	 * before calling service(). May be NULL. */
+	/* Variables (separated by spaces) whose presence in the user's
+	 * environment means "I run this service myself" (caffe2: REDIS_HOST):
+	 * the plugin sets plan->user_service before calling service(). May be NULL. */
 	const char *user_service_var;
 	/* Adds the variables of the runtime's launch contract for task `rank`. */
 	void (*task_env)(const struct dlrt_plan *plan, uint32_t rank,

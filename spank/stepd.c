@@ -106,6 +106,8 @@ int dlrt_stepd_post_opt(spank_t sp)
 /* The runtime's node service, if this step needs one: every node learns that
  * it does (its tasks then run the exchange), the node of task 0 starts it
  * here, before any task of the step exists (service.c). */
+static bool program_takes_exchange(spank_t sp, bool say);
+
 static int start_service(spank_t sp, struct dlrt_err *err)
 {
 	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
@@ -114,12 +116,21 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 
 	if (!rt->service)
 		return 0;
-	if (rt->user_service_var) {
-		char v[256];
-		spank_err_t e = spank_getenv(sp, rt->user_service_var, v, sizeof(v));
+	/* user_service_var may name several variables, separated by spaces. */
+	for (const char *w = rt->user_service_var; w && *w;) {
+		size_t n = strcspn(w, " ");
+		char name[64], v[256];
+		spank_err_t e;
 
-		dlrt_plugin.plan.user_service = e == ESPANK_NOSPACE || (e == ESPANK_SUCCESS && v[0]);
+		snprintf(name, sizeof(name), "%.*s", (int)n, w);
+		e = spank_getenv(sp, name, v, sizeof(v));
+		if (e == ESPANK_NOSPACE || (e == ESPANK_SUCCESS && v[0]))
+			dlrt_plugin.plan.user_service = true;
+		w += n + strspn(w + n, " ");
 	}
+	/* A service the tasks could not learn the address of (MPI program,
+	 * DLRT_EXCHANGE=none): an optional one is not started (runtime.h). */
+	dlrt_plugin.plan.no_exchange = !program_takes_exchange(sp, false);
 	dlrt_service_spec_init(&spec, NULL, NULL);
 	dlrt_plugin.has_service = rt->service(&dlrt_plugin.plan, &spec);
 	dlrt_plugin.service_what = spec.what;
@@ -259,25 +270,29 @@ bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len)
  * wire-up. DLRT_EXCHANGE=pmix|none in the job's environment overrides the
  * guess, which only sees programs that link libmpi/libpmix directly (not a
  * script that runs one). */
-static bool exchange_wanted(spank_t sp, uint32_t rank)
+static bool program_takes_exchange(spank_t sp, bool say)
 {
 	char mode[16] = "", prog[4096];
 
-	if (!needs_exchange())
-		return false;
 	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none"))
 		return false;
 	if (!strcmp(mode, "pmix"))
 		return true;
 	if (dlrt_stepd_program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
-		if (dlrt_plugin.opts.verbose && rank == 0)
+		if (say)
 			fprintf(stderr, "dlrt: %s links MPI/PMIx: no PMIx exchange before exec, "
 				"the program's MPI does the wire-up (DLRT_EXCHANGE=pmix forces "
 				"it)\n", prog);
 		return false;
 	}
 	return true;
+}
+
+static bool exchange_wanted(spank_t sp, uint32_t rank)
+{
+	return needs_exchange() &&
+	       program_takes_exchange(sp, dlrt_plugin.opts.verbose && rank == 0);
 }
 
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of

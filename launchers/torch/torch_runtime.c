@@ -4,8 +4,20 @@
  * workers, computed from the step itself (never from the job's node list or
  * job id, the mistakes Lightning and submitit make for multi-step jobs).
  * GROUP_* describe nodes (one torchrun agent per node), ROLE_* the single role.
+ *
+ * The rendezvous store is hosted the way torchrun hosts it: not by rank 0
+ * (whose TCPStore would listen on every address, for anyone, with no
+ * authentication) but by the agent, here dlrt-c10d-store (this folder) on
+ * the node of task 0, behind the step secret. Every rank gets its node's
+ * relay (127.0.0.1) as MASTER_ADDR/MASTER_PORT and
+ * TORCHELASTIC_USE_AGENT_STORE=True, which makes torch's env:// rendezvous
+ * a store client on every rank, rank 0 included.
  */
 #include "runtime.h"
+
+/* The user's own MASTER_ADDR or MASTER_PORT means "rank 0 hosts torch's
+ * store, as without dlrt": the framework's own, unprotected path. */
+#define TORCH_USER_VARS "MASTER_ADDR MASTER_PORT"
 
 static void torch_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 {
@@ -21,7 +33,6 @@ static void torch_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	const struct dlrt_layout *l = plan->layout;
 	uint32_t node = l->task_node[rank];
 
-	(void)step;
 	dlrt_env_set(env, "RANK", "%u", rank);
 	dlrt_env_set(env, "WORLD_SIZE", "%u", l->ntasks);
 	dlrt_env_set(env, "LOCAL_RANK", "%u", l->task_local[rank]);
@@ -32,9 +43,17 @@ static void torch_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set(env, "ROLE_WORLD_SIZE", "%u", l->ntasks);
 	dlrt_env_set(env, "ROLE_NAME", "default");
 	if (addrs && addrs->valid) {
-		/* A value the user exported wins (env:// reads these two only). */
+		/* dlrt's store (through this node's relay) for every rank; or, when
+		 * the user chose MASTER_ADDR/PORT, rank 0's node and a free port
+		 * for what the user did not set. */
 		dlrt_env_set_default(env, "MASTER_ADDR", "%s", addrs->root_ip);
 		dlrt_env_set_default(env, "MASTER_PORT", "%u", addrs->root_port);
+		if (!plan->user_service && !plan->no_exchange) {
+			dlrt_env_set(env, "TORCHELASTIC_USE_AGENT_STORE", "True");
+			/* torch prefixes its keys with the attempt; the store
+			 * lives for one step, so Slurm's restart count is it. */
+			dlrt_env_set(env, "TORCHELASTIC_RESTART_COUNT", "%u", step->restart_count);
+		}
 		if (addrs->iface[0]) {
 			dlrt_env_set_default(env, "GLOO_SOCKET_IFNAME", "%s", addrs->iface);
 			dlrt_env_set_default(env, "NCCL_SOCKET_IFNAME", "%s", addrs->iface);
@@ -42,11 +61,24 @@ static void torch_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	}
 }
 
+/* dlrt-c10d-store on the node of task 0, unless the user runs torch's own
+ * store (TORCH_USER_VARS) or the tasks learn no address before exec (an MPI
+ * program, DLRT_EXCHANGE=none: torch then gets no MASTER_* from dlrt). */
+static bool torch_service(const struct dlrt_plan *plan, struct dlrt_service_spec *spec)
+{
+	if (plan->user_service || plan->no_exchange)
+		return false;
+	dlrt_service_spec_init(spec, "dlrt-c10d-store", "the torch c10d store (dlrt-c10d-store)");
+	return true;
+}
+
 const struct dlrt_runtime dlrt_runtime_torch = {
 	.name = "torch",
 	.summary = "PyTorch torch.distributed (env://): torchrun's worker variables",
 	.program_uses_pmix = false,
 	.needs_root_addr = true,  /* MASTER_ADDR/PORT from the PMIx exchange */
+	.service = torch_service,
+	.user_service_var = TORCH_USER_VARS,
 	.assign = torch_assign,
 	.task_env = torch_task_env,
 };

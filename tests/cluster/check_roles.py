@@ -112,6 +112,14 @@ elif runtime == "torch":
         expect(t.get("GROUP_RANK") == t["SLURM_NODEID"], "GROUP_RANK")
         expect(t.get("GROUP_WORLD_SIZE") == str(len(nodes)), "GROUP_WORLD_SIZE")
         expect(t.get("ROLE_RANK") == t["SLURM_PROCID"] and t.get("ROLE_WORLD_SIZE") == str(n), "ROLE_*")
+        # dlrt's store through the node's relay: loopback, one port per node.
+        expect(t.get("MASTER_ADDR") == "127.0.0.1", f"MASTER_ADDR={t.get('MASTER_ADDR')} (the node relay)")
+        expect(t.get("TORCHELASTIC_USE_AGENT_STORE") == "True", "TORCHELASTIC_USE_AGENT_STORE")
+        expect((t.get("TORCHELASTIC_RESTART_COUNT") or "").isdigit(), "TORCHELASTIC_RESTART_COUNT")
+    ports = {}
+    for t in tasks:
+        ports.setdefault(t["SLURM_NODEID"], set()).add(t.get("MASTER_PORT"))
+    expect(all(len(v) == 1 for v in ports.values()), f"one MASTER_PORT per node: {ports}")
 elif runtime == "caffe2":
     expect(roles["master"] == 1 and by_role["master"][0]["SLURM_PROCID"] == "0", "task 0 is the master")
     run_ids = {t.get("RUN_ID") for t in tasks}

@@ -334,8 +334,40 @@ int main(void)
 	TAP_IS_STR(dlrt_env_get(&env, "ROLE_NAME"), "default", "ROLE_NAME");
 	TAP_IS_STR(dlrt_env_get(&env, "MASTER_ADDR"), "10.0.0.1", "MASTER_ADDR from the exchange");
 	TAP_IS_STR(dlrt_env_get(&env, "MASTER_PORT"), "29400", "MASTER_PORT from the exchange");
-	TAP_OK(env.n && env.vars[env.n - 1].keep_user, "a user's own MASTER_PORT wins");
+	TAP_IS_STR(dlrt_env_get(&env, "TORCHELASTIC_USE_AGENT_STORE"), "True",
+		   "every rank is a client of dlrt's store");
+	TAP_IS_STR(dlrt_env_get(&env, "TORCHELASTIC_RESTART_COUNT"), "1",
+		   "TORCHELASTIC_RESTART_COUNT is the attempt");
 	TAP_IS_STR(dlrt_env_get(&env, "DLRT_NODE_ADDR"), "10.0.0.3", "DLRT_NODE_ADDR");
+	{
+		struct dlrt_service_spec spec;
+
+		dlrt_service_spec_init(&spec, NULL, NULL);
+		TAP_OK(p.runtime->service && p.runtime->service(&p, &spec) &&
+		       !strcmp(spec.program, "dlrt-c10d-store"), "torch: dlrt-c10d-store hosts the store");
+		dlrt_service_spec_free(&spec);
+		p.no_exchange = true;
+		dlrt_service_spec_init(&spec, NULL, NULL);
+		TAP_OK(!p.runtime->service(&p, &spec), "torch with an MPI program: no store");
+		dlrt_service_spec_free(&spec);
+		p.no_exchange = false;
+		p.user_service = true;
+		dlrt_service_spec_init(&spec, NULL, NULL);
+		TAP_OK(!p.runtime->service(&p, &spec), "torch with the user's MASTER_PORT: no store");
+		dlrt_service_spec_free(&spec);
+		TAP_OK(strstr(p.runtime->user_service_var, "MASTER_ADDR") &&
+		       strstr(p.runtime->user_service_var, "MASTER_PORT"),
+		       "MASTER_ADDR or MASTER_PORT exported means the user's own store");
+	}
+	dlrt_env_free(&env);
+	/* The user's own store: their values win, no agent-store variables. */
+	dlrt_env_init(&env);
+	dlrt_plan_task_env(&p, 5, &step, &addr, &env, &err);
+	TAP_OK(!dlrt_env_get(&env, "TORCHELASTIC_USE_AGENT_STORE"),
+	       "the user's own store: rank 0 hosts it, no TORCHELASTIC_USE_AGENT_STORE");
+	for (size_t i = 0; i < env.n; i++)
+		if (!strcmp(env.vars[i].name, "MASTER_PORT"))
+			TAP_OK(env.vars[i].keep_user, "a user's own MASTER_PORT wins");
 	dlrt_env_free(&env);
 	dlrt_plan_free(&p);
 	dlrt_layout_free(&l);

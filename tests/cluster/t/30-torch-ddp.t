@@ -4,8 +4,9 @@
 # dataset-fashion-mnist) with DistributedDataParallel (gloo, CPU) on 3 nodes x 2
 # tasks. No address or port is set by hand: MASTER_ADDR/MASTER_PORT come from
 # dlrt. Asserts: all 6 ranks finish, the loss falls (per rank, and on a fixed
-# held-out batch), the parameters are bit-identical on every rank, and
-# MASTER_ADDR is rank 0's node's numeric address.
+# held-out batch), the parameters are bit-identical on every rank, and every
+# rank reached dlrt's store through its own node's relay (127.0.0.1, one port
+# per node).
 . "$(dirname "$0")/../lib.sh"
 
 DATA=/usr/share/datasets/fashion-mnist
@@ -32,8 +33,10 @@ fall=$(awk '/^RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]]
 is "$fall" "falls" "the loss falls on every rank, and on the held-out batch"
 is "$(grep -oE 'params_sha256=[0-9a-f]{64}' <<<"$out" | sort -u | wc -l)" 1 \
 	"the parameters are bit-identical on all ranks at the end"
-is "$(grep -oE 'master=[^ ]+' <<<"$out" | sort -u | wc -l)" 1 "every rank got the same MASTER_ADDR:MASTER_PORT"
-n1=$("$HERE/cluster.sh" exec n1 hostname -I | awk '{print $1}')
-like "$(grep -oE 'master=[^ ]+' <<<"$out" | head -1)" "^master=${n1//./\\.}:[0-9]+$" \
-	"MASTER_ADDR is rank 0's node (n1) as a numeric address"
+is "$(grep -oE 'master=[^ ]+' <<<"$out" | cut -d: -f1 | sort -u)" "master=127.0.0.1" \
+	"every rank's MASTER_ADDR is its node's relay on loopback"
+pairs=$(awk '/^RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	print v["host"], v["master"] }' <<<"$out" | sort -u)
+is "$(wc -l <<<"$pairs" | tr -d ' '),$(cut -d' ' -f2 <<<"$pairs" | sort -u | wc -l | tr -d ' ')" "3,3" \
+	"one relay port per node, the same for the node's two ranks" || fail_detail "$pairs"
 done_testing

@@ -41,7 +41,8 @@ run_srun -N2 -n2 --dl-runtime=mxnet true
 is "$RC" 1 "the new prefix's site setting applies: mxnet refused"
 like "$(cat "$ERR")" "not enabled at this site; valid runtimes: horovod, torch" "with one line"
 # The task's slurmstepd mapped the new plugin (root reads the daemon's maps).
-timeout -k 5 60 srun -N2 -n2 --dl-runtime=torch bash -c \
+# Root's step: dlrt runs no service as root, so torch keeps its own store.
+timeout -k 5 60 srun -N2 -n2 --export=ALL,MASTER_PORT=29500 --dl-runtime=torch bash -c \
 	'echo "$RANK $(grep -c " '"$P"'/lib/dlrt/dlrt.so$" /proc/$PPID/maps)"' >"$OUT" 2>"$ERR"
 is "$(sort "$OUT" | awk '{print $1, ($2 > 0)}' | tr '\n' ' ')" "0 1 1 1 " \
 	"a torch step ran with the plugin of the new prefix on both nodes"

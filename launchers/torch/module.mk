@@ -1,0 +1,10 @@
+# launchers/torch/: torch's c10d store hosted by dlrt (dlrt-c10d-store, the
+# TCPStore protocol of torch 1.x) and its tests. The runtime-table entry is
+# torch_runtime.c (listed by launchers/module.mk).
+LIB_SRCS   += launchers/torch/tcpstore.c
+LIBEXEC    += $(BUILD)/libexec/dlrt-c10d-store
+UNIT_TESTS += $(BUILD)/tests/test_tcpstore
+FUZZERS    += tcpstore
+MANPAGES   += docs/man/dlrt-c10d-store.8
+
+$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-c10d-store,launchers/torch/dlrt_c10d_store_main.c))
