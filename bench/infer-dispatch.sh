@@ -1,5 +1,5 @@
 #!/bin/bash
-# infer-dispatch.sh - dispatch overhead of dlrt-infer (issue 7, benchmark a).
+# infer-dispatch.sh - dispatch overhead of dlrt-infer (benchmark a).
 #
 # The same tasks (the no-op model, one query per task) run four ways on the
 # local cluster, and the table shows tasks per second and the ratio to the pool:

@@ -13,7 +13,7 @@ PKG_LIBS    += -Wl,--as-needed -lz -Wl,--no-as-needed
 # The engine is written for the auto-vectorizer: -O3 for the model code, and
 # reassociation for the dot products in nn_hot.c only (see nn_hot.h).
 $(BUILD)/obj/inference/models/%.o: CFLAGS += -O3
-$(BUILD)/obj/inference/models/nn_hot.o: CFLAGS += -fno-trapping-math \
+$(BUILD)/obj/inference/models/nn_hot.o: DLRT_CFLAGS += -fno-trapping-math \
 	-fno-signed-zeros -fassociative-math
 
 BINS        += $(BUILD)/bin/dlrt-train

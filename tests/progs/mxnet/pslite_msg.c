@@ -95,7 +95,7 @@ static int node_read(const uint8_t **pp, const uint8_t *end, struct dlrt_pslite_
 		return dlrt_err_set(err, "truncated node entry");
 	memcpy(n->ip, p, iplen);
 	n->ip[iplen] = '\0';
-	/* ZMQ binds numeric addresses only (framework-contracts.md §1.2). */
+	/* ZMQ binds numeric addresses only (docs/contracts.md, mxnet). */
 	if (strlen(n->ip) != iplen || inet_pton(AF_INET, n->ip, &a) != 1)
 		return dlrt_err_set(err, "node address is not a numeric IPv4 address");
 	p += iplen;

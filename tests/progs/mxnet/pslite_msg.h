@@ -1,7 +1,7 @@
 /* pslite_msg.h - wire format of dlrt's ps-lite contract test (pslite_contract).
  *
- * The test program follows ps-lite's start-up contract (framework-contracts.md
- * §1.3) over plain TCP instead of ZMQ, so it needs its own small framing:
+ * The test program follows ps-lite's start-up contract (docs/contracts.md,
+ * mxnet) over plain TCP instead of ZMQ, so it needs its own small framing:
  *
  *   header (16 bytes, big-endian):
  *     u32 magic "PSLT" | u16 version (1) | u16 type | i32 sender id | u32 body length

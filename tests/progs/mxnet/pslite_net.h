@@ -20,7 +20,7 @@
 
 #include "buf.h"
 #include "dlrt_err.h"
-#include "../pslite_msg.h"
+#include "pslite_msg.h"
 
 enum pnet_state { PNET_CONNECTING, PNET_RETRY_WAIT, PNET_OPEN, PNET_CLOSED };
 

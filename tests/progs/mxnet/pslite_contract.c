@@ -5,7 +5,7 @@
  *
  * The same command runs in every task, as MXNet does; the role comes from
  * DMLC_ROLE (unset = worker, as mxnet/kvstore.h IsWorkerNode). It reads the
- * variables ps-lite reads (framework-contracts.md §1.2) with ps-lite's rules:
+ * variables ps-lite reads (docs/contracts.md, mxnet) with ps-lite's rules:
  *   scheduler  binds DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT, numeric only, once
  *   nodes      bind DMLC_NODE_HOST, else DMLC_INTERFACE's IPv4, else the first
  *              non-loopback IPv4 (network_utils.h), on PORT or a free port;
