@@ -43,7 +43,10 @@ CC          ?= cc
 CXX         ?= c++
 PKGS        := pmix hwloc nettle
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS    := $(shell pkg-config --libs $(PKGS))
+# Debian's pmix.pc adds an RPATH to its private folder; libpmix.so.2 is also in
+# the linker's default path, and a packaged program must not carry an RPATH.
+PKG_LIBS    := $(shell pkg-config --libs $(PKGS) | sed -e 's/-Wl,-rpath -Wl,[^ ]*//g' \
+                 -e 's/-Wl,--enable-new-dtags//g')
 
 # The flags the code needs live in DLRT_*; CFLAGS, CPPFLAGS, CXXFLAGS and
 # LDFLAGS belong to whoever builds (make CFLAGS=-O0, a distribution's
@@ -109,7 +112,11 @@ LIB_OBJS    := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PLUGIN      := $(BUILD)/dlrt.so
 PLUGIN_OBJS := $(PLUGIN_SRCS:%.c=$(BUILD)/obj/%.o)
 
-all: $(PLUGIN) $(BINS) $(LIBEXEC) $(UNIT_TESTS) $(TEST_PROGS)
+# product: what `make install` installs, and nothing that needs a test-only
+# dependency (gloo, MPI, redis); all: the product and every test program.
+.PHONY: product
+product: $(PLUGIN) $(BINS) $(LIBEXEC)
+all: product $(UNIT_TESTS) $(TEST_PROGS)
 
 $(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(@D)
@@ -210,7 +217,7 @@ INSTALLED := $(plugindir)/dlrt.so $(addprefix $(bindir)/,$(notdir $(BINS))) \
              $(foreach m,$(MANPAGES),$(call man_dest,$(m))) $(plugstackdir)/dlrt.conf $(MODULEFILES)
 INSTALL_DIRS := $(sort $(dir $(INSTALLED)))
 
-install: all
+install: product
 	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(plugindir)/dlrt.so
 	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(bindir)/)
@@ -284,6 +291,27 @@ fuzz: $(FUZZ_BINS)
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_SECONDS=5
 
+# ---- packages ------------------------------------------------------------------------
+# make deb: the Debian packages dlrt, dlrt-tools and dlrt-infer (debian/), in
+# $(BUILD)/packages. make rpm: the same split as RPMs (dlrt.spec). Both build
+# from the files git knows (tracked, or new and not ignored), never from build output.
+# DEB_BUILD_OPTIONS=nocheck skips `make unit` inside the package build.
+PKG_OUT := $(abspath $(BUILD))/packages
+.PHONY: deb rpm dist
+dist:
+	@mkdir -p $(PKG_OUT)
+	rm -rf $(PKG_OUT)/dlrt-$(VERSION) && mkdir -p $(PKG_OUT)/dlrt-$(VERSION)
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(PKG_OUT)/dlrt-$(VERSION)
+	tar -C $(PKG_OUT) -czf $(PKG_OUT)/dlrt-$(VERSION).tar.gz dlrt-$(VERSION)
+
+deb: dist
+	cd $(PKG_OUT)/dlrt-$(VERSION) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error $(PKG_OUT)/dlrt_$(VERSION)_*.changes
+
+rpm: dist
+	rpmbuild -bb --nodeps --define '_topdir $(PKG_OUT)/rpmbuild' \
+	  --define '_sourcedir $(PKG_OUT)' dlrt.spec
+
 # ---- benchmarks --------------------------------------------------------------------
 .PHONY: bench
 bench: cluster-up
@@ -293,4 +321,4 @@ bench: cluster-up
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/packages -prune -o -type f -name '*.d' -print 2>/dev/null)

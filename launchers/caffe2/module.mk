@@ -33,10 +33,3 @@ $(SAN_BUILD)/tests/test_resp_redis_cli: tests/unit/resp_redis_cli.sh $(SAN_BUILD
 	printf '#!/bin/sh\nexec %s %s %s\n' $(abspath tests/unit/resp_redis_cli.sh) \
 	  $(abspath $(SAN_BUILD)/libexec/dlrt-store) $(abspath $(BUILD)/testprogs/gloo_redis_allreduce) > $@
 	chmod +x $@
-
-# dlrt-store(8) is the first section-8 page; the top-level install creates
-# only man1 and man7, so make sure man8 exists before it copies MANPAGES.
-.PHONY: caffe2-install-man8
-install: caffe2-install-man8
-caffe2-install-man8:
-	install -d $(DESTDIR)$(PREFIX)/share/man/man8
