@@ -6,8 +6,11 @@
 #   make                 build the plugin, the commands and the test programs
 #   make check           install dependencies, bring up the local cluster, run every test
 #   make demo            install dependencies, bring up the local cluster, run an example job
-#   make unit            unit tests only (plain and under ASan+UBSan), no cluster
-#   make install PREFIX=/opt/dlrt/<version> DESTDIR=
+#   make unit            unit tests only (plain and under ASan+UBSan): no cluster, no
+#                        root; the packager's test
+#   make product         only what make install installs (no test-only dependency)
+#   make install PREFIX=/opt/dlrt/<version> DESTDIR=   (GNU directories: see below)
+#   make deb, make rpm   the packages (debian/, dlrt.spec; docs/ADMIN.md)
 #   make fuzz            build the libFuzzer targets (clang) and run each briefly
 #   make bench           run the benchmarks (needs the cluster)
 #
@@ -301,7 +304,7 @@ PKG_OUT := $(abspath $(BUILD))/packages
 dist:
 	@mkdir -p $(PKG_OUT)
 	rm -rf $(PKG_OUT)/dlrt-$(VERSION) && mkdir -p $(PKG_OUT)/dlrt-$(VERSION)
-	git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t $(PKG_OUT)/dlrt-$(VERSION)
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -p --parents -t $(PKG_OUT)/dlrt-$(VERSION)
 	tar -C $(PKG_OUT) -czf $(PKG_OUT)/dlrt-$(VERSION).tar.gz dlrt-$(VERSION)
 
 deb: dist
