@@ -1,7 +1,9 @@
 /* instpath.c - the compiled-in install directories, and the one fallback for
  * a moved tree (see instpath.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -18,7 +20,7 @@ const char dlrt_instpath_bin_to_modeldir[] = DLRT_BIN_TO_MODELDIR;
 int dlrt_instpath_find(const char *dir, const char *anchor, const char *rel, const char *name,
 		       char *out, size_t len, struct dlrt_err *err)
 {
-	char first[4096];
+	char first[PATH_MAX], canon[PATH_MAX];
 	const char *slash;
 	struct stat st;
 	int n, first_errno;
@@ -37,7 +39,15 @@ int dlrt_instpath_find(const char *dir, const char *anchor, const char *rel, con
 		return dlrt_err_errno(err, first_errno, "cannot find %s: reinstall dlrt (its package, or "
 				      "make install with the same directories it was built for)",
 				      first);
-	n = snprintf(out, len, "%.*s/%s/%s", (int)(slash - anchor), anchor, rel, name);
+	n = snprintf(first, sizeof(first), "%.*s/%s", (int)(slash - anchor), anchor, rel);
+	if (n < 0 || (size_t)n >= sizeof(first))
+		return dlrt_err_set(err, "the path of %s next to %s is too long: install dlrt "
+				    "under a shorter prefix", name, anchor);
+	/* The folder without "..", so messages and argv[0] name the real place. */
+	if (realpath(first, canon))
+		n = snprintf(out, len, "%s/%s", canon, name);
+	else
+		n = snprintf(out, len, "%s/%s", first, name);
 	if (n < 0 || (size_t)n >= len)
 		return dlrt_err_set(err, "the path of %s next to %s is too long: install dlrt "
 				    "under a shorter prefix", name, anchor);

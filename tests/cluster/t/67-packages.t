@@ -77,10 +77,11 @@ cp -a "$D/dlrt.conf" "$WORK/saved.conf"
 trap 'cp -a "$WORK/saved.conf" "$D/dlrt.conf"' EXIT
 sed "s|/usr/lib/|$R/usr/lib/|" "$R/etc/slurm/plugstack.conf.d/dlrt.conf" >"$D/dlrt.conf"
 
-# Every runtime, with the packaged plugin mapped by the task's slurmstepd.
-MAPS='grep -c " '"$SO"'$" /proc/$PPID/maps'
-run_srun -N2 -n2 --dl-runtime=torch bash -c 'echo "$RANK $MASTER_ADDR $('"$MAPS"')"'
-is "$RC" 0 "torch step with the packaged plugin"
+# Every runtime, with the packaged plugin mapped by the task's slurmstepd (root
+# reads the daemon's maps).
+timeout -k 5 60 srun -N2 -n2 --dl-runtime=torch bash -c \
+	'echo "$RANK $MASTER_ADDR $(grep -c " '"$SO"'$" /proc/$PPID/maps)"' >"$OUT" 2>"$ERR"
+is "$?" 0 "torch step with the packaged plugin"
 is "$(awk '{print $1, ($3 > 0)}' "$OUT" | sort | tr '\n' ' ')" "0 1 1 1 " "both tasks' slurmstepd mapped $SO"
 
 run_srun -N3 -n4 --dl-runtime=mxnet --dl-servers=1 "$TESTS_BIN/pslite_contract" --timeout-s 20 --rounds 3
@@ -88,12 +89,20 @@ is "$RC" 0 "mxnet step (ps-lite contract job) with the packaged plugin"
 is "$(grep -c '3 rounds ok, sum=3$' "$OUT")" 2 "mxnet: both workers pulled correct sums"
 [ "$RC" -eq 0 ] || fail_detail "$(head -5 "$ERR" | tr '\n' '|')"
 
-run_srun -N2 -n4 --dl-runtime=horovod bash -c \
-	'[ "$HOROVOD_RANK" = 0 ] && ps -eo args | grep -c "^'"$R"'/usr/libexec/dlrt/dlrt-hvd-driver"; exec "$0"' \
-	"$TESTS_BIN/gloo_hvd_allreduce"
-is "$RC" 0 "horovod step (a real gloo job) with the packaged plugin and driver"
-like "$(grep -xE '[0-9]+' "$OUT")" "^[1-9]" "the rendezvous driver ran from the extracted package"
-[ "$RC" -eq 0 ] || fail_detail "$(head -5 "$ERR" | tr '\n' '|')"
+# driver_from DIR: the step's rendezvous driver is DIR/dlrt-hvd-driver: a real gloo
+# job runs; then, with that file made group-writable, the plugin refuses it by name.
+driver_from() {
+	local drv=$1/dlrt-hvd-driver what=$2
+	run_srun -N2 -n4 --dl-runtime=horovod "$TESTS_BIN/gloo_hvd_allreduce"
+	is "$RC" 0 "$what: horovod step (a real gloo job)"
+	[ "$RC" -eq 0 ] || fail_detail "$(head -5 "$ERR" | tr '\n' '|')"
+	chmod g+w "$drv"
+	run_srun -N2 -n4 --dl-runtime=horovod true
+	chmod g-w "$drv"
+	like "$(srun_errors)" "$drv is not an executable file writable only by its owner" \
+		"$what: the driver is $drv (a group-writable one is refused by name)"
+}
+driver_from "$R/usr/libexec/dlrt" "packaged plugin"
 
 run_srun -N3 -n3 --dl-runtime=caffe2 "$TESTS_BIN/gloo_redis_allreduce"
 is "$RC" 0 "caffe2 step (gloo on the packaged dlrt-store) with the packaged plugin"
@@ -116,11 +125,7 @@ make -s -C "$SRC" install DESTDIR="$WORK/stage" PREFIX=/opt/dlrt/"$VER" >"$WORK/
 ok $? "make install DESTDIR=... PREFIX=/opt/dlrt/$VER"
 M=$WORK/stage/opt/dlrt/$VER
 echo "optional $M/lib/dlrt/dlrt.so" >"$D/dlrt.conf"
-run_srun -N2 -n2 --dl-runtime=horovod bash -c \
-	'[ "$HOROVOD_RANK" = 0 ] && ps -eo args | grep -c "^'"$M"'/libexec/dlrt/dlrt-hvd-driver"; exec "$0"' \
-	"$TESTS_BIN/gloo_hvd_allreduce"
-is "$RC" 0 "horovod step with the moved module tree's plugin"
-like "$(grep -xE '[0-9]+' "$OUT")" "^[1-9]" "its driver ran from the moved tree"
+driver_from "$M/libexec/dlrt" "moved module tree"
 
 cp -a "$WORK/saved.conf" "$D/dlrt.conf"
 trap - EXIT
