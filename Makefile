@@ -236,9 +236,11 @@ endif
 
 # Removes exactly the files install wrote, then the folders it leaves empty. Unlink
 # the plugstack.conf.d entry first (docs/ADMIN.md, "Removal").
+# A folder goes only when empty, and never prefix itself or anything above it.
 uninstall:
 	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
-	-rmdir -p --ignore-fail-on-non-empty $(addprefix $(DESTDIR),$(INSTALL_DIRS)) 2>/dev/null
+	-for d in $(INSTALL_DIRS:%/=%); do d=$(DESTDIR)$$d; \
+	  while [ "$$d" != "$(DESTDIR)$(prefix)" ] && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; done
 
 # ---- compiled-in install paths ----------------------------------------------------
 # common/instpath.c looks in these directories first; for a tree that was moved
