@@ -107,7 +107,7 @@ echo "| failure | detection (the standby decides) | the new coordinator serves |
 echo "|---|---|---|---|"
 echo "| kill -9 of the coordinator |$(row "$W/runs-kill")"
 echo "| SIGSTOP of the coordinator (silent, as a lost node; bound 1 s) |$(row "$W/runs-stop")"
-echo "| IDunno (the seed), back to normal after a coordinator failure | 4 (worst case) | - | 12.89 (sd 3.82) |"
+echo "| IDunno, back to normal after a coordinator failure | 4 (worst case) | - | 12.89 (sd 3.82) |"
 re=$(cut -d' ' -f3 "$W/runs-stop" | stats | cut -d' ' -f1)
 awk -v r="$re" 'BEGIN { if (r > 0) printf "\nratio (seed / ours, silent coordinator, back to normal): %.1fx\n\n", 12.89 / r }'
 
