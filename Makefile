@@ -6,8 +6,11 @@
 #   make                 build the plugin, the commands and the test programs
 #   make check           install dependencies, bring up the local cluster, run every test
 #   make demo            install dependencies, bring up the local cluster, run an example job
-#   make unit            unit tests only (plain and under ASan+UBSan), no cluster
-#   make install PREFIX=/opt/dlrt/<version> DESTDIR=
+#   make unit            unit tests only (plain and under ASan+UBSan): no cluster, no
+#                        root; the packager's test
+#   make product         only what make install installs (no test-only dependency)
+#   make install PREFIX=/opt/dlrt/<version> DESTDIR=   (GNU directories: see below)
+#   make deb, make rpm   the packages (debian/, dlrt.spec; docs/ADMIN.md)
 #   make fuzz            build the libFuzzer targets (clang) and run each briefly
 #   make bench           run the benchmarks (needs the cluster)
 #
@@ -15,35 +18,68 @@
 # one tree at once without racing: `make BUILD=build-mine`.
 
 VERSION     := 0.1.0
-PREFIX      ?= /usr/local
-DESTDIR     ?=
 BUILD       ?= build
-SLURM_LIBDIR ?= $(shell pkg-config --variable=libdir slurm 2>/dev/null || echo /usr/lib/x86_64-linux-gnu)/slurm
+DESTDIR     ?=
+
+# Install directories (GNU names). The plugin compiles in where its services,
+# dlrt-kv and the models are (common/instpath.c), so set them when building,
+# not only when installing. The defaults are the module layout under PREFIX
+# (docs/ADMIN.md); debian/rules and dlrt.spec set the distribution layout.
+PREFIX        ?= /usr/local
+prefix        ?= $(PREFIX)
+exec_prefix   ?= $(prefix)
+bindir        ?= $(exec_prefix)/bin
+libdir        ?= $(exec_prefix)/lib
+libexecdir    ?= $(exec_prefix)/libexec
+pkglibexecdir ?= $(libexecdir)/dlrt
+plugindir     ?= $(libdir)/dlrt
+datarootdir   ?= $(prefix)/share
+datadir       ?= $(datarootdir)
+pkgdatadir    ?= $(datadir)/dlrt
+mandir        ?= $(datarootdir)/man
+sysconfdir    ?= $(prefix)/etc
+plugstackdir  ?= $(sysconfdir)/plugstack.conf.d
+# Lmod and Tcl modulefiles: for the module layout only (empty = not installed).
+modulefilesdir ?= $(sysconfdir)/modulefiles
 
 CC          ?= cc
 CXX         ?= c++
 PKGS        := pmix hwloc nettle
 PKG_CFLAGS  := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS    := $(shell pkg-config --libs $(PKGS))
+# Debian's pmix.pc adds an RPATH to its private folder; libpmix.so.2 is also in
+# the linker's default path, and a packaged program must not carry an RPATH.
+PKG_LIBS    := $(shell pkg-config --libs $(PKGS) | sed -e 's/-Wl,-rpath -Wl,[^ ]*//g' \
+                 -e 's/-Wl,--enable-new-dtags//g')
 
-WARN        := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
-               -Wformat=2 -Wno-format-nonliteral
+# The flags the code needs live in DLRT_*; CFLAGS, CPPFLAGS, CXXFLAGS and
+# LDFLAGS belong to whoever builds (make CFLAGS=-O0, a distribution's
+# hardening flags) and are added after them. WERROR=0 for a distribution
+# build with a newer compiler; development and CI keep -Werror.
+WERROR      ?= 1
+WARN        := -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -Wshadow -Wstrict-prototypes \
+               -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
 CFLAGS      ?= -O2 -g
-CFLAGS      += -std=gnu11 $(WARN) -fPIC -fstack-protector-strong
-CPPFLAGS    += -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -DDLRT_VERSION=\"$(VERSION)\" \
-               -Icommon -Ipmix-bridge $(PKG_CFLAGS) -MMD -MP
+DLRT_CFLAGS := -std=gnu11 $(WARN) -fPIC -fstack-protector-strong
+DLRT_CPPFLAGS := -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -DDLRT_VERSION=\"$(VERSION)\" \
+               -Icommon -Ipmix-bridge -I$(BUILD)/gen $(PKG_CFLAGS) -MMD -MP
 CXXFLAGS    ?= -O2 -g
-CXXFLAGS    += -std=gnu++17 -Wall -Wextra -Werror
-LDFLAGS     += -Wl,-z,noexecstack -Wl,-z,relro -Wl,-z,now
+DLRT_CXXFLAGS := -std=gnu++17 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
+DLRT_LDFLAGS := -Wl,-z,noexecstack -Wl,-z,relro -Wl,-z,now
+ALL_CFLAGS   = $(DLRT_CPPFLAGS) $(CPPFLAGS) $(DLRT_CFLAGS) $(CFLAGS)
+ALL_LDFLAGS  = $(DLRT_LDFLAGS) $(LDFLAGS)
 
 # Sanitizer flavour of the unit tests (make unit builds both).
 SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 LIB         := $(BUILD)/libdlrt.a
 SAN_BUILD   := $(BUILD)/asan
+# Test-only code the unit tests, the fuzzers and the test programs share (never installed).
+TEST_LIB    := $(BUILD)/libdlrt-tests.a
+SAN_TEST_LIB := $(SAN_BUILD)/libdlrt-tests.a
 
 # Filled in by the module.mk fragments.
 LIB_SRCS    :=           # C files of libdlrt.a: everything but main()s and SPANK glue
+TEST_LIB_SRCS :=         # C files of libdlrt-tests.a: test-only code (e.g. a test's codec)
 PLUGIN_SRCS :=           # C files of the SPANK plugin
 BINS        :=           # installed commands: $(BUILD)/bin/<name>
 LIBEXEC     :=           # installed helper programs: $(BUILD)/libexec/<name>
@@ -61,14 +97,14 @@ all:
 define dlrt_program
 $(1): $(2:%.c=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $$(@D)
-	$$(CC) -o $$@ $$^ $$(LDFLAGS) $$(PKG_LIBS) $(3) -lm
+	$$(CC) -o $$@ $$^ $$(ALL_LDFLAGS) $$(PKG_LIBS) $(3) -lm
 endef
 
 # $(call dlrt_cxx_program,OUTPUT,SOURCES,EXTRA_LIBS): a C++ test program (e.g. linking libgloo).
 define dlrt_cxx_program
 $(1): $(2)
 	@mkdir -p $$(@D)
-	$$(CXX) $$(CXXFLAGS) -o $$@ $$^ $(3)
+	$$(CXX) $$(DLRT_CXXFLAGS) $$(CXXFLAGS) -o $$@ $$^ $(3)
 endef
 
 # MODULES can be narrowed to build a subset while other parts are mid-change.
@@ -79,20 +115,28 @@ LIB_OBJS    := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 PLUGIN      := $(BUILD)/dlrt.so
 PLUGIN_OBJS := $(PLUGIN_SRCS:%.c=$(BUILD)/obj/%.o)
 
-all: $(PLUGIN) $(BINS) $(LIBEXEC) $(UNIT_TESTS) $(TEST_PROGS)
+# product: what `make install` installs, and nothing that needs a test-only
+# dependency (gloo, MPI, redis); all: the product and every test program.
+.PHONY: product
+product: $(PLUGIN) $(BINS) $(LIBEXEC)
+all: product $(UNIT_TESTS) $(TEST_PROGS)
 
 $(BUILD)/obj/%.o: %.c Makefile
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(TEST_LIB): $(TEST_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 	@mkdir -p $(@D)
 	rm -f $@ && $(AR) rcs $@ $^
 
 # The plugin exports only plugin_name/type/version and slurm_spank_* (spank/dlrt.lds).
 # It does not link libslurm: slurmstepd, srun and sbatch provide the spank_* symbols.
 $(PLUGIN): $(PLUGIN_OBJS) $(LIB) spank/dlrt.lds
-	$(CC) -shared -o $@ $(PLUGIN_OBJS) $(LIB) $(LDFLAGS) \
+	$(CC) -shared -o $@ $(PLUGIN_OBJS) $(LIB) $(ALL_LDFLAGS) \
 	      -Wl,--version-script=spank/dlrt.lds $(PKG_LIBS)
 
 # ---- unit tests: plain and sanitized -------------------------------------------------
@@ -100,19 +144,22 @@ SAN_TESTS := $(UNIT_TESTS:$(BUILD)/tests/%=$(SAN_BUILD)/tests/%)
 
 $(SAN_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
 
 # TEST_LDFLAGS_<name> adds link flags for one test (e.g. -rdynamic for the fake SPANK host).
-$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(LIB)
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(TEST_LIB) $(LIB)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) $(TEST_LDFLAGS_$*) -lm
+	$(CC) -o $@ $^ $(ALL_LDFLAGS) $(PKG_LIBS) $(TEST_LDFLAGS_$*) -lm
 
 $(SAN_BUILD)/libdlrt.a: $(LIB_SRCS:%.c=$(SAN_BUILD)/obj/%.o)
 	rm -f $@ && $(AR) rcs $@ $^
 
-$(SAN_BUILD)/tests/test_%: $(SAN_BUILD)/obj/tests/unit/test_%.o $(SAN_BUILD)/libdlrt.a
+$(SAN_TEST_LIB): $(TEST_LIB_SRCS:%.c=$(SAN_BUILD)/obj/%.o)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(SAN_BUILD)/tests/test_%: $(SAN_BUILD)/obj/tests/unit/test_%.o $(SAN_TEST_LIB) $(SAN_BUILD)/libdlrt.a
 	@mkdir -p $(@D)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) $(TEST_LDFLAGS_$*) -lm
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LDFLAGS) $(PKG_LIBS) $(TEST_LDFLAGS_$*) -lm
 
 .PHONY: unit
 # UNIT=pattern runs only the unit tests whose name contains it (make unit UNIT=gpuplan).
@@ -156,48 +203,88 @@ demo: deps
 	examples/demo.sh
 
 # ---- install -----------------------------------------------------------------------
-# Layout under PREFIX (docs/ADMIN.md): lib/dlrt/dlrt.so, bin/, libexec/dlrt/,
-# share/man/man{1,7,8}/, etc/plugstack.conf.d/dlrt.conf, etc/modulefiles/dlrt/VERSION.lua
-# (Lmod) and etc/modulefiles-tcl/dlrt/VERSION (Environment Modules).
+# Default layout under PREFIX, the module layout (docs/ADMIN.md): lib/dlrt/dlrt.so, bin/,
+# libexec/dlrt/, share/man/man{1,7,8}/, etc/plugstack.conf.d/dlrt.conf,
+# etc/modulefiles/dlrt/VERSION.lua (Lmod) and etc/modulefiles-tcl/dlrt/VERSION
+# (Environment Modules). The packages set the directory variables instead
+# (debian/rules, dlrt.spec) and leave modulefilesdir empty.
 .PHONY: install uninstall
-INSTALL_DIRS := lib/dlrt bin libexec/dlrt share/man/man1 share/man/man7 share/man/man8 \
-                etc/plugstack.conf.d etc/modulefiles/dlrt etc/modulefiles-tcl/dlrt
-INSTALL_SUBST = sed -e 's|@PLUGIN@|$(PREFIX)/lib/dlrt/dlrt.so|g' -e 's|@PREFIX@|$(PREFIX)|g' \
-                    -e 's|@VERSION@|$(VERSION)|g'
-man_dest = share/man/man$(subst .,,$(suffix $(1)))/$(notdir $(1))
-INSTALLED := lib/dlrt/dlrt.so $(addprefix bin/,$(notdir $(BINS))) \
-             $(addprefix libexec/dlrt/,$(notdir $(LIBEXEC))) \
-             $(foreach m,$(MANPAGES),$(call man_dest,$(m))) etc/plugstack.conf.d/dlrt.conf \
-             etc/modulefiles/dlrt/$(VERSION).lua etc/modulefiles-tcl/dlrt/$(VERSION)
+INSTALL_SUBST = sed -e 's|@PLUGIN@|$(plugindir)/dlrt.so|g' -e 's|@PREFIX@|$(prefix)|g' \
+                    -e 's|@VERSION@|$(VERSION)|g' -e 's|@BINDIR@|$(bindir)|g' \
+                    -e 's|@MANDIR@|$(mandir)|g' -e 's|@PKGLIBEXECDIR@|$(pkglibexecdir)|g'
+man_dest = $(mandir)/man$(subst .,,$(suffix $(1)))/$(notdir $(1))
+MODULEFILES := $(if $(modulefilesdir),$(modulefilesdir)/dlrt/$(VERSION).lua \
+               $(modulefilesdir)-tcl/dlrt/$(VERSION))
+INSTALLED := $(plugindir)/dlrt.so $(addprefix $(bindir)/,$(notdir $(BINS))) \
+             $(addprefix $(pkglibexecdir)/,$(notdir $(LIBEXEC))) \
+             $(foreach m,$(MANPAGES),$(call man_dest,$(m))) $(plugstackdir)/dlrt.conf $(MODULEFILES)
+INSTALL_DIRS := $(sort $(dir $(INSTALLED)))
 
-install: all
-	install -d $(addprefix $(DESTDIR)$(PREFIX)/,$(INSTALL_DIRS))
-	install -m 0755 $(PLUGIN) $(DESTDIR)$(PREFIX)/lib/dlrt/dlrt.so
-	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/)
-	$(if $(LIBEXEC),install -m 0755 $(LIBEXEC) $(DESTDIR)$(PREFIX)/libexec/dlrt/)
-	$(foreach m,$(MANPAGES),install -m 0644 $(m) $(DESTDIR)$(PREFIX)/$(call man_dest,$(m));)
-	$(INSTALL_SUBST) etc/plugstack.conf.d/dlrt.conf.in > $(DESTDIR)$(PREFIX)/etc/plugstack.conf.d/dlrt.conf
-	$(INSTALL_SUBST) etc/modulefiles/dlrt.lua.in > $(DESTDIR)$(PREFIX)/etc/modulefiles/dlrt/$(VERSION).lua
-	$(INSTALL_SUBST) etc/modulefiles/dlrt.tcl.in > $(DESTDIR)$(PREFIX)/etc/modulefiles-tcl/dlrt/$(VERSION)
-	cd $(DESTDIR)$(PREFIX) && chmod 0644 etc/plugstack.conf.d/dlrt.conf \
-	    etc/modulefiles/dlrt/$(VERSION).lua etc/modulefiles-tcl/dlrt/$(VERSION)
+install: product
+	install -d $(addprefix $(DESTDIR),$(INSTALL_DIRS))
+	install -m 0755 $(PLUGIN) $(DESTDIR)$(plugindir)/dlrt.so
+	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(bindir)/)
+	$(if $(LIBEXEC),install -m 0755 $(LIBEXEC) $(DESTDIR)$(pkglibexecdir)/)
+	$(foreach m,$(MANPAGES),install -m 0644 $(m) $(DESTDIR)$(call man_dest,$(m));)
+	$(INSTALL_SUBST) etc/plugstack.conf.d/dlrt.conf.in > $(DESTDIR)$(plugstackdir)/dlrt.conf
+	chmod 0644 $(DESTDIR)$(plugstackdir)/dlrt.conf
+ifneq ($(modulefilesdir),)
+	$(INSTALL_SUBST) etc/modulefiles/dlrt.lua.in > $(DESTDIR)$(modulefilesdir)/dlrt/$(VERSION).lua
+	$(INSTALL_SUBST) etc/modulefiles/dlrt.tcl.in > $(DESTDIR)$(modulefilesdir)-tcl/dlrt/$(VERSION)
+	chmod 0644 $(addprefix $(DESTDIR),$(MODULEFILES))
+endif
 
 # Removes exactly the files install wrote, then the folders it leaves empty. Unlink
 # the plugstack.conf.d entry first (docs/ADMIN.md, "Removal").
+# A folder goes only when empty, and never prefix itself or anything above it.
 uninstall:
-	cd $(DESTDIR)$(PREFIX) && rm -f $(INSTALLED)
-	-cd $(DESTDIR)$(PREFIX) && rmdir -p --ignore-fail-on-non-empty $(INSTALL_DIRS) 2>/dev/null
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	-for d in $(INSTALL_DIRS:%/=%); do d=$(DESTDIR)$$d; \
+	  while [ "$$d" != "$(DESTDIR)$(prefix)" ] && rmdir "$$d" 2>/dev/null; do d=$${d%/*}; done; done
+
+# ---- compiled-in install paths ----------------------------------------------------
+# common/instpath.c looks in these directories first; for a tree that was moved
+# as a whole (the module layout copied elsewhere, packages extracted into a folder)
+# it falls back to the same relative place next to the running file. Rewritten
+# only when a value changes, so a rebuild follows a new prefix and nothing else.
+rel_path = $(shell realpath -m --relative-to=$(1) $(2))
+PATHS_H  := $(BUILD)/gen/dlrt_paths.h
+PATHS_LINES = '/* Generated by make from the install directories; do not edit. */' \
+	'\#define DLRT_PLUGINDIR "$(plugindir)"' \
+	'\#define DLRT_PKGLIBEXECDIR "$(pkglibexecdir)"' \
+	'\#define DLRT_BINDIR "$(bindir)"' \
+	'\#define DLRT_MODELDIR "$(pkgdatadir)/models"' \
+	'\#define DLRT_PLUGIN_TO_PKGLIBEXEC "$(call rel_path,$(plugindir),$(pkglibexecdir))"' \
+	'\#define DLRT_PLUGIN_TO_BIN "$(call rel_path,$(plugindir),$(bindir))"' \
+	'\#define DLRT_BIN_TO_MODELDIR "$(call rel_path,$(bindir),$(pkgdatadir)/models)"'
+.PHONY: paths-force
+$(PATHS_H): paths-force
+	@mkdir -p $(@D)
+	@printf '%s\n' $(PATHS_LINES) | cmp -s - $@ || printf '%s\n' $(PATHS_LINES) > $@
+$(BUILD)/obj/common/instpath.o $(SAN_BUILD)/obj/common/instpath.o: $(PATHS_H)
 
 # ---- fuzzing (clang libFuzzer) -----------------------------------------------------
+# Every fuzzer links one instrumented library (the product's and the test-only
+# code, built once with coverage and sanitizers), not its own copy of the sources.
 FUZZ_CC    ?= clang
-FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer,address,undefined -std=gnu11 -D_GNU_SOURCE \
-              -Icommon -Ipmix-bridge $(PKG_CFLAGS)
+FUZZ_SAN   := -fsanitize=address,undefined
+FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -std=gnu11 -D_GNU_SOURCE -Icommon -Ipmix-bridge -I$(BUILD)/gen \
+              $(PKG_CFLAGS)
 FUZZ_BINS  := $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_LIB   := $(BUILD)/fuzz/libdlrt-fuzz.a
 FUZZ_SECONDS ?= 20
 
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRCS)
+$(BUILD)/fuzz/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $< $(LIB_SRCS) $(PKG_LIBS) -lm
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/obj/common/instpath.o: $(PATHS_H)
+
+$(FUZZ_LIB): $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(TEST_LIB_SRCS) $(LIB_SRCS))
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB) $(PKG_LIBS) -lm
 
 .PHONY: fuzz fuzz-smoke
 fuzz: $(FUZZ_BINS)
@@ -209,6 +296,27 @@ fuzz: $(FUZZ_BINS)
 fuzz-smoke:
 	$(MAKE) fuzz FUZZ_SECONDS=5
 
+# ---- packages ------------------------------------------------------------------------
+# make deb: the Debian packages dlrt, dlrt-tools and dlrt-infer (debian/), in
+# $(BUILD)/packages. make rpm: the same split as RPMs (dlrt.spec). Both build
+# from the files git knows (tracked, or new and not ignored), never from build output.
+# DEB_BUILD_OPTIONS=nocheck skips `make unit` inside the package build.
+PKG_OUT := $(abspath $(BUILD))/packages
+.PHONY: deb rpm dist
+dist:
+	@mkdir -p $(PKG_OUT)
+	rm -rf $(PKG_OUT)/dlrt-$(VERSION) && mkdir -p $(PKG_OUT)/dlrt-$(VERSION)
+	git ls-files -z --cached --others --exclude-standard | xargs -0 cp -p --parents -t $(PKG_OUT)/dlrt-$(VERSION)
+	tar -C $(PKG_OUT) -czf $(PKG_OUT)/dlrt-$(VERSION).tar.gz dlrt-$(VERSION)
+
+deb: dist
+	cd $(PKG_OUT)/dlrt-$(VERSION) && dpkg-buildpackage -us -uc -b
+	lintian --fail-on error $(PKG_OUT)/dlrt_$(VERSION)_*.changes
+
+rpm: dist
+	rpmbuild -bb --nodeps --define '_topdir $(PKG_OUT)/rpmbuild' \
+	  --define '_sourcedir $(PKG_OUT)' dlrt.spec
+
 # ---- benchmarks --------------------------------------------------------------------
 .PHONY: bench
 bench: cluster-up
@@ -218,4 +326,4 @@ bench: cluster-up
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/packages -prune -o -type f -name '*.d' -print 2>/dev/null)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# hvd-wireup.sh - time from srun to every rank past the global rendezvous (issue 4).
+# hvd-wireup.sh - time from srun to every rank past the global rendezvous.
 #
 # dlrt column: srun --dl-runtime=horovod --dl-horovod=gloo gloo_hvd_allreduce: the
 # plugin starts dlrt-hvd-driver on the first node, the tasks get its address through

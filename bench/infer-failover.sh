@@ -1,6 +1,6 @@
 #!/bin/bash
 # infer-failover.sh - dlrt-infer's coordinator failover and the cost of the
-# hot standby and the journal (issue 8, benchmark part 7).
+# hot standby and the journal (benchmark part 7).
 #
 # 1. Coordinator failure, RUNS times (default 5) each way in one pool of 4
 #    workers on 3 nodes running a deepcnn job: kill -9 of the coordinator, and
@@ -10,7 +10,7 @@
 #      serving    - the new coordinator serves under the next epoch
 #      re-dispatch- the first answer to a task it dispatched is recorded
 #    Each run kills the coordinator the previous run made (the standby it
-#    chose takes over). Mean and standard deviation; the seed (IDunno) needed
+#    chose takes over). Mean and standard deviation; IDunno needed
 #    12.89 s (sd 3.82) to be back to normal; HyperQueue needs a manual restart
 #    from its journal and its workers restarted.
 # 2. Dispatch rate of N no-op tasks (one query each, --prefetch 1, 4 workers),
@@ -107,7 +107,7 @@ echo "| failure | detection (the standby decides) | the new coordinator serves |
 echo "|---|---|---|---|"
 echo "| kill -9 of the coordinator |$(row "$W/runs-kill")"
 echo "| SIGSTOP of the coordinator (silent, as a lost node; bound 1 s) |$(row "$W/runs-stop")"
-echo "| IDunno (the seed), back to normal after a coordinator failure | 4 (worst case) | - | 12.89 (sd 3.82) |"
+echo "| IDunno, back to normal after a coordinator failure | 4 (worst case) | - | 12.89 (sd 3.82) |"
 re=$(cut -d' ' -f3 "$W/runs-stop" | stats | cut -d' ' -f1)
 awk -v r="$re" 'BEGIN { if (r > 0) printf "\nratio (seed / ours, silent coordinator, back to normal): %.1fx\n\n", 12.89 / r }'
 

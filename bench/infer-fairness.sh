@@ -1,5 +1,5 @@
 #!/bin/bash
-# infer-fairness.sh - the seed's table (issue 7, benchmark b): how fast a second
+# infer-fairness.sh - IDunno's table (benchmark b): how fast a second
 # job starts and how fast the two jobs' query rates come within 10%.
 #
 # One dlrt-infer pool of 6 workers on 3 nodes. For each batch size (2 4 6 8 10)
@@ -12,7 +12,7 @@
 #   converge  job 2 submitted -> the first moment from which both jobs' rates
 #             (over the 0.5 s window) stay within 10% of each other for 0.5 s
 #   gap       the median rate gap from then until job 2 runs out of tasks
-# Mean and standard deviation over the runs. The seed (IDunno) reports 6-23 s
+# Mean and standard deviation over the runs. IDunno reports 6-23 s
 # to converge. Timings are never pass/fail.
 #
 # Environment: BATCHES (default "2 4 6 8 10"), RUNS (5), KEEP (a folder to keep the pool in).

@@ -1,6 +1,6 @@
 #!/bin/bash
 # infer-recovery.sh - how fast a dlrt-infer pool gets over one worker failure
-# (issue 8, benchmark: the seed's "back to normal after one worker failure").
+# (benchmark: IDunno's "back to normal after one worker failure").
 #
 # A pool of 4 workers (3 that restart after a kill) runs deepcnn jobs of 12,000
 # queries in tasks of 10, so every worker always has a task in flight. RUNS
@@ -10,10 +10,10 @@
 # and from the coordinator's events (POOL/events.tsv, with its clock) it shows
 #   detection    failure -> worker declared lost, its task requeued
 #   re-dispatch  detection -> the lost task sent to another worker
-# as mean and standard deviation, next to the published numbers of the seed
+# as mean and standard deviation, next to the published numbers of IDunno
 # (IDunno: 12.43 s back to normal, sd 3.24; worst-case detection 4 s) and of
 # HyperQueue (heartbeat 8 s, lost after 2 intervals checked once per interval:
-# 16-24 s for a silent node), from /work/shared/reference/taskfarm-anchors.md.
+# 16-24 s for a silent node), as those projects report them.
 # Timings are never pass/fail.
 #
 #   bench/infer-recovery.sh     (from bench/run-all.sh, or with the cluster's env)

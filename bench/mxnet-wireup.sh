@@ -1,5 +1,5 @@
 #!/bin/bash
-# mxnet-wireup.sh - wire-up overhead of srun --dl-runtime=mxnet (issue 3).
+# mxnet-wireup.sh - wire-up overhead of srun --dl-runtime=mxnet.
 #
 # Times no-op steps (`true`) on 3 nodes, with and without --dl-runtime=mxnet,
 # at 3, 12 and 48 tasks, REPEAT times each after one discarded warm-up run,
@@ -7,7 +7,7 @@
 # pays for the role plan, the scheduler address/port choice and the PMIx
 # exchange (one dlrt-kv PMIx client per node, the node's other tasks wait for
 # its answer); the plain column is the same srun
-# with --mpi=pmix, so the PMIx server start-up is in both. Target (issue 3):
+# with --mpi=pmix, so the PMIx server start-up is in both. Target:
 # ratio <= 1.15.
 #
 #   SRUN="runuser -u dlrtu -- srun" bench/mxnet-wireup.sh

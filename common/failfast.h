@@ -1,7 +1,7 @@
 /* failfast.h - which task of a step failed first, said in one line.
  *
- * ps-lite's roles wait forever for a peer that died (framework-contracts.md
- * §1): a scheduler killed with -9, a scheduler that could not bind its port,
+ * ps-lite's roles wait forever for a peer that died (docs/contracts.md,
+ * mxnet): a scheduler killed with -9, a scheduler that could not bind its port,
  * a worker that raised an exception all leave the rest of the step hanging.
  * For runtimes with `end_step_on_failure` the plugin therefore ends the whole
  * step at the first failure it sees (spank/failfast.c, spank/mxsched.c) and

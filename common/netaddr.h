@@ -1,7 +1,7 @@
 /* netaddr.h - this node's address as other nodes reach it, and free ports.
  *
  * Frameworks bind numerically (ps-lite's ZMQ rejects names; see
- * framework-contracts.md §1.2), so dlrt hands out numeric IPv4 addresses and
+ * docs/contracts.md, mxnet), so dlrt hands out numeric IPv4 addresses and
  * never 127.0.0.1 across nodes.
  */
 #ifndef DLRT_NETADDR_H

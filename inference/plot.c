@@ -1,5 +1,5 @@
 /* plot.c - dlrt-infer plot: query rate and workers per job over time, as the
- * seed's figure, from the coordinator's timeline (POOL/timeline.tsv), drawn
+ * figure of IDunno's paper, from the coordinator's timeline (POOL/timeline.tsv), drawn
  * by gnuplot (Debian's gnuplot-nox) into a PNG.
  */
 #include <errno.h>

@@ -2,7 +2,7 @@
 #include "sched.h"
 
 /* The cost a job counts with: its own, or for a job not measured yet the
- * mean of the others (an equal share, as in the seed). */
+ * mean of the others (an equal share, as in IDunno). */
 static double cost_of(const struct dlrt_sched_job *j, double mean_known)
 {
 	return j->cost > 0 ? j->cost : mean_known > 0 ? mean_known : 1.0;

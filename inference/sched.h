@@ -1,6 +1,6 @@
 /* sched.h - fair shares of the pool's workers between jobs (pure, unit-tested).
  *
- * Goal (issue 7, after the IDunno seed): every running job gets the same query
+ * Goal (after IDunno): every running job gets the same query
  * rate. Two parts:
  *
  * The share model. A job's rate is (workers it holds) / (worker-seconds per
@@ -9,7 +9,7 @@
  *     target_j = W * cost_j / sum_k cost_k      (over jobs with work waiting)
  *
  * A job whose cost is not measured yet (just submitted) counts with the mean
- * cost of the others: an equal share at first, as in the seed. Targets are
+ * cost of the others: an equal share at first, as in IDunno. Targets are
  * what status, the timeline and the plot show as a job's share.
  *
  * The dispatch rule that makes the rates equal. Costs are measured over a

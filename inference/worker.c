@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "evloop.h"
+#include "instpath.h"
 #include "extmodel.h"
 #include "hbsend.h"
 #include "inputs.h"
@@ -443,9 +444,8 @@ static int serve(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 
 static void default_model_dir(struct wstate *s)
 {
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], dir[PATH_MAX];
 	ssize_t n;
-	char *slash;
 
 	if (s->o->model_dir && *s->o->model_dir) {
 		snprintf(s->model_dir, sizeof(s->model_dir), "%s", s->o->model_dir);
@@ -453,16 +453,13 @@ static void default_model_dir(struct wstate *s)
 	}
 	if (getenv("DLRT_MODEL_DIR") && *getenv("DLRT_MODEL_DIR"))
 		return; /* dlrt_model_open reads it */
-	/* Installed layout: PREFIX/bin/dlrt-infer -> PREFIX/share/dlrt/models. */
+	/* The compiled-in model folder, or the same place relative to dlrt-infer
+	 * in a moved tree (common/instpath.h); dlrt_model_open reports a miss. */
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return;
-	exe[n] = '\0';
-	slash = strrchr(exe, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	snprintf(s->model_dir, sizeof(s->model_dir), "%.4000s/../share/dlrt/models", exe);
+	exe[n > 0 ? n : 0] = '\0';
+	if (dlrt_instpath_find(dlrt_instpath_modeldir, n > 0 ? exe : NULL,
+			       dlrt_instpath_bin_to_modeldir, ".", dir, sizeof(dir), NULL) == 0)
+		snprintf(s->model_dir, sizeof(s->model_dir), "%.*s", (int)strlen(dir) - 2, dir);
 }
 
 int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)

@@ -7,7 +7,7 @@
  *
  * Rule: never call this from a task whose program uses PMIx or MPI itself. An
  * Init/Finalize before exec makes Open MPI's MPI_Init fail on Debian 12
- * (slurm-spank-hwloc-notes.md §7.4); `struct dlrt_runtime.program_uses_pmix`
+ * (docs/contracts.md, "PMIx and Open MPI"); `struct dlrt_runtime.program_uses_pmix`
  * marks those runtimes and the plugin skips the exchange for them.
  *
  * Every wait is bounded: fences and gets run non-blocking and are abandoned at

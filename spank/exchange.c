@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "exchange.h"
 #include "exchange_reply.h"
+#include "instpath.h"
 #include "netaddr.h"
 #include "svcauth.h"
 
@@ -73,23 +74,20 @@ bool dlrt_exchange_possible(spank_t sp)
 	return env_find(env, "PMIX_NAMESPACE") && env_find(env, "PMIX_RANK");
 }
 
-/* dlrt-kv lives in <prefix>/bin; the plugin in <prefix>/lib/dlrt/dlrt.so (or,
- * in a build tree, <build>/dlrt.so next to <build>/bin). */
+/* dlrt-kv is in the compiled-in bindir, or in a moved tree at the same place
+ * relative to the plugin (common/instpath.h). */
 static int find_kv(char *out, size_t len, struct dlrt_err *err)
 {
 	Dl_info info;
-	char dir[4096], *slash;
 
-	if (!dladdr((void *)dlrt_exchange_root, &info) || !info.dli_fname)
-		return dlrt_err_set(err, "cannot tell where the dlrt plugin is installed");
-	snprintf(dir, sizeof(dir), "%s", info.dli_fname);
-	for (int up = 0; up < 3 && (slash = strrchr(dir, '/')); up++) {
-		*slash = '\0';
-		if (snprintf(out, len, "%s/bin/dlrt-kv", dir) < (int)len && access(out, X_OK) == 0)
-			return 0;
-	}
-	return dlrt_err_set(err, "dlrt-kv is missing next to the plugin %s: reinstall dlrt "
-			    "(make install) so <prefix>/bin/dlrt-kv exists", info.dli_fname);
+	if (!dladdr((void *)dlrt_exchange_root, &info))
+		info.dli_fname = NULL;
+	if (dlrt_instpath_find(dlrt_instpath_bindir, info.dli_fname, dlrt_instpath_plugin_to_bin,
+			       "dlrt-kv", out, len, err) < 0)
+		return -1;
+	if (access(out, X_OK) != 0)
+		return dlrt_err_errno(err, errno, "%s is not executable: reinstall dlrt", out);
+	return 0;
 }
 
 static void __attribute__((noreturn)) child_exec(const char *path, char **argv, char **env,

@@ -3,7 +3,7 @@
  * Options are registered with spank_option_register() from slurm_spank_init in
  * srun, sbatch/salloc and slurmstepd alike: the static `spank_options` table is
  * not loaded in the allocator context, and then sbatch would not know
- * --dl-runtime (slurm-spank-hwloc-notes.md §7.3). The names and usages come
+ * --dl-runtime (docs/contracts.md, "Slurm SPANK"). The names and usages come
  * from common/opts.c, the one place options are described.
  */
 #include <slurm/spank.h>

@@ -36,6 +36,7 @@
 
 #include "buf.h"
 #include "crypto.h"
+#include "instpath.h"
 #include "netaddr.h"
 #include "plugin.h"
 #include "proc.h"
@@ -44,31 +45,20 @@
 #define STOP_GRACE_MS 1000
 #define LOG_EXIT 123 /* child(): its --dl-verbose log could not be created */
 
-/* <prefix>/lib/dlrt/dlrt.so -> <prefix>/libexec/dlrt/<program>: the services
- * are found next to the plugin that starts them, wherever it was installed. */
+/* The services are in the compiled-in pkglibexecdir, or in a moved tree at the
+ * same place relative to the plugin that starts them (common/instpath.h). */
 static int program_path(const char *program, char *out, size_t len, struct dlrt_err *err)
 {
 	Dl_info info;
-	char dir[4096];
 	struct stat st;
-	char *slash;
 
-	if (!dladdr((void *)program_path, &info) || !info.dli_fname ||
-	    strlen(info.dli_fname) >= sizeof(dir))
-		return dlrt_err_set(err, "cannot find where dlrt.so is installed, so not %s: "
-				    "reinstall dlrt with make install", program);
-	snprintf(dir, sizeof(dir), "%s", info.dli_fname);
-	for (int up = 0; up < 3; up++) { /* strip dlrt.so, dlrt, lib */
-		slash = strrchr(dir, '/');
-		if (!slash)
-			return dlrt_err_set(err, "dlrt.so is not installed under <prefix>/lib/dlrt "
-					    "(%s): reinstall dlrt with make install", info.dli_fname);
-		*slash = '\0';
-	}
-	if ((size_t)snprintf(out, len, "%s/libexec/dlrt/%s", dir, program) >= len)
-		return dlrt_err_set(err, "the install path of %s is too long", program);
+	if (!dladdr((void *)program_path, &info))
+		info.dli_fname = NULL;
+	if (dlrt_instpath_find(dlrt_instpath_pkglibexecdir, info.dli_fname,
+			       dlrt_instpath_plugin_to_pkglibexec, program, out, len, err) < 0)
+		return -1;
 	if (stat(out, &st) < 0)
-		return dlrt_err_errno(err, errno, "cannot find %s: reinstall dlrt (make install)", out);
+		return dlrt_err_errno(err, errno, "cannot find %s: reinstall dlrt", out);
 	/* Run as the user, but never a program anyone else could have replaced. */
 	if (!S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR) || (st.st_mode & (S_IWGRP | S_IWOTH)))
 		return dlrt_err_set(err, "%s is not an executable file writable only by its owner: "

@@ -15,3 +15,12 @@ LIBEXEC    += $(BUILD)/libexec/dlrt-relay
 UNIT_TESTS += $(BUILD)/tests/test_relay
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-relay,tools/dlrt_relay_main.c))
 TEST_LDFLAGS_relay := -lpthread
+# dlrt-topo: the GPU/NIC plan of a node or a fixture (common/gpu*.c; docs/gpu-binding.md).
+BINS       += $(BUILD)/bin/dlrt-topo
+MANPAGES   += docs/man/dlrt-topo.1
+$(eval $(call dlrt_program,$(BUILD)/bin/dlrt-topo,tools/dlrt_topo_main.c))
+# bench/gpuplan.sh runs this (plan time and quality on the fixtures).
+$(eval $(call dlrt_program,$(BUILD)/bench/bench_gpuplan,bench/bench_gpuplan.c))
+.PHONY: bench-gpuplan
+bench-gpuplan: $(BUILD)/bench/bench_gpuplan
+	BUILD=$(BUILD) bench/gpuplan.sh

@@ -13,7 +13,7 @@ PKG_LIBS    += -Wl,--as-needed -lz -Wl,--no-as-needed
 # The engine is written for the auto-vectorizer: -O3 for the model code, and
 # reassociation for the dot products in nn_hot.c only (see nn_hot.h).
 $(BUILD)/obj/inference/models/%.o: CFLAGS += -O3
-$(BUILD)/obj/inference/models/nn_hot.o: CFLAGS += -fno-trapping-math \
+$(BUILD)/obj/inference/models/nn_hot.o: DLRT_CFLAGS += -fno-trapping-math \
 	-fno-signed-zeros -fassociative-math
 
 BINS        += $(BUILD)/bin/dlrt-train
@@ -56,11 +56,11 @@ $(DLRT_MODEL_DIR)/%.dlrtw: $(DLRT_MODEL_DIR)/%.opts $(MODELS_TRAIN_SRCS) $(MODEL
 .PRECIOUS: $(DLRT_MODEL_DIR)/%.opts
 
 # Not part of `make install` (training takes minutes): run it after install
-# (same PREFIX/DESTDIR) so workers find the weights with
-# DLRT_MODEL_DIR=$(PREFIX)/share/dlrt/models.
+# (same directories and DESTDIR); workers find the weights in the compiled-in
+# $(pkgdatadir)/models. The packages run it at build time.
 .PHONY: install-models
 install-models: models
-	install -d $(DESTDIR)$(PREFIX)/share/dlrt/models $(DESTDIR)$(PREFIX)/share/dlrt/examples
+	install -d $(DESTDIR)$(pkgdatadir)/models $(DESTDIR)$(pkgdatadir)/examples
 	install -m 0644 $(DLRT_MODEL_DIR)/lenet5.dlrtw $(DLRT_MODEL_DIR)/deepcnn.dlrtw \
-	    $(DESTDIR)$(PREFIX)/share/dlrt/models/
-	install -m 0755 inference/models/examples/torch_model.py $(DESTDIR)$(PREFIX)/share/dlrt/examples/
+	    $(DESTDIR)$(pkgdatadir)/models/
+	install -m 0755 inference/models/examples/torch_model.py $(DESTDIR)$(pkgdatadir)/examples/

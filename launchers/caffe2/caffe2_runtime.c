@@ -1,7 +1,7 @@
 /* caffe2_runtime.c - Caffe2 as the Kubeflow operator runs it: task 0 the MASTER,
  * the others WORKERs, each a shard.
  *
- * Contract (framework-contracts.md §3.1): the operator injects NUM_SHARDS,
+ * Contract (docs/contracts.md, Caffe2): the operator injects NUM_SHARDS,
  * SHARD_ID, RUN_ID and CAFFE2_CONFIG into every replica. RUN_ID prefixes every
  * store key and keys are write-once (SETNX), so it must be unique per attempt:
  * job id, step id and Slurm's restart count together are.

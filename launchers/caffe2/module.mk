@@ -10,11 +10,7 @@ MANPAGES   += docs/man/dlrt-store.8
 
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-store,launchers/caffe2/dlrt_store_main.c))
 
-# A gloo allreduce that rendezvouses through gloo::rendezvous::RedisStore
-# (Debian's libgloo is built with GLOO_USE_REDIS) on the helper store.
-TEST_PROGS += $(BUILD)/testprogs/gloo_redis_allreduce
-$(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_redis_allreduce,launchers/caffe2/testprog/gloo_redis_allreduce.cc,-DHIREDIS_NESTED_INCLUDE -lgloo -lhiredis -pthread))
-
+# $(BUILD)/testprogs/gloo_redis_allreduce: tests/progs/caffe2 (tests/progs/module.mk).
 # The real-client test (redis-cli, redis-server, gloo) runs with `make unit`
 # through a generated wrapper: against the plain store, and against a store
 # built with ASan+UBSan for the sanitized pass.
@@ -29,7 +25,7 @@ $(BUILD)/tests/test_resp_redis_cli: tests/unit/resp_redis_cli.sh $(BUILD)/libexe
 
 $(SAN_BUILD)/libexec/dlrt-store: $(SAN_BUILD)/obj/launchers/caffe2/dlrt_store_main.o $(SAN_BUILD)/libdlrt.a
 	@mkdir -p $(@D)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDFLAGS) $(PKG_LIBS) -lm
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(ALL_LDFLAGS) $(PKG_LIBS) -lm
 
 $(SAN_BUILD)/tests/test_resp_redis_cli: tests/unit/resp_redis_cli.sh $(SAN_BUILD)/libexec/dlrt-store \
 		$(BUILD)/testprogs/gloo_redis_allreduce
@@ -37,10 +33,3 @@ $(SAN_BUILD)/tests/test_resp_redis_cli: tests/unit/resp_redis_cli.sh $(SAN_BUILD
 	printf '#!/bin/sh\nexec %s %s %s\n' $(abspath tests/unit/resp_redis_cli.sh) \
 	  $(abspath $(SAN_BUILD)/libexec/dlrt-store) $(abspath $(BUILD)/testprogs/gloo_redis_allreduce) > $@
 	chmod +x $@
-
-# dlrt-store(8) is the first section-8 page; the top-level install creates
-# only man1 and man7, so make sure man8 exists before it copies MANPAGES.
-.PHONY: caffe2-install-man8
-install: caffe2-install-man8
-caffe2-install-man8:
-	install -d $(DESTDIR)$(PREFIX)/share/man/man8

@@ -1,6 +1,6 @@
 /* horovod_runtime.c - Horovod: every task is a worker.
  *
- * Contract (framework-contracts.md §2): HOROVOD_RANK/SIZE, LOCAL_RANK/SIZE and
+ * Contract (docs/contracts.md, Horovod): HOROVOD_RANK/SIZE, LOCAL_RANK/SIZE and
  * CROSS_RANK/SIZE with the semantics of horovodrun's get_host_assignments (the
  * role model computes cross ranks that way, also for unequal tasks per node),
  * and HOROVOD_HOSTNAME equal within a node and distinct across nodes: the

@@ -1,7 +1,8 @@
-# launchers/horovod/: Horovod gloo-mode rendezvous driver (issue 4).
+# launchers/horovod/: Horovod gloo-mode rendezvous driver.
 #
 #   libexec/dlrt-hvd-driver      the HTTP rendezvous server (Horovod's protocol)
 #   testprogs/gloo_hvd_allreduce a real libgloo job whose store speaks that protocol
+#                                (tests/progs/horovod, built by tests/progs/module.mk)
 #   bench/bench_hvd_driver       requests/s under concurrent clients (bench/hvd-driver.sh)
 
 HVD_DIR := launchers/horovod
@@ -24,9 +25,6 @@ $(BUILD)/tests/test_hvd_driver_loopback $(SAN_BUILD)/tests/test_hvd_driver_loopb
 # ... and the gloo test runs tests/unit/hvd_gloo_local.sh with the driver and the test program.
 $(BUILD)/tests/test_hvd_gloo_local $(SAN_BUILD)/tests/test_hvd_gloo_local: | \
 	$(BUILD)/libexec/dlrt-hvd-driver $(BUILD)/testprogs/gloo_hvd_allreduce
-
-TEST_PROGS += $(BUILD)/testprogs/gloo_hvd_allreduce
-$(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_hvd_allreduce,$(HVD_DIR)/testprog/gloo_hvd_allreduce.cc,-lgloo -lpthread))
 
 FUZZERS += http
 

@@ -1,6 +1,6 @@
 /* mxnet_runtime.c - MXNet / ps-lite: one scheduler, N servers, the rest workers.
  *
- * Contract (framework-contracts.md §1): the role comes only from DMLC_ROLE; the
+ * Contract (docs/contracts.md, mxnet): the role comes only from DMLC_ROLE; the
  * scheduler waits for exactly DMLC_NUM_SERVER + DMLC_NUM_WORKER registrations,
  * so the counts must be exact or ps-lite hangs forever. Ranks are assigned by
  * the scheduler, never by the launcher (no DMLC_RANK).

@@ -1,6 +1,6 @@
 /* torch_runtime.c - PyTorch torch.distributed with init_method env://.
  *
- * Contract (framework-contracts.md §3.2): the variables torchrun gives its
+ * Contract (docs/contracts.md, torch.distributed): the variables torchrun gives its
  * workers, computed from the step itself (never from the job's node list or
  * job id, the mistakes Lightning and submitit make for multi-step jobs).
  * GROUP_* describe nodes (one torchrun agent per node), ROLE_* the single role.

@@ -15,6 +15,8 @@ PACKAGES=(
 	# tests and their real clients
 	perl python3 python3-torch python3-numpy libgloo-dev g++ redis-tools redis-server
 	lmod man-db dataset-fashion-mnist gnuplot-nox hyperfine parallel
+	# packages: make deb (dpkg-buildpackage, lintian) and make rpm (rpmbuild)
+	devscripts debhelper dpkg-dev lintian rpm
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -1,5 +1,5 @@
 /* fuzz_pslite.c - libFuzzer target for the ps-lite contract test's message
- * decoder (launchers/mxnet/pslite_msg.c), which reads bytes from the network.
+ * decoder (tests/progs/mxnet/pslite_msg.c), which reads bytes from the network.
  *
  * The input is read as a stream of messages, as a connection delivers them.
  * For each decoded message:
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../launchers/mxnet/pslite_msg.h"
+#include "../progs/mxnet/pslite_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,7 +1,8 @@
 # tests/unit: the core's own unit tests (components list theirs in their module.mk).
 UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_roles $(BUILD)/tests/test_opts \
               $(BUILD)/tests/test_plugin_load $(BUILD)/tests/test_service \
-              $(BUILD)/tests/test_crypto $(BUILD)/tests/test_proc $(BUILD)/tests/test_tcpserver
+              $(BUILD)/tests/test_crypto $(BUILD)/tests/test_proc $(BUILD)/tests/test_tcpserver \
+              $(BUILD)/tests/test_instpath
 # The fake SPANK host exports spank_* so the dlopen'ed plugin binds to it.
 TEST_LDFLAGS_plugin_load := -rdynamic -ldl
 $(BUILD)/tests/test_plugin_load $(SAN_BUILD)/tests/test_plugin_load: $(PLUGIN)

@@ -1,6 +1,6 @@
 /* Loader and fake-host test of the plugin.
  *
- * A test host in the spirit of slurm-spank-hwloc-notes.md §4 (fake_spank.c
+ * A fake SPANK host (docs/contracts.md, "Slurm SPANK"; fake_spank.c
  * provides what Slurm would, exported with -rdynamic): this program dlopens the real dlrt.so and drives the slurmstepd sequence
  * init -> option callbacks -> init_post_opt -> user_init -> task_init for every
  * task of a step, checking what the plugin sets. The real header spank.h is

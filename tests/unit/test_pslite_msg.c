@@ -1,4 +1,4 @@
-/* test_pslite_msg.c - the ps-lite contract test's wire format (launchers/mxnet/pslite_msg.c).
+/* test_pslite_msg.c - the ps-lite contract test's wire format (tests/progs/mxnet/pslite_msg.c).
  *
  * Round trips of every message type, byte-by-byte arrival (0 = need more),
  * and the decoder's refusals: bad magic/version/type, oversized bodies,
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../launchers/mxnet/pslite_msg.h"
+#include "../progs/mxnet/pslite_msg.h"
 #include "tap.h"
 
 static struct dlrt_err err;

@@ -1,7 +1,7 @@
 /* mpi_allreduce - an Open MPI program run under `srun --mpi=pmix --dl-runtime=...`.
  *
- * It proves dlrt leaves MPI's own PMIx wire-up alone (slurm-spank-hwloc-notes.md
- * §7.4: a PMIx session opened before exec breaks MPI_Init). Prints one line per
+ * It proves dlrt leaves MPI's own PMIx wire-up alone (docs/contracts.md,
+ * "PMIx and Open MPI": a PMIx session opened before exec breaks MPI_Init). Prints one line per
  * rank with the sum of all ranks and exits non-zero if the sum is wrong.
  * --times: also "rank R: past global at <ns>" after MPI_Init and a barrier
  * (the baseline of bench/hvd-wireup.sh). */

@@ -1,6 +1,6 @@
 #!/bin/bash
 # --dl-runtime=mxnet trains a real ps-lite-contract job across 3 nodes (the C
-# program launchers/mxnet/testprog follows ps-lite's start-up contract: the
+# program tests/progs/mxnet/pslite_contract follows ps-lite's start-up contract: the
 # scheduler binds DMLC_PS_ROOT_URI:PORT, servers and workers bind
 # DMLC_NODE_HOST, register, get the table, push/pull and check every value):
 # several server/worker mixes, uneven layouts, sbatch, two concurrent steps in
