@@ -181,8 +181,19 @@ int main(int argc, char **argv)
 			dlrt_err_set(&err, "--cpu-bind %s: give mask_cpu:LIST or map_cpu:LIST", cpubind);
 		if (rc != 1)
 			goto fail;
-	} else if (dlrt_gpuplan_layout(t, NULL, ntasks, cpt, dist, cpus, &err) < 0) {
-		goto fail;
+	} else {
+		/* The plugin's fallbacks, so that the plan shown is the one it uses. */
+		int fit = dlrt_gpuplan_layout_step(t, NULL, ntasks, cpt, dist, cpus, &err);
+		int ncpu = hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t));
+
+		if (fit < 0)
+			goto fail;
+		if (fit == DLRT_GPUPLAN_FIT_EVEN)
+			printf("note: %d tasks x %d CPUs do not fit in %d CPUs: the CPUs are shared "
+			       "out evenly, as the plugin does\n", ntasks, cpt, ncpu);
+		else if (fit == DLRT_GPUPLAN_FIT_SHARED)
+			printf("note: %d tasks on %d CPUs (oversubscribed): every task gets all "
+			       "CPUs, as the plugin does\n", ntasks, ncpu);
 	}
 	p = dlrt_gpuplan_compute(t, &al, bind, (hwloc_const_cpuset_t const *)cpus, ntasks, &err);
 	if (!p)

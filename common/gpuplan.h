@@ -184,6 +184,18 @@ int dlrt_gpuplan_layout(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t 
 			int cpus_per_task, enum dlrt_gpuplan_dist dist, hwloc_bitmap_t *out,
 			struct dlrt_err *err);
 
+/* The layout the plugin uses when srun gave no CPU masks: cpus_per_task CPUs
+ * each when they fit, else `cpus` shared out evenly, else (more tasks than
+ * CPUs: oversubscribed) every task gets all of `cpus`. Returns how: */
+enum dlrt_gpuplan_fit {
+	DLRT_GPUPLAN_FIT_EXACT = 0, /* cpus_per_task each (0: shared out evenly) */
+	DLRT_GPUPLAN_FIT_EVEN,      /* cpus_per_task did not fit: shared out evenly */
+	DLRT_GPUPLAN_FIT_SHARED,    /* oversubscribed: every task has all CPUs */
+};
+int dlrt_gpuplan_layout_step(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t cpus,
+			     int ntasks, int cpus_per_task, enum dlrt_gpuplan_dist dist,
+			     hwloc_bitmap_t *out, struct dlrt_err *err);
+
 /* ---- the plan ------------------------------------------------------------ */
 
 struct dlrt_gpuplan_task {

@@ -433,6 +433,26 @@ fail:
 	return rv;
 }
 
+int dlrt_gpuplan_layout_step(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t cpus,
+			     int ntasks, int cpus_per_task, enum dlrt_gpuplan_dist dist,
+			     hwloc_bitmap_t *out, struct dlrt_err *err)
+{
+	if (ntasks < 1 || ntasks > DLRT_GPUPLAN_TASK_MAX)
+		return dlrt_err_set(err, "%d tasks: give between 1 and %d", ntasks,
+				    DLRT_GPUPLAN_TASK_MAX);
+	if (!cpus)
+		cpus = dlrt_gpuplan_topology_cpus(t);
+	if (dlrt_gpuplan_layout(t, cpus, ntasks, cpus_per_task, dist, out, err) == 0)
+		return DLRT_GPUPLAN_FIT_EXACT;
+	if (cpus_per_task != 0 && dlrt_gpuplan_layout(t, cpus, ntasks, 0, dist, out, err) == 0)
+		return DLRT_GPUPLAN_FIT_EVEN;
+	/* Slurm runs more tasks than CPUs with --overcommit or --oversubscribe:
+	 * the tasks share the CPUs, and the GPU plan still gives each its GPUs. */
+	for (int i = 0; i < ntasks; i++)
+		hwloc_bitmap_copy(out[i], cpus);
+	return DLRT_GPUPLAN_FIT_SHARED;
+}
+
 void dlrt_gpuplan_format_cpus(hwloc_const_bitmap_t set, char *buf, size_t len)
 {
 	if (!set || hwloc_bitmap_iszero(set)) {

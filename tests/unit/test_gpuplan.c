@@ -547,6 +547,59 @@ static void test_layout(void)
 	       "missing XML names the file: %s", err.msg);
 }
 
+/* More GPUs than CPUs (hwloc's nvidiaDGX2.xml shape: 16 GPUs, 4 CPUs): the
+ * plugin's layout (dlrt_gpuplan_layout_step, also dlrt-topo's) oversubscribes
+ * instead of failing, and every task still gets its own GPUs. */
+static void test_oversubscribed(void)
+{
+	struct dlrt_gpuplan_topo *t = load("dgx2-16g.xml");
+	struct dlrt_gpuplan_alloc al;
+	struct dlrt_gpuplan_bind b;
+	struct dlrt_gpuplan *p;
+	struct dlrt_err err;
+	hwloc_bitmap_t c[16];
+	char buf[64];
+	int fit;
+
+	if (!t)
+		return;
+	TAP_IS_INT(t->ngpus, 16, "dgx2: 16 GPUs");
+	TAP_IS_INT(hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t)), 4, "dgx2: 4 CPUs");
+	for (int i = 0; i < 16; i++)
+		c[i] = hwloc_bitmap_alloc();
+	TAP_OK(dlrt_gpuplan_layout(t, NULL, 16, 0, DLRT_GPUPLAN_CYCLIC, c, &err) < 0,
+	       "dgx2: the strict layout of 16 tasks fails: %s", err.msg);
+	fit = dlrt_gpuplan_layout_step(t, NULL, 16, 0, DLRT_GPUPLAN_CYCLIC, c, &err);
+	TAP_IS_INT(fit, DLRT_GPUPLAN_FIT_SHARED, "dgx2: 16 tasks are oversubscribed");
+	dlrt_gpuplan_format_cpus(c[15], buf, sizeof(buf));
+	TAP_IS_STR(buf, "0-3", "dgx2: task 15 has all CPUs");
+	dlrt_gpuplan_alloc_parse(&al, t, NULL, NULL, NULL, &err);
+	dlrt_gpuplan_bind_parse(&b, "closest", &err);
+	p = dlrt_gpuplan_compute(t, &al, &b, (hwloc_const_cpuset_t const *)c, 16, &err);
+	TAP_IS_STR(show(p, 0), "0|1|2|3|4|5|6|7|8|9|10|11|12|13|14|15",
+		   "dgx2: 16 tasks, task i gets GPU i");
+	dlrt_gpuplan_free(p);
+	fit = dlrt_gpuplan_layout_step(t, NULL, 8, 0, DLRT_GPUPLAN_CYCLIC, c, &err);
+	TAP_IS_INT(fit, DLRT_GPUPLAN_FIT_SHARED, "dgx2: 8 tasks on 4 CPUs are oversubscribed");
+	p = dlrt_gpuplan_compute(t, &al, &b, (hwloc_const_cpuset_t const *)c, 8, &err);
+	TAP_IS_STR(show(p, 0), "0,1|2,3|4,5|6,7|8,9|10,11|12,13|14,15",
+		   "dgx2: 8 tasks get 2 GPUs each, in order");
+	dlrt_gpuplan_free(p);
+	fit = dlrt_gpuplan_layout_step(t, NULL, 2, 4, DLRT_GPUPLAN_CYCLIC, c, &err);
+	TAP_IS_INT(fit, DLRT_GPUPLAN_FIT_EVEN, "dgx2: 2 tasks x 4 CPUs are shared out evenly");
+	dlrt_gpuplan_format_cpus(c[1], buf, sizeof(buf));
+	TAP_IS_STR(buf, "2-3", "dgx2: task 1 on package 1");
+	p = dlrt_gpuplan_compute(t, &al, &b, (hwloc_const_cpuset_t const *)c, 2, &err);
+	TAP_IS_STR(show(p, 0), "0,1,2,3,4,5,6,7|8,9,10,11,12,13,14,15",
+		   "dgx2: 2 tasks get the GPUs of their package");
+	dlrt_gpuplan_free(p);
+	TAP_IS_INT(dlrt_gpuplan_layout_step(t, NULL, 0, 0, DLRT_GPUPLAN_CYCLIC, c, &err), -1,
+		   "dgx2: 0 tasks is an error");
+	for (int i = 0; i < 16; i++)
+		hwloc_bitmap_free(c[i]);
+	dlrt_gpuplan_topology_free(t);
+}
+
 static void test_parsers(void)
 {
 	static const char *const bad_gpus[] = { "", "0,,1", "a", "1-0", "0,0", "64", "0-",
@@ -847,6 +900,7 @@ int main(void)
 	test_bind_self();
 	test_nogpu();
 	test_layout();
+	test_oversubscribed();
 	test_parsers();
 	test_solver();
 	test_optimal();
