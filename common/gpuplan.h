@@ -94,6 +94,12 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load_xml(const char *xml, size_t
 							 const char *name, struct dlrt_err *err);
 void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t);
 
+/* Why hwloc refused the topology text xml[0..len) (no NUL needed), found by
+ * looking at the text: an XML version newer than 2, an object without a
+ * cpuset or with a cpuset that is no hwloc bitmap, an allowed_cpuset without
+ * any of the machine's CPUs. 1 and one line with its fix in `why`, or 0. */
+int dlrt_gpuplan_xml_why(const char *xml, size_t len, char *why, size_t whylen);
+
 /* The CPUs tasks may use: hwloc's allowed set (all CPUs of an XML file,
  * the cgroup's on a live node), or the process binding with
  * DLRT_GPUPLAN_LOAD_RESTRICT_CPUBIND. Owned by the topology. */

@@ -12,9 +12,13 @@
 #include "gpuplan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int is_gpu_pcidev(hwloc_obj_t o)
 {
@@ -190,6 +194,65 @@ full:
 			    "handles at most %d per node", DLRT_GPUPLAN_GPU_MAX, DLRT_GPUPLAN_GPU_MAX);
 }
 
+/* At most this much of a refused file is read to find out why. */
+#define WHY_READ_MAX (64u << 20)
+
+/* The file hwloc just refused (a path of the admin or of the command-line
+ * user: slurmstepd loads a job's own file from memory), as bytes. */
+static char *read_refused(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+	    (uint64_t)st.st_size > WHY_READ_MAX || !(buf = malloc((size_t)st.st_size + 1)))
+		goto out;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	*len = got;
+out:
+	close(fd);
+	return buf;
+}
+
+/* hwloc says why only on stderr (HWLOC_XML_VERBOSE) and often leaves errno
+ * at 0 ("Success"): name the cause found in the text, else errno's. */
+static void load_failed(struct dlrt_err *err, int e, const char *xml_path, const char *xml,
+			size_t xml_len)
+{
+	char why[400] = "";
+	char *own = NULL;
+
+	if (!xml_path) {
+		dlrt_err_errno(err, e, "hwloc could not load the node's topology");
+		return;
+	}
+	if (!xml && (own = read_refused(xml_path, &xml_len)))
+		xml = own;
+	if (xml && dlrt_gpuplan_xml_why(xml, xml_len, why, sizeof(why)))
+		dlrt_err_set(err, "hwloc could not load topology file %s: %s", xml_path, why);
+	else if (e != 0)
+		dlrt_err_errno(err, e, "hwloc could not load topology file %s (check that it is "
+			       "hwloc XML from lstopo --of xml; HWLOC_XML_VERBOSE=1 shows hwloc's "
+			       "reason)", xml_path);
+	else
+		dlrt_err_set(err, "hwloc could not load topology file %s and gave no reason: "
+			     "HWLOC_XML_VERBOSE=1 dlrt-topo --xml %s shows hwloc's own messages",
+			     xml_path, xml_path);
+	free(own);
+}
+
 /* From the live node (xml_path and xml NULL), a file, or bytes in memory
  * named `xml_path` in errors. */
 static struct dlrt_gpuplan_topo *load(const char *xml_path, const char *xml, size_t xml_len,
@@ -234,8 +297,9 @@ static struct dlrt_gpuplan_topo *load(const char *xml_path, const char *xml, siz
 		}
 	}
 	if (hwloc_topology_load(t->topo) < 0) {
-		dlrt_err_errno(err, errno, "hwloc could not load %s%s", xml_path ? "topology file " :
-			       "the node's topology", xml_path ? xml_path : "");
+		int e = errno;
+
+		load_failed(err, e, xml_path, xml, xml_len);
 		goto fail;
 	}
 	t->cpus = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t->topo));

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpuplan.h"
 #include "tap.h"
@@ -600,6 +601,125 @@ static void test_oversubscribed(void)
 	dlrt_gpuplan_topology_free(t);
 }
 
+/* nogpu.xml's text with `from` replaced by `to` (first occurrence). */
+static char *nogpu_with(const char *from, const char *to, size_t *len)
+{
+	FILE *f = fopen(fixture("nogpu.xml"), "r");
+	char *in = calloc(1, 1 << 16), *out = calloc(1, (1 << 16) + 256), *at;
+	size_t n = f ? fread(in, 1, (1 << 16) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	at = n ? strstr(in, from) : NULL;
+	if (!at) {
+		free(in);
+		free(out);
+		return NULL;
+	}
+	snprintf(out, (1 << 16) + 256, "%.*s%s%s", (int)(at - in), in, to, at + strlen(from));
+	free(in);
+	*len = strlen(out);
+	return out;
+}
+
+/* hwloc refuses these files with "Invalid argument" or errno 0 ("Success")
+ * and says why only on stderr: the error must name the cause itself. */
+static void test_load_errors(void)
+{
+	static const struct {
+		const char *from, *to, *want, *desc;
+	} cases[] = {
+		{ "<topology version=\"2.0\">", "<topology version=\"3.0\">",
+		  "hwloc XML version 3.0 and this hwloc", "newer XML version" },
+		{ "allowed_cpuset=\"0x0000000f\"", "allowed_cpuset=\"0x000000f0\"",
+		  "allowed_cpuset=\"0x000000f0\" holds none of the machine's CPUs",
+		  "allowed_cpuset without the machine's CPUs" },
+		{ "allowed_cpuset=\"0x0000000f\"", "allowed_cpuset=\"zz\"",
+		  "allowed_cpuset=\"zz\", which is not an hwloc bitmap", "cpuset text" },
+		{ "<object type=\"PU\" os_index=\"0\" cpuset=\"0x00000001\"",
+		  "<object type=\"PU\" os_index=\"0\"", "object PU P#0 has no cpuset",
+		  "object without cpuset" },
+	};
+	char tmp[] = "/tmp/dlrt-test-topo-XXXXXX";
+	int fd = mkstemp(tmp);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct dlrt_err err = { "" };
+		size_t len = 0;
+		char *x = nogpu_with(cases[i].from, cases[i].to, &len);
+		struct dlrt_gpuplan_topo *t;
+
+		if (!x || fd < 0) {
+			TAP_OK(0, "%s: fixture text", cases[i].desc);
+			free(x);
+			continue;
+		}
+		t = dlrt_gpuplan_topology_load_xml(x, len, "job.xml", &err);
+		TAP_OK(!t && strstr(err.msg, cases[i].want) && !strstr(err.msg, "Success") &&
+		       !strstr(err.msg, "Invalid argument") && one_line(&err),
+		       "%s, from memory: %s", cases[i].desc, err.msg);
+		dlrt_gpuplan_topology_free(t);
+		if (ftruncate(fd, 0) == 0 && pwrite(fd, x, len, 0) == (ssize_t)len) {
+			t = dlrt_gpuplan_topology_load(tmp, 0, &err);
+			TAP_OK(!t && strstr(err.msg, cases[i].want) && strstr(err.msg, tmp) &&
+			       !strstr(err.msg, "Success") && one_line(&err),
+			       "%s, from a file: %s", cases[i].desc, err.msg);
+			dlrt_gpuplan_topology_free(t);
+		}
+		free(x);
+	}
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	{
+		char why[256] = "";
+		static const char good[] = "<topology version=\"2.0\"><object type=\"Machine\" "
+					   "cpuset=\"0x0000000f,0xf...f\" allowed_cpuset=\"0x1\">";
+
+		TAP_IS_INT(dlrt_gpuplan_xml_why(good, sizeof(good) - 1, why, sizeof(why)), 0,
+			   "a sound text has no reason: %s", why);
+		TAP_IS_INT(dlrt_gpuplan_xml_why("<topology version=\"", 20, why, sizeof(why)), 0,
+			   "a cut text has none either");
+	}
+}
+
+/* dlrt-topo itself: its messages speak of its own options. */
+static void test_topo_tool(void)
+{
+	const char *plugin = getenv("DLRT_PLUGIN");
+	char bin[1024], cmd[4096], out[4096];
+	const char *slash = plugin ? strrchr(plugin, '/') : NULL;
+	FILE *p;
+	size_t n;
+	int rc;
+
+	if (!slash) {
+		TAP_OK(0, "DLRT_PLUGIN is not set: run through make unit");
+		return;
+	}
+	snprintf(bin, sizeof(bin), "%.*s/bin/dlrt-topo", (int)(slash - plugin), plugin);
+	snprintf(cmd, sizeof(cmd), "env -u SLURM_STEP_GPUS -u SLURM_JOB_GPUS -u "
+		 "CUDA_VISIBLE_DEVICES %s --xml %s --gpus 0,1 2>&1 >/dev/null", bin,
+		 fixture("nogpu.xml"));
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+	out[n] = '\0';
+	rc = p ? pclose(p) : -1;
+	TAP_OK(rc != 0 && strstr(out, "--gpus=0,1 names GPU 1 but") &&
+	       strstr(out, "has no GPU: drop --gpus") && !strstr(out, "SLURM_STEP_GPUS") &&
+	       !strstr(out, "--dl-"), "dlrt-topo --gpus on a GPU-less file: %s", out);
+	snprintf(cmd, sizeof(cmd), "env -u SLURM_STEP_GPUS -u SLURM_JOB_GPUS -u "
+		 "CUDA_VISIBLE_DEVICES %s --xml %s --tasks 8 2>&1", bin, fixture("dgx2-16g.xml"));
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+	out[n] = '\0';
+	rc = p ? pclose(p) : -1;
+	TAP_OK(rc == 0 && strstr(out, "note: 8 tasks on 4 CPUs (oversubscribed)") &&
+	       strstr(out, "\n7     0-3                  14,15 "),
+	       "dlrt-topo --tasks 8 on 16 GPUs and 4 CPUs shows the plugin's plan");
+}
+
 static void test_parsers(void)
 {
 	static const char *const bad_gpus[] = { "", "0,,1", "a", "1-0", "0,0", "64", "0-",
@@ -901,6 +1021,8 @@ int main(void)
 	test_nogpu();
 	test_layout();
 	test_oversubscribed();
+	test_load_errors();
+	test_topo_tool();
 	test_parsers();
 	test_solver();
 	test_optimal();
