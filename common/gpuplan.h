@@ -42,10 +42,23 @@
 
 /* ---- topology ------------------------------------------------------------ */
 
+#define DLRT_GPUPLAN_VENDOR_NVIDIA 0x10deu
 #define DLRT_GPUPLAN_VENDOR_AMD 0x1002u /* PCI vendor id: ROCR_VISIBLE_DEVICES too */
+
+/* The runtime that numbers a GPU for programs: CUDA numbers only NVIDIA GPUs
+ * (PCI bus order with CUDA_DEVICE_ORDER=PCI_BUS_ID), ROCm only AMD ones (its
+ * own enumeration, which follows the PCI bus order), so on a mixed node the
+ * node-wide index is neither. */
+enum dlrt_gpuplan_rt {
+	DLRT_GPUPLAN_RT_CUDA = 0,
+	DLRT_GPUPLAN_RT_ROCM,
+	DLRT_GPUPLAN_RT_COUNT
+};
 
 struct dlrt_gpuplan_gpu {
 	int index;                 /* node-wide index: rank in PCI bus id order (NVML, Slurm) */
+	int rt;                    /* enum dlrt_gpuplan_rt */
+	int rt_index;              /* rank among the node's GPUs of that runtime, bus order */
 	char busid[16];            /* "0000:07:00.0" */
 	char osdev[64];            /* OS device names hwloc saw ("cuda0,nvml0"), or "" */
 	unsigned vendor, device, pci_class;
@@ -68,6 +81,7 @@ struct dlrt_gpuplan_nic {
 struct dlrt_gpuplan_topo {
 	hwloc_topology_t topo;
 	int ngpus;
+	int nrt[DLRT_GPUPLAN_RT_COUNT]; /* GPUs per runtime */
 	struct dlrt_gpuplan_gpu gpus[DLRT_GPUPLAN_GPU_MAX];
 	int nnics;
 	struct dlrt_gpuplan_nic nics[DLRT_GPUPLAN_NIC_MAX];
@@ -207,7 +221,9 @@ int dlrt_gpuplan_layout_step(const struct dlrt_gpuplan_topo *t, hwloc_const_cpus
 struct dlrt_gpuplan_task {
 	int ngpus;
 	int gpus[DLRT_GPUPLAN_GPU_MAX];    /* node-wide indices, ascending */
-	int visible[DLRT_GPUPLAN_GPU_MAX]; /* same GPUs in the numbering of CUDA_VISIBLE_DEVICES */
+	int visible[DLRT_GPUPLAN_GPU_MAX]; /* same GPUs as their runtime numbers them (CUDA_
+					    * or ROCR_VISIBLE_DEVICES): per runtime, node-wide or
+					    * renumbered among the step's GPUs */
 	int overlap;                       /* PUs of the task local to its GPUs (sum over GPUs) */
 	int nnics;
 	int nics[DLRT_GPUPLAN_TASK_NICS];  /* verbs devices, indices into topo->nics */
@@ -235,10 +251,13 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 void dlrt_gpuplan_free(struct dlrt_gpuplan *p);
 
 /* The environment of local task `task`, one setenv_fn call per variable, in
- * this order: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID (when the
- * task has GPUs), ROCR_VISIBLE_DEVICES (same list, when one of them is an AMD
- * GPU), NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices),
- * NCCL_SOCKET_IFNAME. Mode none sets nothing. A non-zero return of setenv_fn
+ * this order, when the task has GPUs: CUDA_VISIBLE_DEVICES (its NVIDIA GPUs in
+ * CUDA's numbering; with AMD GPUs only, "" on a node with NVIDIA GPUs, else
+ * 0..n-1 as HIP reads it), CUDA_DEVICE_ORDER=PCI_BUS_ID, ROCR_VISIBLE_DEVICES
+ * (its AMD GPUs in ROCm's numbering, "" for none; on nodes with AMD GPUs) and
+ * HIP_VISIBLE_DEVICES=0..n-1 (with AMD GPUs: HIP numbers what ROCR left);
+ * then NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices), NCCL_SOCKET_IFNAME.
+ * Mode none sets nothing. A non-zero return of setenv_fn
  * stops and fails. The callback decides about overwriting: the plugin should
  * replace CUDA_VISIBLE_DEVICES (Slurm set it step-wide) but may keep NCCL_*
  * and UCX_* values the user set on purpose. */

@@ -27,17 +27,25 @@ static int is_gpu_pcidev(hwloc_obj_t o)
 	/* Base class 0x03 (display): 0300 VGA (GeForce, some Quadro), 0302 3D
 	 * (Tesla, A100, H100), 0380 other; the GPU's audio function (0403) and
 	 * NVSwitch bridges (0680) are not GPUs. */
-	return o->attr->pcidev.vendor_id == 0x10de && (cls >> 8) == 0x03;
+	return o->attr->pcidev.vendor_id == DLRT_GPUPLAN_VENDOR_NVIDIA && (cls >> 8) == 0x03;
 }
 
-static int is_gpu_osdev_name(const char *n)
+/* An OS device that makes its PCI device a GPU: cuda/nvml/opencl for NVIDIA
+ * devices, rsmi (ROCm SMI) for AMD ones. OpenCL also lists other vendors'
+ * display devices (an AMD card without ROCm, an Intel iGPU): neither CUDA nor
+ * ROCm would number those, so they are no GPUs here. */
+static int is_gpu_osdev(const char *n, hwloc_obj_t pci)
 {
-	static const char *const pfx[] = { "cuda", "nvml", "opencl", "rsmi" };
+	static const char *const nv[] = { "cuda", "nvml", "opencl" };
 
-	if (!n)
+	if (!n || !pci)
 		return 0;
-	for (size_t i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++)
-		if (strncmp(n, pfx[i], strlen(pfx[i])) == 0)
+	if (strncmp(n, "rsmi", 4) == 0)
+		return 1;
+	if (pci->attr->pcidev.vendor_id != DLRT_GPUPLAN_VENDOR_NVIDIA)
+		return 0;
+	for (size_t i = 0; i < sizeof(nv) / sizeof(nv[0]); i++)
+		if (strncmp(n, nv[i], strlen(nv[i])) == 0)
 			return 1;
 	return 0;
 }
@@ -153,7 +161,7 @@ static int find_devices(struct dlrt_gpuplan_topo *t, struct dlrt_err *err)
 		hwloc_obj_osdev_type_t ty = o->attr->osdev.type;
 		hwloc_obj_t pci = pci_parent(o);
 
-		if (is_gpu_osdev_name(o->name) && pci) {
+		if (is_gpu_osdev(o->name, pci)) {
 			struct dlrt_gpuplan_gpu *g = add_gpu(t, pci);
 			size_t len;
 
@@ -180,8 +188,15 @@ static int find_devices(struct dlrt_gpuplan_topo *t, struct dlrt_err *err)
 	/* Index i = i-th GPU in PCI bus id order: NVML's order, hence Slurm's
 	 * (gres.conf written in that order) and CUDA's with PCI_BUS_ID. */
 	qsort(t->gpus, (size_t)t->ngpus, sizeof(t->gpus[0]), cmp_gpu);
-	for (int i = 0; i < t->ngpus; i++)
-		t->gpus[i].index = i;
+	for (int i = 0; i < t->ngpus; i++) {
+		struct dlrt_gpuplan_gpu *g = &t->gpus[i];
+
+		/* An rsmi device is ROCm's even on another vendor's card. */
+		g->index = i;
+		g->rt = g->vendor == DLRT_GPUPLAN_VENDOR_AMD || strstr(g->osdev, "rsmi") ?
+				DLRT_GPUPLAN_RT_ROCM : DLRT_GPUPLAN_RT_CUDA;
+		g->rt_index = t->nrt[g->rt]++;
+	}
 	qsort(t->nics, (size_t)t->nnics, sizeof(t->nics[0]), cmp_nic);
 	for (int i = 0; i < t->nnics; i++)
 		for (int j = 0; j < t->nnics; j++)

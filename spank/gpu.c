@@ -342,7 +342,8 @@ static int set_one(void *ctx, const char *name, const char *value)
 {
 	struct setenv_ctx *c = ctx;
 	char cur[VAL_MAX];
-	int overwrite = !strncmp(name, "CUDA_", 5) || !strcmp(name, "ROCR_VISIBLE_DEVICES");
+	int overwrite = !strncmp(name, "CUDA_", 5) || !strcmp(name, "ROCR_VISIBLE_DEVICES") ||
+			!strcmp(name, "HIP_VISIBLE_DEVICES");
 	spank_err_t rc = spank_setenv(c->sp, name, value, overwrite);
 
 	if (rc != ESPANK_SUCCESS && !(!overwrite && rc == ESPANK_ENV_EXISTS))

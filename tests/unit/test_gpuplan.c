@@ -186,13 +186,14 @@ static void test_discovery(void)
 		       !strcmp(t->gpus[1].osdev, "cuda0,nvml0") && t->gpus[1].pci_class == 0x1200,
 		       "osdev: GPU 0 is the AMD (rsmi0), GPU 1 the NVIDIA 1200 (cuda0,nvml0)");
 		p = plan(t, "0,1", NULL, "closest", rev, 2, &err);
-		TAP_IS_STR(show(p, 0), "1|0", "osdev: each task gets the GPU of its package");
-		TAP_OK(p && strstr(env_of(p, t, 1), "ROCR_VISIBLE_DEVICES=0;") != NULL,
-		       "osdev: the task of the AMD GPU also gets ROCR_VISIBLE_DEVICES (%s)",
-		       env_of(p, t, 1));
-		TAP_OK(p && strstr(env_of(p, t, 0), "ROCR_") == NULL,
-		       "osdev: the task of the NVIDIA GPU gets no ROCR_VISIBLE_DEVICES (%s)",
-		       env_of(p, t, 0));
+		TAP_IS_STR(show(p, 1), "1|0", "osdev: each task gets the GPU of its package");
+		TAP_IS_STR(show(p, 0), "0|0", "osdev: each is device 0 of its own runtime");
+		TAP_IS_STR(env_of(p, t, 1), "CUDA_VISIBLE_DEVICES=;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+			   "ROCR_VISIBLE_DEVICES=0;HIP_VISIBLE_DEVICES=0;",
+		           "osdev: the AMD GPU's task: ROCm's device 0, no CUDA device");
+		TAP_IS_STR(env_of(p, t, 0), "CUDA_VISIBLE_DEVICES=0;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+			   "ROCR_VISIBLE_DEVICES=;",
+		           "osdev: the NVIDIA GPU's task: CUDA's device 0, no ROCm device");
 		dlrt_gpuplan_free(p);
 	}
 	dlrt_gpuplan_topology_free(t);
@@ -720,6 +721,47 @@ static void test_topo_tool(void)
 	       "dlrt-topo --tasks 8 on 16 GPUs and 4 CPUs shows the plugin's plan");
 }
 
+/* A node with NVIDIA and AMD GPUs (mixed-nv-amd.xml): each runtime numbers
+ * only its own vendor's GPUs, and an AMD card seen only through OpenCL is no
+ * GPU. Node-wide by bus: 0 NV(05), 1 AMD(06), 2 NV(07), 3 AMD(85), 4 NV(86). */
+static void test_mixed(void)
+{
+	struct dlrt_gpuplan_topo *t = load("mixed-nv-amd.xml");
+	static const char *const five[] = { "0", "1", "2", "4", "5" };
+	static const char *const three[] = { "0", "1", "4" };
+	static const char *const one[] = { "0-7" };
+	struct dlrt_gpuplan *p;
+	struct dlrt_err err;
+
+	if (!t)
+		return;
+	TAP_IS_INT(t->ngpus, 5, "mixed: 5 GPUs, not the OpenCL-only AMD card");
+	TAP_OK(t->nrt[DLRT_GPUPLAN_RT_CUDA] == 3 && t->nrt[DLRT_GPUPLAN_RT_ROCM] == 2,
+	       "mixed: 3 CUDA and 2 ROCm GPUs");
+	p = plan(t, NULL, NULL, "closest", five, 5, &err);
+	TAP_IS_STR(show(p, 1), "0|1|2|3|4", "mixed: node-wide, task i gets GPU i");
+	TAP_IS_STR(show(p, 0), "0|0|1|1|2", "mixed: numbered per runtime");
+	TAP_IS_STR(env_of(p, t, 2), "CUDA_VISIBLE_DEVICES=1;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=;", "mixed: GPU 2 is CUDA's device 1, ROCm sees none");
+	TAP_IS_STR(env_of(p, t, 3), "CUDA_VISIBLE_DEVICES=;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=1;HIP_VISIBLE_DEVICES=0;",
+		   "mixed: GPU 3 is ROCm's device 1 (HIP's 0), CUDA sees none");
+	dlrt_gpuplan_free(p);
+	/* ConstrainDevices: each runtime sees the step's GPUs of its kind as 0..n-1. */
+	p = plan(t, "1,2,3", "0,1,2", "closest", three, 3, &err);
+	TAP_IS_STR(show(p, 1), "1|2|3", "mixed renumbered: node-wide GPUs 1, 2, 3");
+	TAP_IS_STR(show(p, 0), "0|0|1", "mixed renumbered: ROCm 0, CUDA 0, ROCm 1");
+	TAP_IS_STR(env_of(p, t, 2), "CUDA_VISIBLE_DEVICES=;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=1;HIP_VISIBLE_DEVICES=0;", "mixed renumbered: task 2");
+	dlrt_gpuplan_free(p);
+	p = plan(t, NULL, NULL, "map:0+1+3+4", one, 1, &err);
+	TAP_IS_STR(env_of(p, t, 0), "CUDA_VISIBLE_DEVICES=0,2;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=0,1;HIP_VISIBLE_DEVICES=0,1;",
+		   "mixed: a task with GPUs of both kinds gets both lists");
+	dlrt_gpuplan_free(p);
+	dlrt_gpuplan_topology_free(t);
+}
+
 static void test_parsers(void)
 {
 	static const char *const bad_gpus[] = { "", "0,,1", "a", "1-0", "0,0", "64", "0-",
@@ -878,7 +920,7 @@ static void test_optimal(void)
 {
 	static const char *const fx[] = { "dgx-2s4g.xml", "2s2g.xml", "onesocket-4g.xml",
 					  "switch-4g.xml", "dgxa100-8g.xml", "cluster-2s4g.xml",
-					  "osdev-2g.xml" };
+					  "osdev-2g.xml", "mixed-nv-amd.xml" };
 	unsigned seed = 777;
 	int bad = 0, trials = 0, unbalanced = 0;
 
@@ -1021,6 +1063,7 @@ int main(void)
 	test_nogpu();
 	test_layout();
 	test_oversubscribed();
+	test_mixed();
 	test_load_errors();
 	test_topo_tool();
 	test_parsers();
