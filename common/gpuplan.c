@@ -376,6 +376,18 @@ static int plan_map(const struct dlrt_gpuplan_alloc *al, const struct dlrt_gpupl
 	return 0;
 }
 
+/* Renumbered (ConstrainDevices): each runtime sees only the step's GPUs of
+ * its kind, numbered 0..n-1 in bus order. */
+static int rt_position(const struct dlrt_gpuplan_topo *t, const struct dlrt_gpuplan_alloc *al,
+		       int j)
+{
+	int rt = t->gpus[al->global[j]].rt, n = 0;
+
+	for (int k = 0; k < j; k++)
+		n += t->gpus[al->global[k]].rt == rt;
+	return n;
+}
+
 struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 					  const struct dlrt_gpuplan_alloc *al,
 					  const struct dlrt_gpuplan_bind *b,
@@ -438,7 +450,7 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 			if (!(pos[ti] & (UINT64_C(1) << j)))
 				continue;
 			tk->gpus[tk->ngpus] = g->index;
-			tk->visible[tk->ngpus] = al->renumbered ? j : g->index;
+			tk->visible[tk->ngpus] = al->renumbered ? rt_position(t, al, j) : g->rt_index;
 			tk->ngpus++;
 			tk->overlap += overlap(scratch, tk->cpuset, g->cpuset);
 			hwloc_bitmap_or(tk->gpu_cpuset, tk->gpu_cpuset, g->cpuset);
@@ -470,6 +482,48 @@ void dlrt_gpuplan_free(struct dlrt_gpuplan *p)
 	free(p);
 }
 
+static void append(char *buf, size_t len, int v)
+{
+	size_t off = strlen(buf);
+
+	snprintf(buf + off, len - off, "%s%d", off ? "," : "", v);
+}
+
+/* Each runtime gets its own variable in its own numbering: a CUDA program
+ * must not be handed an AMD GPU's number, nor ROCm an NVIDIA one's. */
+static int gpu_env(const struct dlrt_gpuplan_task *tk, const struct dlrt_gpuplan_topo *t,
+		   dlrt_gpuplan_setenv_fn setenv_fn, void *ctx)
+{
+	char cuda[512] = "", rocm[512] = "", pos[512] = "";
+	int nrocm = 0;
+
+	for (int k = 0; k < tk->ngpus; k++) {
+		int rt = tk->gpus[k] >= 0 && tk->gpus[k] < t->ngpus ? t->gpus[tk->gpus[k]].rt
+								     : DLRT_GPUPLAN_RT_CUDA;
+
+		if (rt == DLRT_GPUPLAN_RT_ROCM) {
+			append(rocm, sizeof(rocm), tk->visible[k]);
+			append(pos, sizeof(pos), nrocm++);
+		} else {
+			append(cuda, sizeof(cuda), tk->visible[k]);
+		}
+	}
+	/* HIP reads CUDA_VISIBLE_DEVICES too, as positions among the devices
+	 * ROCR_VISIBLE_DEVICES left; on a node with NVIDIA GPUs "" hides them
+	 * from CUDA, and HIP_VISIBLE_DEVICES (which HIP prefers) keeps HIP's. */
+	if (setenv_fn(ctx, "CUDA_VISIBLE_DEVICES",
+		      cuda[0] ? cuda : t->nrt[DLRT_GPUPLAN_RT_CUDA] ? "" : pos) != 0 ||
+	    setenv_fn(ctx, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") != 0)
+		return -1;
+	/* On a node with AMD GPUs, ROCm reads ROCR_VISIBLE_DEVICES first (Slurm
+	 * may have set it step-wide): "" for a task without AMD GPU. */
+	if (t->nrt[DLRT_GPUPLAN_RT_ROCM] && setenv_fn(ctx, "ROCR_VISIBLE_DEVICES", rocm) != 0)
+		return -1;
+	if (nrocm && setenv_fn(ctx, "HIP_VISIBLE_DEVICES", pos) != 0)
+		return -1;
+	return 0;
+}
+
 int dlrt_gpuplan_env(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_topo *t, int task,
 		     dlrt_gpuplan_setenv_fn setenv_fn, void *ctx, struct dlrt_err *err)
 {
@@ -483,22 +537,8 @@ int dlrt_gpuplan_env(const struct dlrt_gpuplan *p, const struct dlrt_gpuplan_top
 	if (p->mode == DLRT_GPUPLAN_NONE)
 		return 0;
 	tk = &p->tasks[task];
-	if (tk->ngpus > 0) {
-		bool amd = false;
-
-		dlrt_gpuplan_format_gpus(tk->visible, tk->ngpus, v, sizeof(v));
-		if (setenv_fn(ctx, "CUDA_VISIBLE_DEVICES", v) != 0 ||
-		    setenv_fn(ctx, "CUDA_DEVICE_ORDER", "PCI_BUS_ID") != 0)
-			goto setfail;
-		/* ROCm reads ROCR_VISIBLE_DEVICES first (Slurm sets it for AMD GPUs
-		 * with the same list as CUDA_VISIBLE_DEVICES): left step-wide, it
-		 * would show an AMD task every GPU of the step. */
-		for (int k = 0; k < tk->ngpus; k++)
-			amd |= tk->gpus[k] >= 0 && tk->gpus[k] < t->ngpus &&
-			       t->gpus[tk->gpus[k]].vendor == DLRT_GPUPLAN_VENDOR_AMD;
-		if (amd && setenv_fn(ctx, "ROCR_VISIBLE_DEVICES", v) != 0)
-			goto setfail;
-	}
+	if (tk->ngpus > 0 && gpu_env(tk, t, setenv_fn, ctx) < 0)
+		goto setfail;
 	/* "=" asks NCCL for exact names: a bare mlx5_1 would also match mlx5_10. */
 	for (int k = 0; k < tk->nnics; k++) {
 		const struct dlrt_gpuplan_nic *n = &t->nics[tk->nics[k]];

@@ -42,10 +42,23 @@
 
 /* ---- topology ------------------------------------------------------------ */
 
+#define DLRT_GPUPLAN_VENDOR_NVIDIA 0x10deu
 #define DLRT_GPUPLAN_VENDOR_AMD 0x1002u /* PCI vendor id: ROCR_VISIBLE_DEVICES too */
+
+/* The runtime that numbers a GPU for programs: CUDA numbers only NVIDIA GPUs
+ * (PCI bus order with CUDA_DEVICE_ORDER=PCI_BUS_ID), ROCm only AMD ones (its
+ * own enumeration, which follows the PCI bus order), so on a mixed node the
+ * node-wide index is neither. */
+enum dlrt_gpuplan_rt {
+	DLRT_GPUPLAN_RT_CUDA = 0,
+	DLRT_GPUPLAN_RT_ROCM,
+	DLRT_GPUPLAN_RT_COUNT
+};
 
 struct dlrt_gpuplan_gpu {
 	int index;                 /* node-wide index: rank in PCI bus id order (NVML, Slurm) */
+	int rt;                    /* enum dlrt_gpuplan_rt */
+	int rt_index;              /* rank among the node's GPUs of that runtime, bus order */
 	char busid[16];            /* "0000:07:00.0" */
 	char osdev[64];            /* OS device names hwloc saw ("cuda0,nvml0"), or "" */
 	unsigned vendor, device, pci_class;
@@ -68,6 +81,7 @@ struct dlrt_gpuplan_nic {
 struct dlrt_gpuplan_topo {
 	hwloc_topology_t topo;
 	int ngpus;
+	int nrt[DLRT_GPUPLAN_RT_COUNT]; /* GPUs per runtime */
 	struct dlrt_gpuplan_gpu gpus[DLRT_GPUPLAN_GPU_MAX];
 	int nnics;
 	struct dlrt_gpuplan_nic nics[DLRT_GPUPLAN_NIC_MAX];
@@ -93,6 +107,12 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load(const char *xml_path, unsig
 struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load_xml(const char *xml, size_t len,
 							 const char *name, struct dlrt_err *err);
 void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t);
+
+/* Why hwloc refused the topology text xml[0..len) (no NUL needed), found by
+ * looking at the text: an XML version newer than 2, an object without a
+ * cpuset or with a cpuset that is no hwloc bitmap, an allowed_cpuset without
+ * any of the machine's CPUs. 1 and one line with its fix in `why`, or 0. */
+int dlrt_gpuplan_xml_why(const char *xml, size_t len, char *why, size_t whylen);
 
 /* The CPUs tasks may use: hwloc's allowed set (all CPUs of an XML file,
  * the cgroup's on a live node), or the process binding with
@@ -184,12 +204,26 @@ int dlrt_gpuplan_layout(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t 
 			int cpus_per_task, enum dlrt_gpuplan_dist dist, hwloc_bitmap_t *out,
 			struct dlrt_err *err);
 
+/* The layout the plugin uses when srun gave no CPU masks: cpus_per_task CPUs
+ * each when they fit, else `cpus` shared out evenly, else (more tasks than
+ * CPUs: oversubscribed) every task gets all of `cpus`. Returns how: */
+enum dlrt_gpuplan_fit {
+	DLRT_GPUPLAN_FIT_EXACT = 0, /* cpus_per_task each (0: shared out evenly) */
+	DLRT_GPUPLAN_FIT_EVEN,      /* cpus_per_task did not fit: shared out evenly */
+	DLRT_GPUPLAN_FIT_SHARED,    /* oversubscribed: every task has all CPUs */
+};
+int dlrt_gpuplan_layout_step(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t cpus,
+			     int ntasks, int cpus_per_task, enum dlrt_gpuplan_dist dist,
+			     hwloc_bitmap_t *out, struct dlrt_err *err);
+
 /* ---- the plan ------------------------------------------------------------ */
 
 struct dlrt_gpuplan_task {
 	int ngpus;
 	int gpus[DLRT_GPUPLAN_GPU_MAX];    /* node-wide indices, ascending */
-	int visible[DLRT_GPUPLAN_GPU_MAX]; /* same GPUs in the numbering of CUDA_VISIBLE_DEVICES */
+	int visible[DLRT_GPUPLAN_GPU_MAX]; /* same GPUs as their runtime numbers them (CUDA_
+					    * or ROCR_VISIBLE_DEVICES): per runtime, node-wide or
+					    * renumbered among the step's GPUs */
 	int overlap;                       /* PUs of the task local to its GPUs (sum over GPUs) */
 	int nnics;
 	int nics[DLRT_GPUPLAN_TASK_NICS];  /* verbs devices, indices into topo->nics */
@@ -217,10 +251,13 @@ struct dlrt_gpuplan *dlrt_gpuplan_compute(const struct dlrt_gpuplan_topo *t,
 void dlrt_gpuplan_free(struct dlrt_gpuplan *p);
 
 /* The environment of local task `task`, one setenv_fn call per variable, in
- * this order: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER=PCI_BUS_ID (when the
- * task has GPUs), ROCR_VISIBLE_DEVICES (same list, when one of them is an AMD
- * GPU), NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices),
- * NCCL_SOCKET_IFNAME. Mode none sets nothing. A non-zero return of setenv_fn
+ * this order, when the task has GPUs: CUDA_VISIBLE_DEVICES (its NVIDIA GPUs in
+ * CUDA's numbering; with AMD GPUs only, "" on a node with NVIDIA GPUs, else
+ * 0..n-1 as HIP reads it), CUDA_DEVICE_ORDER=PCI_BUS_ID, ROCR_VISIBLE_DEVICES
+ * (its AMD GPUs in ROCm's numbering, "" for none; on nodes with AMD GPUs) and
+ * HIP_VISIBLE_DEVICES=0..n-1 (with AMD GPUs: HIP numbers what ROCR left);
+ * then NCCL_IB_HCA and UCX_NET_DEVICES (verbs devices), NCCL_SOCKET_IFNAME.
+ * Mode none sets nothing. A non-zero return of setenv_fn
  * stops and fails. The callback decides about overwriting: the plugin should
  * replace CUDA_VISIBLE_DEVICES (Slurm set it step-wide) but may keep NCCL_*
  * and UCX_* values the user set on purpose. */

@@ -16,6 +16,26 @@ static int print_env(void *ctx, const char *name, const char *value)
 	return 0;
 }
 
+/* Each GPU as its runtime numbers it: "0" for CUDA's device 0, "R0" for
+ * ROCm's (ROCR_VISIBLE_DEVICES). */
+static void format_visible(const struct dlrt_gpuplan_task *tk, const struct dlrt_gpuplan_topo *t,
+			   char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < tk->ngpus && off < len; k++) {
+		int rocm = tk->gpus[k] >= 0 && tk->gpus[k] < t->ngpus &&
+			   t->gpus[tk->gpus[k]].rt == DLRT_GPUPLAN_RT_ROCM;
+		int w = snprintf(buf + off, len - off, "%s%s%d", k ? "," : "", rocm ? "R" : "",
+				 tk->visible[k]);
+
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
 void dlrt_gpuplan_print(FILE *f, const char *prefix, const struct dlrt_gpuplan *p,
 			const struct dlrt_gpuplan_topo *t, const struct dlrt_gpuplan_alloc *al,
 			const uint32_t *ranks, int show_env)
@@ -28,14 +48,14 @@ void dlrt_gpuplan_print(FILE *f, const char *prefix, const struct dlrt_gpuplan *
 		prefix, al->ngpus ? gl : "none", al->source ? al->source : "-",
 		al->renumbered ? "renumbered 0..n-1" : "node-wide", modes[p->mode]);
 	fprintf(f, "%s%-5s %s%-20s %-10s %-9s %-9s %-20s %s\n", prefix, "task",
-		ranks ? "rank  " : "", "cpus", "CUDA_VIS", "node GPU", "overlap", "NICs", "netdev");
+		ranks ? "rank  " : "", "cpus", "visible", "node GPU", "overlap", "NICs", "netdev");
 	for (int i = 0; i < p->ntasks; i++) {
 		const struct dlrt_gpuplan_task *tk = &p->tasks[i];
 		size_t off = 0;
 		char ov[32], rk[16] = "";
 
 		dlrt_gpuplan_format_cpus(tk->cpuset, buf, sizeof(buf));
-		dlrt_gpuplan_format_gpus(tk->visible, tk->ngpus, vis, sizeof(vis));
+		format_visible(tk, t, vis, sizeof(vis));
 		dlrt_gpuplan_format_gpus(tk->gpus, tk->ngpus, gl, sizeof(gl));
 		nics[0] = '\0';
 		for (int k = 0; k < tk->nnics && off < sizeof(nics); k++)

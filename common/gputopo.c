@@ -12,9 +12,13 @@
 #include "gpuplan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int is_gpu_pcidev(hwloc_obj_t o)
 {
@@ -23,17 +27,25 @@ static int is_gpu_pcidev(hwloc_obj_t o)
 	/* Base class 0x03 (display): 0300 VGA (GeForce, some Quadro), 0302 3D
 	 * (Tesla, A100, H100), 0380 other; the GPU's audio function (0403) and
 	 * NVSwitch bridges (0680) are not GPUs. */
-	return o->attr->pcidev.vendor_id == 0x10de && (cls >> 8) == 0x03;
+	return o->attr->pcidev.vendor_id == DLRT_GPUPLAN_VENDOR_NVIDIA && (cls >> 8) == 0x03;
 }
 
-static int is_gpu_osdev_name(const char *n)
+/* An OS device that makes its PCI device a GPU: cuda/nvml/opencl for NVIDIA
+ * devices, rsmi (ROCm SMI) for AMD ones. OpenCL also lists other vendors'
+ * display devices (an AMD card without ROCm, an Intel iGPU): neither CUDA nor
+ * ROCm would number those, so they are no GPUs here. */
+static int is_gpu_osdev(const char *n, hwloc_obj_t pci)
 {
-	static const char *const pfx[] = { "cuda", "nvml", "opencl", "rsmi" };
+	static const char *const nv[] = { "cuda", "nvml", "opencl" };
 
-	if (!n)
+	if (!n || !pci)
 		return 0;
-	for (size_t i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++)
-		if (strncmp(n, pfx[i], strlen(pfx[i])) == 0)
+	if (strncmp(n, "rsmi", 4) == 0)
+		return 1;
+	if (pci->attr->pcidev.vendor_id != DLRT_GPUPLAN_VENDOR_NVIDIA)
+		return 0;
+	for (size_t i = 0; i < sizeof(nv) / sizeof(nv[0]); i++)
+		if (strncmp(n, nv[i], strlen(nv[i])) == 0)
 			return 1;
 	return 0;
 }
@@ -149,7 +161,7 @@ static int find_devices(struct dlrt_gpuplan_topo *t, struct dlrt_err *err)
 		hwloc_obj_osdev_type_t ty = o->attr->osdev.type;
 		hwloc_obj_t pci = pci_parent(o);
 
-		if (is_gpu_osdev_name(o->name) && pci) {
+		if (is_gpu_osdev(o->name, pci)) {
 			struct dlrt_gpuplan_gpu *g = add_gpu(t, pci);
 			size_t len;
 
@@ -176,8 +188,15 @@ static int find_devices(struct dlrt_gpuplan_topo *t, struct dlrt_err *err)
 	/* Index i = i-th GPU in PCI bus id order: NVML's order, hence Slurm's
 	 * (gres.conf written in that order) and CUDA's with PCI_BUS_ID. */
 	qsort(t->gpus, (size_t)t->ngpus, sizeof(t->gpus[0]), cmp_gpu);
-	for (int i = 0; i < t->ngpus; i++)
-		t->gpus[i].index = i;
+	for (int i = 0; i < t->ngpus; i++) {
+		struct dlrt_gpuplan_gpu *g = &t->gpus[i];
+
+		/* An rsmi device is ROCm's even on another vendor's card. */
+		g->index = i;
+		g->rt = g->vendor == DLRT_GPUPLAN_VENDOR_AMD || strstr(g->osdev, "rsmi") ?
+				DLRT_GPUPLAN_RT_ROCM : DLRT_GPUPLAN_RT_CUDA;
+		g->rt_index = t->nrt[g->rt]++;
+	}
 	qsort(t->nics, (size_t)t->nnics, sizeof(t->nics[0]), cmp_nic);
 	for (int i = 0; i < t->nnics; i++)
 		for (int j = 0; j < t->nnics; j++)
@@ -188,6 +207,65 @@ static int find_devices(struct dlrt_gpuplan_topo *t, struct dlrt_err *err)
 full:
 	return dlrt_err_set(err, "the topology has more than %d GPUs (or memory ran out): dlrt "
 			    "handles at most %d per node", DLRT_GPUPLAN_GPU_MAX, DLRT_GPUPLAN_GPU_MAX);
+}
+
+/* At most this much of a refused file is read to find out why. */
+#define WHY_READ_MAX (64u << 20)
+
+/* The file hwloc just refused (a path of the admin or of the command-line
+ * user: slurmstepd loads a job's own file from memory), as bytes. */
+static char *read_refused(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+	    (uint64_t)st.st_size > WHY_READ_MAX || !(buf = malloc((size_t)st.st_size + 1)))
+		goto out;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	*len = got;
+out:
+	close(fd);
+	return buf;
+}
+
+/* hwloc says why only on stderr (HWLOC_XML_VERBOSE) and often leaves errno
+ * at 0 ("Success"): name the cause found in the text, else errno's. */
+static void load_failed(struct dlrt_err *err, int e, const char *xml_path, const char *xml,
+			size_t xml_len)
+{
+	char why[400] = "";
+	char *own = NULL;
+
+	if (!xml_path) {
+		dlrt_err_errno(err, e, "hwloc could not load the node's topology");
+		return;
+	}
+	if (!xml && (own = read_refused(xml_path, &xml_len)))
+		xml = own;
+	if (xml && dlrt_gpuplan_xml_why(xml, xml_len, why, sizeof(why)))
+		dlrt_err_set(err, "hwloc could not load topology file %s: %s", xml_path, why);
+	else if (e != 0)
+		dlrt_err_errno(err, e, "hwloc could not load topology file %s (check that it is "
+			       "hwloc XML from lstopo --of xml; HWLOC_XML_VERBOSE=1 shows hwloc's "
+			       "reason)", xml_path);
+	else
+		dlrt_err_set(err, "hwloc could not load topology file %s and gave no reason: "
+			     "HWLOC_XML_VERBOSE=1 dlrt-topo --xml %s shows hwloc's own messages",
+			     xml_path, xml_path);
+	free(own);
 }
 
 /* From the live node (xml_path and xml NULL), a file, or bytes in memory
@@ -234,8 +312,9 @@ static struct dlrt_gpuplan_topo *load(const char *xml_path, const char *xml, siz
 		}
 	}
 	if (hwloc_topology_load(t->topo) < 0) {
-		dlrt_err_errno(err, errno, "hwloc could not load %s%s", xml_path ? "topology file " :
-			       "the node's topology", xml_path ? xml_path : "");
+		int e = errno;
+
+		load_failed(err, e, xml_path, xml, xml_len);
 		goto fail;
 	}
 	t->cpus = hwloc_bitmap_dup(hwloc_topology_get_allowed_cpuset(t->topo));
@@ -431,6 +510,26 @@ fail:
 	free(pus);
 	free(pkg_of);
 	return rv;
+}
+
+int dlrt_gpuplan_layout_step(const struct dlrt_gpuplan_topo *t, hwloc_const_cpuset_t cpus,
+			     int ntasks, int cpus_per_task, enum dlrt_gpuplan_dist dist,
+			     hwloc_bitmap_t *out, struct dlrt_err *err)
+{
+	if (ntasks < 1 || ntasks > DLRT_GPUPLAN_TASK_MAX)
+		return dlrt_err_set(err, "%d tasks: give between 1 and %d", ntasks,
+				    DLRT_GPUPLAN_TASK_MAX);
+	if (!cpus)
+		cpus = dlrt_gpuplan_topology_cpus(t);
+	if (dlrt_gpuplan_layout(t, cpus, ntasks, cpus_per_task, dist, out, err) == 0)
+		return DLRT_GPUPLAN_FIT_EXACT;
+	if (cpus_per_task != 0 && dlrt_gpuplan_layout(t, cpus, ntasks, 0, dist, out, err) == 0)
+		return DLRT_GPUPLAN_FIT_EVEN;
+	/* Slurm runs more tasks than CPUs with --overcommit or --oversubscribe:
+	 * the tasks share the CPUs, and the GPU plan still gives each its GPUs. */
+	for (int i = 0; i < ntasks; i++)
+		hwloc_bitmap_copy(out[i], cpus);
+	return DLRT_GPUPLAN_FIT_SHARED;
 }
 
 void dlrt_gpuplan_format_cpus(hwloc_const_bitmap_t set, char *buf, size_t len)

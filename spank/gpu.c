@@ -87,16 +87,12 @@ static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *e
 	}
 	spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt);
 	getenv_step(sp, "SLURM_DISTRIBUTION", dist, sizeof(dist));
-	if (dlrt_gpuplan_layout(g.topo, alloc, n, (int)cpt, dlrt_gpuplan_dist_from_slurm(dist),
-				cpus, err) < 0 &&
-	    dlrt_gpuplan_layout(g.topo, alloc, n, 0, dlrt_gpuplan_dist_from_slurm(dist), cpus,
-				err) < 0) {
-		/* More tasks than CPUs (oversubscribed): all share the step's CPUs. */
-		for (int i = 0; i < n; i++)
-			hwloc_bitmap_copy(cpus[i], alloc);
-	}
+	/* More tasks than CPUs (oversubscribed): all share the step's CPUs.
+	 * dlrt-topo shows the same layout (dlrt_gpuplan_layout_step). */
+	rc = dlrt_gpuplan_layout_step(g.topo, alloc, n, (int)cpt,
+				      dlrt_gpuplan_dist_from_slurm(dist), cpus, err);
 	hwloc_bitmap_free(alloc);
-	return 0;
+	return rc < 0 ? -1 : 0;
 }
 
 /* A job's own --dl-topology file is a path the user controls: slurmstepd
@@ -346,7 +342,8 @@ static int set_one(void *ctx, const char *name, const char *value)
 {
 	struct setenv_ctx *c = ctx;
 	char cur[VAL_MAX];
-	int overwrite = !strncmp(name, "CUDA_", 5) || !strcmp(name, "ROCR_VISIBLE_DEVICES");
+	int overwrite = !strncmp(name, "CUDA_", 5) || !strcmp(name, "ROCR_VISIBLE_DEVICES") ||
+			!strcmp(name, "HIP_VISIBLE_DEVICES");
 	spank_err_t rc = spank_setenv(c->sp, name, value, overwrite);
 
 	if (rc != ESPANK_SUCCESS && !(!overwrite && rc == ESPANK_ENV_EXISTS))

@@ -153,6 +153,26 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 
 static bool needs_exchange(void);
 
+/* Elastic Horovod (HOROVOD_ELASTIC, read as Horovod's GetBoolEnvOrDefault
+ * does: a non-zero integer) runs a new gloo rendezvous after every reset.
+ * Horovod's own elastic driver resets its server between rounds; dlrt's
+ * driver serves one round per step, so a second round reads the old pair
+ * addresses and hangs or fails. Refused before the driver starts, with the
+ * way out, instead of a timeout deep inside gloo. */
+static int refuse_hvd_elastic(spank_t sp, struct dlrt_err *err)
+{
+	char v[64] = "";
+
+	if (strcmp(dlrt_plugin.opts.runtime->name, "horovod") != 0 ||
+	    dlrt_plugin.opts.horovod_mode != DLRT_HVD_GLOO ||
+	    getenv_step(sp, "HOROVOD_ELASTIC", v, sizeof(v)) < 0 || strtol(v, NULL, 10) == 0)
+		return 0;
+	return dlrt_err_set(err, "HOROVOD_ELASTIC=%s: dlrt's gloo rendezvous serves one "
+			    "round per step and cannot re-initialise an elastic job; unset "
+			    "HOROVOD_ELASTIC (a failed step is restarted with --requeue or a new "
+			    "srun) or run elastic jobs with horovodrun", v);
+}
+
 /* The exchange's per-node sharing (exchange.h): a page every task of this
  * node inherits, and the ranks of the other nodes' first tasks. Without it
  * (no memory) every task runs the full exchange. */
@@ -209,7 +229,7 @@ int dlrt_stepd_user_init(spank_t sp)
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
-	if (dlrt_stepd_gpu_user_init(sp, &err) < 0)
+	if (refuse_hvd_elastic(sp, &err) < 0 || dlrt_stepd_gpu_user_init(sp, &err) < 0)
 		return defer(&err);
 	if (start_service(sp, &err) < 0) {
 		/* The root's node still tells the other nodes why (task_init). */

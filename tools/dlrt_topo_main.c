@@ -5,11 +5,19 @@
  * shows what --dl-gpu-bind=closest would give each task). See dlrt-topo(1).
  */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpuplan.h"
+
+static int env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v;
+}
 
 static void usage(FILE *f)
 {
@@ -66,6 +74,34 @@ static void print_devices(const struct dlrt_gpuplan_topo *t, const char *what)
 	}
 }
 
+/* The step's GPU list names a GPU the topology lacks: say so in terms of
+ * this command (the library's message speaks of the plugin's options). */
+static int check_gpus(const struct dlrt_gpuplan_topo *t, const char *what, const char *opt,
+		      const char *list, struct dlrt_err *err)
+{
+	uint64_t set = 0;
+	int top = -1;
+
+	if (!list || !*list)
+		return 0;
+	if (dlrt_gpuplan_parse_gpuset(list, opt, &set, err) < 0)
+		return -1;
+	for (int i = 0; i < 64; i++)
+		if (set & (UINT64_C(1) << i))
+			top = i;
+	if (top < t->ngpus)
+		return 0;
+	if (t->ngpus == 0)
+		return dlrt_err_set(err, "%s=%.40s names GPU %d but %s has no GPU: %s", opt, list,
+				    top, what, strcmp(opt, "--gpus") == 0 ?
+				    "drop --gpus, or give a GPU node's topology with --xml FILE "
+				    "(lstopo --of xml on that node)" :
+				    "give --gpus LIST, or a GPU node's topology with --xml FILE");
+	return dlrt_err_set(err, "%s=%.40s names GPU %d but %s has GPUs 0-%d only: give "
+			    "node-wide indices from the GPU table above", opt, list, top, what,
+			    t->ngpus - 1);
+}
+
 static int parse_int(const char *s, const char *opt, int *out)
 {
 	char *end;
@@ -97,7 +133,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *xml = NULL, *gpus = NULL, *visible = NULL, *bindspec = "closest";
-	const char *cpubind = NULL;
+	const char *cpubind = NULL, *what;
 	int ntasks = 0, cpt = 0, show_env = 0, rv = 1, opt;
 	unsigned flags = 0;
 	enum dlrt_gpuplan_dist dist = DLRT_GPUPLAN_CYCLIC;
@@ -146,12 +182,17 @@ int main(int argc, char **argv)
 	t = dlrt_gpuplan_topology_load(xml, flags, &err);
 	if (!t)
 		goto fail;
-	print_devices(t, xml ? xml : "this machine");
+	what = xml ? xml : "this machine";
+	print_devices(t, what);
 	if (gpus) {
-		if (dlrt_gpuplan_alloc_parse(&al, t, visible, gpus, NULL, &err) < 0)
+		if (check_gpus(t, what, "--gpus", gpus, &err) < 0 ||
+		    dlrt_gpuplan_alloc_parse(&al, t, visible, gpus, NULL, &err) < 0)
 			goto fail;
 		al.source = "--gpus";
-	} else if (dlrt_gpuplan_alloc_parse(&al, t, visible ? visible :
+	} else if (check_gpus(t, what, "SLURM_STEP_GPUS", getenv("SLURM_STEP_GPUS"), &err) < 0 ||
+		   (!env_set("SLURM_STEP_GPUS") &&
+		    check_gpus(t, what, "SLURM_JOB_GPUS", getenv("SLURM_JOB_GPUS"), &err) < 0) ||
+		   dlrt_gpuplan_alloc_parse(&al, t, visible ? visible :
 					    getenv("CUDA_VISIBLE_DEVICES"),
 					    getenv("SLURM_STEP_GPUS"), getenv("SLURM_JOB_GPUS"),
 					    &err) < 0) {
@@ -181,8 +222,19 @@ int main(int argc, char **argv)
 			dlrt_err_set(&err, "--cpu-bind %s: give mask_cpu:LIST or map_cpu:LIST", cpubind);
 		if (rc != 1)
 			goto fail;
-	} else if (dlrt_gpuplan_layout(t, NULL, ntasks, cpt, dist, cpus, &err) < 0) {
-		goto fail;
+	} else {
+		/* The plugin's fallbacks, so that the plan shown is the one it uses. */
+		int fit = dlrt_gpuplan_layout_step(t, NULL, ntasks, cpt, dist, cpus, &err);
+		int ncpu = hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t));
+
+		if (fit < 0)
+			goto fail;
+		if (fit == DLRT_GPUPLAN_FIT_EVEN)
+			printf("note: %d tasks x %d CPUs do not fit in %d CPUs: the CPUs are shared "
+			       "out evenly, as the plugin does\n", ntasks, cpt, ncpu);
+		else if (fit == DLRT_GPUPLAN_FIT_SHARED)
+			printf("note: %d tasks on %d CPUs (oversubscribed): every task gets all "
+			       "CPUs, as the plugin does\n", ntasks, ncpu);
 	}
 	p = dlrt_gpuplan_compute(t, &al, bind, (hwloc_const_cpuset_t const *)cpus, ntasks, &err);
 	if (!p)

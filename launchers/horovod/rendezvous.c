@@ -261,26 +261,66 @@ static void do_delete(struct dlrt_hvd_store *st, const char *scope, size_t slen,
 	}
 }
 
-/* GET /rank_and_size/<host>:<local_rank> (elastic Horovod). */
+/* Python's int() on the text of a local rank, as Horovod parses it: an
+ * optional sign, digits with single '_' between them, any length. Values
+ * past PYINT_SAT are kept as PYINT_SAT: no plan has that many slots, so the
+ * answer is the same as for the exact number. 0, or -1 where int() raises. */
+#define PYINT_SAT 1000000000000L
+
+static int parse_pyint(const char *s, const char *end, long *out)
+{
+	int neg = 0, digits = 0;
+	long v = 0;
+
+	if (s < end && (*s == '+' || *s == '-'))
+		neg = *s++ == '-';
+	for (; s < end; s++) {
+		if (*s == '_') {
+			if (!digits || s + 1 == end || s[1] < '0' || s[1] > '9')
+				return -1;
+			continue;
+		}
+		if (*s < '0' || *s > '9')
+			return -1;
+		digits++;
+		v = v >= PYINT_SAT ? PYINT_SAT : v * 10 + (*s - '0');
+	}
+	if (!digits)
+		return -1;
+	*out = neg ? -v : v;
+	return 0;
+}
+
+/* GET /rank_and_size/<host>:<local_rank> (elastic Horovod). Answers what
+ * Horovod's ElasticDriver.get_slot_info() returns: the slot when
+ * len(host's slots) > local_rank, Python indexing included (-1 is the
+ * host's last slot, -0 slot 0), else INVALID_SLOT_INFO (-1,...). Where
+ * Horovod raises (no single ':', int() fails, an index below -len) and
+ * drops the connection, the driver answers 400. */
 static void do_rank_and_size(struct dlrt_hvd_store *st, const char *key, size_t klen,
 			     struct dlrt_hvd_reply *r)
 {
-	const char *colon = memchr(key, ':', klen);
-	const char *num, *end = key + klen;
+	const char *colon = memchr(key, ':', klen), *end = key + klen;
+	const struct dlrt_hvd_slot *slot = NULL;
+	size_t hlen;
 	long lr = 0;
 	int n;
 
-	/* Horovod does key.split(':') into two and int(local_rank); anything
-	 * else raises and drops the connection: we answer 400 instead. */
-	if (!colon || memchr(colon + 1, ':', (size_t)(end - colon - 1)) || colon + 1 == end)
+	if (!colon || memchr(colon + 1, ':', (size_t)(end - colon - 1)) ||
+	    parse_pyint(colon + 1, end, &lr) < 0)
 		goto bad;
-	for (num = colon + 1; num < end; num++) {
-		if (*num < '0' || *num > '9' || lr > 100000000)
-			goto bad;
-		lr = lr * 10 + (*num - '0');
+	hlen = (size_t)(colon - key);
+	for (size_t h = 0; h < st->plan.nhosts; h++) {
+		if (strlen(st->plan.hosts[h]) != hlen || memcmp(st->plan.hosts[h], key, hlen))
+			continue;
+		if (lr < -(long)st->plan.slots[h])
+			goto bad; /* Python's IndexError */
+		if (lr < 0)
+			lr += st->plan.slots[h];
+		slot = dlrt_hvd_plan_find(&st->plan, key, hlen, lr);
+		break;
 	}
-	n = dlrt_hvd_slot_format(dlrt_hvd_plan_find(&st->plan, key, (size_t)(colon - key), lr),
-				 r->text, sizeof(r->text));
+	n = dlrt_hvd_slot_format(slot, r->text, sizeof(r->text));
 	r->status = 200;
 	r->body = (const uint8_t *)r->text;
 	r->len = (size_t)n;

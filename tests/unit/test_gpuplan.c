@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpuplan.h"
 #include "tap.h"
@@ -185,13 +186,14 @@ static void test_discovery(void)
 		       !strcmp(t->gpus[1].osdev, "cuda0,nvml0") && t->gpus[1].pci_class == 0x1200,
 		       "osdev: GPU 0 is the AMD (rsmi0), GPU 1 the NVIDIA 1200 (cuda0,nvml0)");
 		p = plan(t, "0,1", NULL, "closest", rev, 2, &err);
-		TAP_IS_STR(show(p, 0), "1|0", "osdev: each task gets the GPU of its package");
-		TAP_OK(p && strstr(env_of(p, t, 1), "ROCR_VISIBLE_DEVICES=0;") != NULL,
-		       "osdev: the task of the AMD GPU also gets ROCR_VISIBLE_DEVICES (%s)",
-		       env_of(p, t, 1));
-		TAP_OK(p && strstr(env_of(p, t, 0), "ROCR_") == NULL,
-		       "osdev: the task of the NVIDIA GPU gets no ROCR_VISIBLE_DEVICES (%s)",
-		       env_of(p, t, 0));
+		TAP_IS_STR(show(p, 1), "1|0", "osdev: each task gets the GPU of its package");
+		TAP_IS_STR(show(p, 0), "0|0", "osdev: each is device 0 of its own runtime");
+		TAP_IS_STR(env_of(p, t, 1), "CUDA_VISIBLE_DEVICES=;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+			   "ROCR_VISIBLE_DEVICES=0;HIP_VISIBLE_DEVICES=0;",
+		           "osdev: the AMD GPU's task: ROCm's device 0, no CUDA device");
+		TAP_IS_STR(env_of(p, t, 0), "CUDA_VISIBLE_DEVICES=0;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+			   "ROCR_VISIBLE_DEVICES=;",
+		           "osdev: the NVIDIA GPU's task: CUDA's device 0, no ROCm device");
 		dlrt_gpuplan_free(p);
 	}
 	dlrt_gpuplan_topology_free(t);
@@ -547,6 +549,219 @@ static void test_layout(void)
 	       "missing XML names the file: %s", err.msg);
 }
 
+/* More GPUs than CPUs (hwloc's nvidiaDGX2.xml shape: 16 GPUs, 4 CPUs): the
+ * plugin's layout (dlrt_gpuplan_layout_step, also dlrt-topo's) oversubscribes
+ * instead of failing, and every task still gets its own GPUs. */
+static void test_oversubscribed(void)
+{
+	struct dlrt_gpuplan_topo *t = load("dgx2-16g.xml");
+	struct dlrt_gpuplan_alloc al;
+	struct dlrt_gpuplan_bind b;
+	struct dlrt_gpuplan *p;
+	struct dlrt_err err;
+	hwloc_bitmap_t c[16];
+	char buf[64];
+	int fit;
+
+	if (!t)
+		return;
+	TAP_IS_INT(t->ngpus, 16, "dgx2: 16 GPUs");
+	TAP_IS_INT(hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t)), 4, "dgx2: 4 CPUs");
+	for (int i = 0; i < 16; i++)
+		c[i] = hwloc_bitmap_alloc();
+	TAP_OK(dlrt_gpuplan_layout(t, NULL, 16, 0, DLRT_GPUPLAN_CYCLIC, c, &err) < 0,
+	       "dgx2: the strict layout of 16 tasks fails: %s", err.msg);
+	fit = dlrt_gpuplan_layout_step(t, NULL, 16, 0, DLRT_GPUPLAN_CYCLIC, c, &err);
+	TAP_IS_INT(fit, DLRT_GPUPLAN_FIT_SHARED, "dgx2: 16 tasks are oversubscribed");
+	dlrt_gpuplan_format_cpus(c[15], buf, sizeof(buf));
+	TAP_IS_STR(buf, "0-3", "dgx2: task 15 has all CPUs");
+	dlrt_gpuplan_alloc_parse(&al, t, NULL, NULL, NULL, &err);
+	dlrt_gpuplan_bind_parse(&b, "closest", &err);
+	p = dlrt_gpuplan_compute(t, &al, &b, (hwloc_const_cpuset_t const *)c, 16, &err);
+	TAP_IS_STR(show(p, 0), "0|1|2|3|4|5|6|7|8|9|10|11|12|13|14|15",
+		   "dgx2: 16 tasks, task i gets GPU i");
+	dlrt_gpuplan_free(p);
+	fit = dlrt_gpuplan_layout_step(t, NULL, 8, 0, DLRT_GPUPLAN_CYCLIC, c, &err);
+	TAP_IS_INT(fit, DLRT_GPUPLAN_FIT_SHARED, "dgx2: 8 tasks on 4 CPUs are oversubscribed");
+	p = dlrt_gpuplan_compute(t, &al, &b, (hwloc_const_cpuset_t const *)c, 8, &err);
+	TAP_IS_STR(show(p, 0), "0,1|2,3|4,5|6,7|8,9|10,11|12,13|14,15",
+		   "dgx2: 8 tasks get 2 GPUs each, in order");
+	dlrt_gpuplan_free(p);
+	fit = dlrt_gpuplan_layout_step(t, NULL, 2, 4, DLRT_GPUPLAN_CYCLIC, c, &err);
+	TAP_IS_INT(fit, DLRT_GPUPLAN_FIT_EVEN, "dgx2: 2 tasks x 4 CPUs are shared out evenly");
+	dlrt_gpuplan_format_cpus(c[1], buf, sizeof(buf));
+	TAP_IS_STR(buf, "2-3", "dgx2: task 1 on package 1");
+	p = dlrt_gpuplan_compute(t, &al, &b, (hwloc_const_cpuset_t const *)c, 2, &err);
+	TAP_IS_STR(show(p, 0), "0,1,2,3,4,5,6,7|8,9,10,11,12,13,14,15",
+		   "dgx2: 2 tasks get the GPUs of their package");
+	dlrt_gpuplan_free(p);
+	TAP_IS_INT(dlrt_gpuplan_layout_step(t, NULL, 0, 0, DLRT_GPUPLAN_CYCLIC, c, &err), -1,
+		   "dgx2: 0 tasks is an error");
+	for (int i = 0; i < 16; i++)
+		hwloc_bitmap_free(c[i]);
+	dlrt_gpuplan_topology_free(t);
+}
+
+/* nogpu.xml's text with `from` replaced by `to` (first occurrence). */
+static char *nogpu_with(const char *from, const char *to, size_t *len)
+{
+	FILE *f = fopen(fixture("nogpu.xml"), "r");
+	char *in = calloc(1, 1 << 16), *out = calloc(1, (1 << 16) + 256), *at;
+	size_t n = f ? fread(in, 1, (1 << 16) - 1, f) : 0;
+
+	if (f)
+		fclose(f);
+	at = n ? strstr(in, from) : NULL;
+	if (!at) {
+		free(in);
+		free(out);
+		return NULL;
+	}
+	snprintf(out, (1 << 16) + 256, "%.*s%s%s", (int)(at - in), in, to, at + strlen(from));
+	free(in);
+	*len = strlen(out);
+	return out;
+}
+
+/* hwloc refuses these files with "Invalid argument" or errno 0 ("Success")
+ * and says why only on stderr: the error must name the cause itself. */
+static void test_load_errors(void)
+{
+	static const struct {
+		const char *from, *to, *want, *desc;
+	} cases[] = {
+		{ "<topology version=\"2.0\">", "<topology version=\"3.0\">",
+		  "hwloc XML version 3.0 and this hwloc", "newer XML version" },
+		{ "allowed_cpuset=\"0x0000000f\"", "allowed_cpuset=\"0x000000f0\"",
+		  "allowed_cpuset=\"0x000000f0\" holds none of the machine's CPUs",
+		  "allowed_cpuset without the machine's CPUs" },
+		{ "allowed_cpuset=\"0x0000000f\"", "allowed_cpuset=\"zz\"",
+		  "allowed_cpuset=\"zz\", which is not an hwloc bitmap", "cpuset text" },
+		{ "<object type=\"PU\" os_index=\"0\" cpuset=\"0x00000001\"",
+		  "<object type=\"PU\" os_index=\"0\"", "object PU P#0 has no cpuset",
+		  "object without cpuset" },
+	};
+	char tmp[] = "/tmp/dlrt-test-topo-XXXXXX";
+	int fd = mkstemp(tmp);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct dlrt_err err = { "" };
+		size_t len = 0;
+		char *x = nogpu_with(cases[i].from, cases[i].to, &len);
+		struct dlrt_gpuplan_topo *t;
+
+		if (!x || fd < 0) {
+			TAP_OK(0, "%s: fixture text", cases[i].desc);
+			free(x);
+			continue;
+		}
+		t = dlrt_gpuplan_topology_load_xml(x, len, "job.xml", &err);
+		TAP_OK(!t && strstr(err.msg, cases[i].want) && !strstr(err.msg, "Success") &&
+		       !strstr(err.msg, "Invalid argument") && one_line(&err),
+		       "%s, from memory: %s", cases[i].desc, err.msg);
+		dlrt_gpuplan_topology_free(t);
+		if (ftruncate(fd, 0) == 0 && pwrite(fd, x, len, 0) == (ssize_t)len) {
+			t = dlrt_gpuplan_topology_load(tmp, 0, &err);
+			TAP_OK(!t && strstr(err.msg, cases[i].want) && strstr(err.msg, tmp) &&
+			       !strstr(err.msg, "Success") && one_line(&err),
+			       "%s, from a file: %s", cases[i].desc, err.msg);
+			dlrt_gpuplan_topology_free(t);
+		}
+		free(x);
+	}
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	{
+		char why[256] = "";
+		static const char good[] = "<topology version=\"2.0\"><object type=\"Machine\" "
+					   "cpuset=\"0x0000000f,0xf...f\" allowed_cpuset=\"0x1\">";
+
+		TAP_IS_INT(dlrt_gpuplan_xml_why(good, sizeof(good) - 1, why, sizeof(why)), 0,
+			   "a sound text has no reason: %s", why);
+		TAP_IS_INT(dlrt_gpuplan_xml_why("<topology version=\"", 20, why, sizeof(why)), 0,
+			   "a cut text has none either");
+	}
+}
+
+/* dlrt-topo itself: its messages speak of its own options. */
+static void test_topo_tool(void)
+{
+	const char *plugin = getenv("DLRT_PLUGIN");
+	char bin[1024], cmd[4096], out[4096];
+	const char *slash = plugin ? strrchr(plugin, '/') : NULL;
+	FILE *p;
+	size_t n;
+	int rc;
+
+	if (!slash) {
+		TAP_OK(0, "DLRT_PLUGIN is not set: run through make unit");
+		return;
+	}
+	snprintf(bin, sizeof(bin), "%.*s/bin/dlrt-topo", (int)(slash - plugin), plugin);
+	snprintf(cmd, sizeof(cmd), "env -u SLURM_STEP_GPUS -u SLURM_JOB_GPUS -u "
+		 "CUDA_VISIBLE_DEVICES %s --xml %s --gpus 0,1 2>&1 >/dev/null", bin,
+		 fixture("nogpu.xml"));
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+	out[n] = '\0';
+	rc = p ? pclose(p) : -1;
+	TAP_OK(rc != 0 && strstr(out, "--gpus=0,1 names GPU 1 but") &&
+	       strstr(out, "has no GPU: drop --gpus") && !strstr(out, "SLURM_STEP_GPUS") &&
+	       !strstr(out, "--dl-"), "dlrt-topo --gpus on a GPU-less file: %s", out);
+	snprintf(cmd, sizeof(cmd), "env -u SLURM_STEP_GPUS -u SLURM_JOB_GPUS -u "
+		 "CUDA_VISIBLE_DEVICES %s --xml %s --tasks 8 2>&1", bin, fixture("dgx2-16g.xml"));
+	p = popen(cmd, "r");
+	n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
+	out[n] = '\0';
+	rc = p ? pclose(p) : -1;
+	TAP_OK(rc == 0 && strstr(out, "note: 8 tasks on 4 CPUs (oversubscribed)") &&
+	       strstr(out, "\n7     0-3                  14,15 "),
+	       "dlrt-topo --tasks 8 on 16 GPUs and 4 CPUs shows the plugin's plan");
+}
+
+/* A node with NVIDIA and AMD GPUs (mixed-nv-amd.xml): each runtime numbers
+ * only its own vendor's GPUs, and an AMD card seen only through OpenCL is no
+ * GPU. Node-wide by bus: 0 NV(05), 1 AMD(06), 2 NV(07), 3 AMD(85), 4 NV(86). */
+static void test_mixed(void)
+{
+	struct dlrt_gpuplan_topo *t = load("mixed-nv-amd.xml");
+	static const char *const five[] = { "0", "1", "2", "4", "5" };
+	static const char *const three[] = { "0", "1", "4" };
+	static const char *const one[] = { "0-7" };
+	struct dlrt_gpuplan *p;
+	struct dlrt_err err;
+
+	if (!t)
+		return;
+	TAP_IS_INT(t->ngpus, 5, "mixed: 5 GPUs, not the OpenCL-only AMD card");
+	TAP_OK(t->nrt[DLRT_GPUPLAN_RT_CUDA] == 3 && t->nrt[DLRT_GPUPLAN_RT_ROCM] == 2,
+	       "mixed: 3 CUDA and 2 ROCm GPUs");
+	p = plan(t, NULL, NULL, "closest", five, 5, &err);
+	TAP_IS_STR(show(p, 1), "0|1|2|3|4", "mixed: node-wide, task i gets GPU i");
+	TAP_IS_STR(show(p, 0), "0|0|1|1|2", "mixed: numbered per runtime");
+	TAP_IS_STR(env_of(p, t, 2), "CUDA_VISIBLE_DEVICES=1;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=;", "mixed: GPU 2 is CUDA's device 1, ROCm sees none");
+	TAP_IS_STR(env_of(p, t, 3), "CUDA_VISIBLE_DEVICES=;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=1;HIP_VISIBLE_DEVICES=0;",
+		   "mixed: GPU 3 is ROCm's device 1 (HIP's 0), CUDA sees none");
+	dlrt_gpuplan_free(p);
+	/* ConstrainDevices: each runtime sees the step's GPUs of its kind as 0..n-1. */
+	p = plan(t, "1,2,3", "0,1,2", "closest", three, 3, &err);
+	TAP_IS_STR(show(p, 1), "1|2|3", "mixed renumbered: node-wide GPUs 1, 2, 3");
+	TAP_IS_STR(show(p, 0), "0|0|1", "mixed renumbered: ROCm 0, CUDA 0, ROCm 1");
+	TAP_IS_STR(env_of(p, t, 2), "CUDA_VISIBLE_DEVICES=;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=1;HIP_VISIBLE_DEVICES=0;", "mixed renumbered: task 2");
+	dlrt_gpuplan_free(p);
+	p = plan(t, NULL, NULL, "map:0+1+3+4", one, 1, &err);
+	TAP_IS_STR(env_of(p, t, 0), "CUDA_VISIBLE_DEVICES=0,2;CUDA_DEVICE_ORDER=PCI_BUS_ID;"
+		   "ROCR_VISIBLE_DEVICES=0,1;HIP_VISIBLE_DEVICES=0,1;",
+		   "mixed: a task with GPUs of both kinds gets both lists");
+	dlrt_gpuplan_free(p);
+	dlrt_gpuplan_topology_free(t);
+}
+
 static void test_parsers(void)
 {
 	static const char *const bad_gpus[] = { "", "0,,1", "a", "1-0", "0,0", "64", "0-",
@@ -705,7 +920,7 @@ static void test_optimal(void)
 {
 	static const char *const fx[] = { "dgx-2s4g.xml", "2s2g.xml", "onesocket-4g.xml",
 					  "switch-4g.xml", "dgxa100-8g.xml", "cluster-2s4g.xml",
-					  "osdev-2g.xml" };
+					  "osdev-2g.xml", "mixed-nv-amd.xml" };
 	unsigned seed = 777;
 	int bad = 0, trials = 0, unbalanced = 0;
 
@@ -847,6 +1062,10 @@ int main(void)
 	test_bind_self();
 	test_nogpu();
 	test_layout();
+	test_oversubscribed();
+	test_mixed();
+	test_load_errors();
+	test_topo_tool();
 	test_parsers();
 	test_solver();
 	test_optimal();

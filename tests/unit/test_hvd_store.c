@@ -204,8 +204,28 @@ static void test_rank_and_size(void)
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:x", NULL), 400, "non-numeric -> 400");
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:1:2", NULL), 400, "two ':' -> 400");
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:", NULL), 400, "empty rank -> 400");
-	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:99999999999999999999", NULL), 400,
-		   "overflowing rank -> 400");
+	/* Horovod's ElasticDriver: int(local_rank), then host_slots[local_rank]
+	 * when len(host_slots) > local_rank (Python indexing, any size). */
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:99999999999999999999", NULL), 200,
+		   "20-digit rank: 200");
+	TAP_OK(body_is("-1,-1,-1,-1,-1,-1"), "... not in the plan");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:-1", NULL), 200, "n1:-1: 200");
+	TAP_OK(body_is("2,6,2,3,0,1"), "... the host's last slot, as Python's [-1]");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:-3", NULL), 200, "n1:-3: 200");
+	TAP_OK(body_is("0,6,0,3,0,3"), "... its first slot");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:-4", NULL), 400,
+		   "n1:-4 (IndexError in Horovod) -> 400");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n3:-0", NULL), 200, "n3:-0: 200");
+	TAP_OK(body_is("4,6,0,2,2,3"), "... slot 0");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n3:+1", NULL), 200, "n3:+1: 200");
+	TAP_OK(body_is("5,6,1,2,1,2"), "... slot 1");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:0_1", NULL), 200, "n1:0_1: 200");
+	TAP_OK(body_is("1,6,1,3,0,2"), "... int('0_1') is 1");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n9:-1", NULL), 200, "n9:-1: 200");
+	TAP_OK(body_is("-1,-1,-1,-1,-1,-1"), "... unknown host");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:-", NULL), 400, "sign only -> 400");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:1_", NULL), 400, "trailing _ -> 400");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:--1", NULL), 400, "two signs -> 400");
 	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:0", "b64"), 200,
 		   "PUT worker_addresses is stored");
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/worker_addresses/n1:0", NULL), 200, "and readable");
