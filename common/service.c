@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -12,6 +13,8 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "tcpserver.h"
 
 void dlrt_service_spec_init(struct dlrt_service_spec *s, const char *program, const char *what)
 {
@@ -261,4 +264,154 @@ void dlrt_service_watch_end(struct dlrt_service_watch *w)
 	if (w->parent_pidfd >= 0)
 		close(w->parent_pidfd);
 	w->parent_pidfd = -1;
+}
+
+/* ---- the common command line of the service programs ------------------- */
+
+int dlrt_service_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
+			   uint64_t *out, struct dlrt_err *err)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || v < min || v > max || *s == '-')
+		return dlrt_err_set(err, "%s '%s' is not a number between %" PRIu64 " and %" PRIu64
+				    ": pass a plain decimal number", opt, s, min, max);
+	*out = v;
+	return 0;
+}
+
+void dlrt_service_args_init(struct dlrt_service_args *a, const char *bind)
+{
+	memset(a, 0, sizeof(*a));
+	a->bind = bind;
+	a->lifetime_fd = -1;
+	a->ready_fd = -1;
+	a->loopback = htonl(INADDR_LOOPBACK);
+}
+
+static int parse_fd(const char *opt, const char *arg, int *fd, struct dlrt_err *err)
+{
+	uint64_t v;
+
+	if (dlrt_service_parse_u64(opt, arg, 0, INT32_MAX, &v, err) < 0)
+		return -1;
+	*fd = (int)v;
+	return 1;
+}
+
+int dlrt_service_args_option(struct dlrt_service_args *a, int opt, const char *arg,
+			     struct dlrt_err *err)
+{
+	uint64_t v;
+	int fd;
+
+	switch (opt) {
+	case DLRT_SERVICE_O_BIND:
+		a->bind = arg;
+		return 1;
+	case DLRT_SERVICE_O_PORT:
+		if (dlrt_service_parse_u64("--port", arg, 0, 65535, &v, err) < 0)
+			return -1;
+		a->port = (uint16_t)v;
+		return 1;
+	case DLRT_SERVICE_O_ALLOW:
+		/* The last --allow counts, as for every other option. */
+		free(a->allow);
+		a->allow = NULL;
+		a->nallow = 0;
+		return dlrt_service_parse_allow(arg, &a->allow, &a->nallow, err) < 0 ? -1 : 1;
+	case DLRT_SERVICE_O_ALLOW_ANY:
+		a->allow_any = true;
+		return 1;
+	case DLRT_SERVICE_O_LIFETIME_FD:
+		return parse_fd("--lifetime-fd", arg, &a->lifetime_fd, err);
+	case DLRT_SERVICE_O_READY_FD:
+		return parse_fd("--ready-fd", arg, &a->ready_fd, err);
+	case DLRT_SERVICE_O_PARENT_PID:
+		if (dlrt_service_parse_u64("--parent-pid", arg, 1, INT32_MAX, &v, err) < 0)
+			return -1;
+		a->parent_pid = (pid_t)v;
+		return 1;
+	case DLRT_SERVICE_O_SECRET_FD:
+		/* Read now: a program may close its other descriptors next. */
+		if (parse_fd("--secret-fd", arg, &fd, err) < 0 ||
+		    dlrt_svcauth_read_secret(fd, 5000, a->secret, err) < 0)
+			return -1;
+		a->has_secret = true;
+		return 1;
+	case DLRT_SERVICE_O_VERBOSE:
+		a->verbose = true;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int dlrt_service_args_check(const struct dlrt_service_args *a, const char *what,
+			    struct dlrt_err *err)
+{
+	if (a->ready_fd >= 0 && fcntl(a->ready_fd, F_GETFD) < 0)
+		return dlrt_err_set(err, "--ready-fd %d is not an open file descriptor: open a "
+				    "pipe in the launcher and pass its write end", a->ready_fd);
+	if (a->lifetime_fd >= 0 && fcntl(a->lifetime_fd, F_GETFD) < 0)
+		return dlrt_err_set(err, "--lifetime-fd %d is not an open file descriptor: pass "
+				    "the read end of a pipe the step holds open", a->lifetime_fd);
+	/* Our parent may be a process we cannot signal (another user's, after
+	 * a reparenting): it exists all the same. */
+	if (a->parent_pid && getppid() != a->parent_pid && kill(a->parent_pid, 0) < 0 &&
+	    errno == ESRCH)
+		return dlrt_err_set(err, "--parent-pid %d does not exist: pass the pid of the "
+				    "process whose end should stop %s", (int)a->parent_pid, what);
+	return 0;
+}
+
+void dlrt_service_args_server(struct dlrt_service_args *a, struct dlrt_tcpserver_cfg *cfg)
+{
+	cfg->bind_addr = a->bind;
+	cfg->port = a->port;
+	cfg->secret = a->has_secret ? a->secret : NULL;
+	if (a->allow_any) {
+		cfg->allow = NULL;
+		cfg->nallow = 0; /* tcpserver: everyone */
+	} else if (a->allow) {
+		cfg->allow = a->allow;
+		cfg->nallow = a->nallow;
+	} else {
+		/* Never an empty list: that would mean everyone. */
+		cfg->allow = &a->loopback;
+		cfg->nallow = 1;
+	}
+}
+
+int dlrt_service_args_watch(const struct dlrt_service_args *a, struct dlrt_service_watch *w,
+			    struct dlrt_evloop *loop, const char **why, struct dlrt_err *err)
+{
+	if (dlrt_service_watch_start(w, loop, a->lifetime_fd, a->parent_pid, why) == 0)
+		return 0;
+	if (a->lifetime_fd >= 0)
+		return dlrt_err_set(err, "--lifetime-fd %d cannot be watched (%s): pass a pipe or "
+				    "socket, not a regular file", a->lifetime_fd, strerror(errno));
+	return dlrt_err_errno(err, errno, "cannot set up the event loop");
+}
+
+int dlrt_service_args_ready(const struct dlrt_service_args *a, uint16_t port, const char *what,
+			    struct dlrt_err *err)
+{
+	if (a->ready_fd >= 0 && dlrt_service_write_ready(a->ready_fd, port) < 0)
+		return dlrt_err_set(err, "cannot write the port to --ready-fd %d: the launcher "
+				    "closed its end of the pipe before %s was ready", a->ready_fd,
+				    what);
+	return 0;
+}
+
+void dlrt_service_args_free(struct dlrt_service_args *a)
+{
+	free(a->allow);
+	a->allow = NULL;
+	a->nallow = 0;
+	memset(a->secret, 0, sizeof(a->secret));
+	a->has_secret = false;
 }

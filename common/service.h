@@ -14,12 +14,15 @@
  *   --port 0             any free port
  *   --allow IP,IP,...    the step's nodes; refuse every other peer
  *   --lifetime-fd FD     exit when FD reaches end of file (the step ended)
+ *   [--parent-pid PID]   exit when process PID is gone
  *   --ready-fd FD        once listening, write "<port>\n" to FD and close it
  *   --secret-fd FD       the step secret: 32 bytes, then end of file; every
  *                        connection must prove it (tcpserver.h) before the
  *                        protocol sees a byte. Only the node relays
  *                        (dlrt-relay, common/relay.h) hold it.
  *   [--verbose]          log to stderr
+ * Service programs parse it with struct dlrt_service_args (below), so that
+ * every service reads, checks and applies it in the same way.
  * The plugin's side is pure here (no SPANK symbol, no process handling: that
  * is spank/service.c); the functions from dlrt_service_write_ready on are the
  * service programs' side, shared so that every service ends with its step in
@@ -35,6 +38,7 @@
 
 #include "dlrt_err.h"
 #include "evloop.h"
+#include "svcauth.h"
 
 #define DLRT_SERVICE_MAX_ARGS 32
 
@@ -106,5 +110,91 @@ struct dlrt_service_watch {
 int dlrt_service_watch_start(struct dlrt_service_watch *w, struct dlrt_evloop *loop,
 			     int lifetime_fd, pid_t parent_pid, const char **why);
 void dlrt_service_watch_end(struct dlrt_service_watch *w);
+
+/* ---- service programs: the common command line, parsed once ------------ */
+
+/* Option codes of the common options, for getopt_long; a program's own
+ * options use other values (e.g. 256 up, or letters). */
+enum {
+	DLRT_SERVICE_O_BIND = 0x5300,
+	DLRT_SERVICE_O_PORT,
+	DLRT_SERVICE_O_ALLOW,
+	DLRT_SERVICE_O_ALLOW_ANY,
+	DLRT_SERVICE_O_LIFETIME_FD,
+	DLRT_SERVICE_O_PARENT_PID,
+	DLRT_SERVICE_O_READY_FD,
+	DLRT_SERVICE_O_SECRET_FD,
+	DLRT_SERVICE_O_VERBOSE,
+};
+
+/* Entries of a `struct option` table (getopt.h) for the common options.
+ * --allow-any is apart: only a program that may serve everyone (tests of
+ * the stores) lists it. */
+#define DLRT_SERVICE_OPTIONS \
+	{ "bind", required_argument, NULL, DLRT_SERVICE_O_BIND }, \
+	{ "port", required_argument, NULL, DLRT_SERVICE_O_PORT }, \
+	{ "allow", required_argument, NULL, DLRT_SERVICE_O_ALLOW }, \
+	{ "lifetime-fd", required_argument, NULL, DLRT_SERVICE_O_LIFETIME_FD }, \
+	{ "parent-pid", required_argument, NULL, DLRT_SERVICE_O_PARENT_PID }, \
+	{ "ready-fd", required_argument, NULL, DLRT_SERVICE_O_READY_FD }, \
+	{ "secret-fd", required_argument, NULL, DLRT_SERVICE_O_SECRET_FD }, \
+	{ "verbose", no_argument, NULL, DLRT_SERVICE_O_VERBOSE }
+#define DLRT_SERVICE_OPTION_ALLOW_ANY \
+	{ "allow-any", no_argument, NULL, DLRT_SERVICE_O_ALLOW_ANY }
+
+struct dlrt_service_args {
+	const char *bind;    /* as given (tcpserver checks it) */
+	uint16_t port;       /* 0: any free port */
+	uint32_t *allow;     /* --allow parsed, loopback first; NULL: not given */
+	size_t nallow;
+	uint32_t loopback;   /* the allow list without --allow */
+	bool allow_any;
+	int lifetime_fd;     /* -1: none */
+	pid_t parent_pid;    /* 0: none */
+	int ready_fd;        /* -1: none */
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
+	bool has_secret;
+	bool verbose;
+};
+
+/* Defaults: listen on `bind`, any port, loopback only, nothing watched. */
+void dlrt_service_args_init(struct dlrt_service_args *a, const char *bind);
+
+/* Handles option `opt` (a DLRT_SERVICE_O_* value) with its argument: 1
+ * handled, 0 not a common option (the program's own), -1 bad argument with
+ * one line in err. --secret-fd reads the secret at once (5 s at most), so a
+ * program may close every other descriptor right after parsing. */
+int dlrt_service_args_option(struct dlrt_service_args *a, int opt, const char *arg,
+			     struct dlrt_err *err);
+
+/* After parsing: --ready-fd and --lifetime-fd are open descriptors, and the
+ * --parent-pid process exists (`what` names the program in the fix, e.g.
+ * "the store"). 0, or -1 with one line in err. */
+int dlrt_service_args_check(const struct dlrt_service_args *a, const char *what,
+			    struct dlrt_err *err);
+
+/* Sets the listening part of a tcpserver configuration (tcpserver.h):
+ * address, port, secret, and the peers: --allow's list, everyone with
+ * --allow-any, else loopback only. The configuration points into `a`. */
+struct dlrt_tcpserver_cfg;
+void dlrt_service_args_server(struct dlrt_service_args *a, struct dlrt_tcpserver_cfg *cfg);
+
+/* Starts the watch (dlrt_service_watch_start) on --lifetime-fd and
+ * --parent-pid; 0, or -1 with one line in err. */
+int dlrt_service_args_watch(const struct dlrt_service_args *a, struct dlrt_service_watch *w,
+			    struct dlrt_evloop *loop, const char **why, struct dlrt_err *err);
+
+/* Once listening: writes the port to --ready-fd (if given) and closes it.
+ * 0, or -1 with one line in err (`what` as above). */
+int dlrt_service_args_ready(const struct dlrt_service_args *a, uint16_t port, const char *what,
+			    struct dlrt_err *err);
+
+/* Frees the allow list and forgets the secret. */
+void dlrt_service_args_free(struct dlrt_service_args *a);
+
+/* A plain decimal number from min to max for option `opt`; -1 with one line
+ * in err naming the range. */
+int dlrt_service_parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max,
+			   uint64_t *out, struct dlrt_err *err);
 
 #endif

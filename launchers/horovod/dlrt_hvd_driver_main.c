@@ -42,8 +42,6 @@ struct driver {
 	struct dlrt_evloop *loop;
 	struct dlrt_hvd_store *store;
 	struct dlrt_http_limits lim;
-	int lifetime_fd;   /* -1 if none */
-	pid_t parent_pid;  /* 0 if none */
 	struct dlrt_service_watch watch;
 	bool verbose;
 	const char *why_stop;
@@ -193,11 +191,6 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 	return DLRT_PROTO_CLOSE;
 }
 
-static bool fd_is_open(int fd)
-{
-	return fcntl(fd, F_GETFD) >= 0;
-}
-
 /* Forked from slurmstepd, the driver would otherwise keep the step's own
  * descriptors (task stdio pipes, slurmd sockets) open for its whole life. */
 static void close_other_fds(int keep1, int keep2)
@@ -248,25 +241,17 @@ static void raise_nofile(void)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "bind", required_argument, NULL, 'b' },
-		{ "port", required_argument, NULL, 'p' },
 		{ "hosts", required_argument, NULL, 'H' },
-		{ "allow", required_argument, NULL, 'a' },
 		{ "max-body", required_argument, NULL, 'B' },
 		{ "max-store", required_argument, NULL, 'S' },
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "idle-timeout-ms", required_argument, NULL, 'i' },
-		{ "lifetime-fd", required_argument, NULL, 'l' },
-		{ "parent-pid", required_argument, NULL, 'P' },
-		{ "ready-fd", required_argument, NULL, 'r' },
-		{ "secret-fd", required_argument, NULL, 's' },
-		{ "verbose", no_argument, NULL, 'v' },
+		DLRT_SERVICE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct driver d = { .lifetime_fd = -1, .watch = DLRT_SERVICE_WATCH_NONE };
+	struct driver d = { .watch = DLRT_SERVICE_WATCH_NONE };
 	struct dlrt_tcpserver_cfg cfg = {
-		.bind_addr = "0.0.0.0",
 		.idle_timeout_ms = 3000,
 		.max_conns = 1024,
 	};
@@ -275,31 +260,26 @@ int main(int argc, char **argv)
 	struct dlrt_tcpserver *srv = NULL;
 	struct dlrt_err err = { { 0 } };
 	unsigned long long v, max_store = 512ull << 20;
-	const char *hosts = NULL, *allow = "";
-	uint32_t *allow_ips = NULL;
-	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
-	size_t nallow = 0;
-	int ready_fd = -1, sfd = -1, rv = 1, c;
+	struct dlrt_service_args args;
+	const char *hosts = NULL;
+	int sfd = -1, rv = 1, c;
 	bool have_plan = false;
 
 	d.lim.max_head = DLRT_HTTP_DEFAULT_MAX_HEAD;
 	d.lim.max_headers = DLRT_HTTP_DEFAULT_MAX_HEADERS;
 	d.lim.max_body = 16u << 20;
+	dlrt_service_args_init(&args, "0.0.0.0");
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (dlrt_service_args_option(&args, c, optarg, &err)) {
+		case 1:
+			continue;
+		case -1:
+			fprintf(stderr, PROG ": %s\n", err.msg);
+			return EXIT_USAGE;
+		}
 		switch (c) {
-		case 'b':
-			cfg.bind_addr = optarg;
-			break;
-		case 'p':
-			if (parse_num(optarg, 65535, &v))
-				return usage_error("--port '%s' is not a port number (0-65535)", optarg);
-			cfg.port = (uint16_t)v;
-			break;
 		case 'H':
 			hosts = optarg;
-			break;
-		case 'a':
-			allow = optarg;
 			break;
 		case 'B':
 			if (parse_num(optarg, 1ull << 32, &v))
@@ -321,34 +301,6 @@ int main(int argc, char **argv)
 				return usage_error("--idle-timeout-ms '%s' is not a number of milliseconds", optarg);
 			cfg.idle_timeout_ms = (int64_t)v;
 			break;
-		case 'l':
-			if (parse_num(optarg, INT_MAX, &v) || !fd_is_open((int)v))
-				return usage_error("--lifetime-fd '%s' is not an open file descriptor", optarg);
-			d.lifetime_fd = (int)v;
-			break;
-		case 'P':
-			if (parse_num(optarg, INT_MAX, &v) || v < 2)
-				return usage_error("--parent-pid '%s' is not a process id", optarg);
-			d.parent_pid = (pid_t)v;
-			break;
-		case 'r':
-			if (parse_num(optarg, INT_MAX, &v) || !fd_is_open((int)v))
-				return usage_error("--ready-fd '%s' is not an open file descriptor", optarg);
-			ready_fd = (int)v;
-			break;
-		case 's':
-			/* Read now: the other descriptors are closed below. */
-			if (parse_num(optarg, INT_MAX, &v) || !fd_is_open((int)v))
-				return usage_error("--secret-fd '%s' is not an open file descriptor", optarg);
-			if (dlrt_svcauth_read_secret((int)v, 5000, secret, &err) < 0) {
-				fprintf(stderr, PROG ": %s\n", err.msg);
-				return EXIT_USAGE;
-			}
-			cfg.secret = secret;
-			break;
-		case 'v':
-			d.verbose = true;
-			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -359,33 +311,26 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
+	/* Without --lifetime-fd or --parent-pid, die with the process that started us. */
+	if (args.lifetime_fd < 0 && args.parent_pid == 0)
+		args.parent_pid = getppid();
+	if (dlrt_service_args_check(&args, "the driver", &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		dlrt_service_args_free(&args);
+		return EXIT_USAGE;
+	}
+	d.verbose = args.verbose;
 	if (drop_privileges() < 0) {
 		fprintf(stderr, PROG ": cannot drop to uid %d: %s\n", (int)geteuid(), strerror(errno));
 		return 1;
 	}
-	close_other_fds(d.lifetime_fd, ready_fd);
+	close_other_fds(args.lifetime_fd, args.ready_fd);
 	if (hosts) {
 		if (dlrt_hvd_plan_parse(&plan, hosts, &err) < 0) {
 			fprintf(stderr, PROG ": --hosts: %s\n", err.msg);
 			return EXIT_USAGE;
 		}
 		have_plan = true;
-	}
-	if (dlrt_service_parse_allow(allow, &allow_ips, &nallow, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		rv = EXIT_USAGE;
-		goto out;
-	}
-	/* Without --lifetime-fd or --parent-pid, die with the process that started us. */
-	if (d.lifetime_fd < 0 && d.parent_pid == 0)
-		d.parent_pid = getppid();
-	if (d.parent_pid > 0) {
-		if (kill(d.parent_pid, 0) < 0 && errno == ESRCH) {
-			fprintf(stderr, PROG ": parent process %d is not running: pass the pid of the step's process to --parent-pid\n",
-				(int)d.parent_pid);
-			rv = EXIT_USAGE;
-			goto out;
-		}
 	}
 	raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
@@ -394,15 +339,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	d.loop = dlrt_evloop_create();
-	if (!d.loop || (sfd = dlrt_service_stop_on_signals(d.loop, &d.why_stop)) < 0 ||
-	    dlrt_service_watch_start(&d.watch, d.loop, d.lifetime_fd, d.parent_pid, &d.why_stop) < 0) {
+	if (!d.loop || (sfd = dlrt_service_stop_on_signals(d.loop, &d.why_stop)) < 0) {
 		fprintf(stderr, PROG ": cannot set up the event loop: %s\n", strerror(errno));
+		goto out;
+	}
+	if (dlrt_service_args_watch(&args, &d.watch, d.loop, &d.why_stop, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
 		goto out;
 	}
 	cfg.max_request = d.lim.max_head + d.lim.max_body + 4096;
 	cfg.max_reply = d.lim.max_body + 512;
-	cfg.allow = allow_ips;
-	cfg.nallow = nallow;
+	dlrt_service_args_server(&args, &cfg);
 	if (dlrt_tcpserver_start(&srv, d.loop, &cfg, &proto, &d, &err) < 0) {
 		fprintf(stderr, PROG ": %s: pass a local address to --bind and a free port (or 0) to --port\n",
 			err.msg);
@@ -412,17 +359,14 @@ int main(int argc, char **argv)
 	if (d.verbose)
 		fprintf(stderr, PROG ": listening on %s:%u, %zu ranks on %zu hosts, %zu allowed peers besides loopback\n",
 			cfg.bind_addr, dlrt_tcpserver_port(srv), plan.nslots, plan.nhosts,
-			nallow - 1);
+			cfg.nallow - 1);
 	if (d.verbose)
 		fprintf(stderr, PROG ": at most %u connections (descriptor limit %lu)\n",
 			dlrt_tcpserver_max_conns(srv), dlrt_tcpserver_nofile(srv));
-	if (ready_fd >= 0) {
-		if (dlrt_service_write_ready(ready_fd, dlrt_tcpserver_port(srv)) < 0) {
-			fprintf(stderr, PROG ": cannot write the port to --ready-fd %d: the launcher "
-				"closed its end of the pipe before the driver was ready\n", ready_fd);
-			rv = EXIT_READY;
-			goto out;
-		}
+	if (dlrt_service_args_ready(&args, dlrt_tcpserver_port(srv), "the driver", &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		rv = EXIT_READY;
+		goto out;
 	}
 	if (dlrt_evloop_run(d.loop) < 0) {
 		fprintf(stderr, PROG ": the event loop failed: %s\n", strerror(errno));
@@ -438,7 +382,7 @@ out:
 	dlrt_hvd_store_destroy(d.store);
 	if (have_plan)
 		dlrt_hvd_plan_free(&plan);
-	free(allow_ips);
+	dlrt_service_args_free(&args);
 	if (sfd >= 0)
 		close(sfd);
 	dlrt_service_watch_end(&d.watch);

@@ -44,8 +44,6 @@ struct app {
 	struct sconn *woken;
 	int64_t resume_timer;
 	int64_t stall_ms;
-	int lifetime_fd;
-	pid_t parent_pid;
 	struct dlrt_service_watch watch;
 	bool verbose;
 	const char *stop_reason;
@@ -81,17 +79,12 @@ static void usage(FILE *f)
 
 static int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	struct dlrt_err err;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (!*s || *end || errno || v < min || v > max || *s == '-') {
-		fprintf(stderr, PROG ": %s '%s' is not a number between %" PRIu64 " and %" PRIu64
-			": pass a plain decimal number\n", opt, s, min, max);
+	if (dlrt_service_parse_u64(opt, s, min, max, out, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
 		return -1;
 	}
-	*out = v;
 	return 0;
 }
 
@@ -253,23 +246,15 @@ static const struct dlrt_proto c10d_proto = { on_data, on_open, on_close };
 
 int main(int argc, char **argv)
 {
-	enum { O_BIND = 256, O_PORT, O_ALLOW, O_ALLOW_ANY, O_MAXKEY, O_MAXVAL, O_MAXSTORE,
-	       O_MAXWAIT, O_IDLE, O_LIFEFD, O_PPID, O_READY, O_SECRET, O_VERBOSE, O_HELP };
+	enum { O_MAXKEY = 256, O_MAXVAL, O_MAXSTORE, O_MAXWAIT, O_IDLE, O_HELP };
 	static const struct option opts[] = {
-		{ "bind", required_argument, NULL, O_BIND },
-		{ "port", required_argument, NULL, O_PORT },
-		{ "allow", required_argument, NULL, O_ALLOW },
-		{ "allow-any", no_argument, NULL, O_ALLOW_ANY },
 		{ "max-key", required_argument, NULL, O_MAXKEY },
 		{ "max-value", required_argument, NULL, O_MAXVAL },
 		{ "max-store", required_argument, NULL, O_MAXSTORE },
 		{ "max-wait-keys", required_argument, NULL, O_MAXWAIT },
 		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
-		{ "lifetime-fd", required_argument, NULL, O_LIFEFD },
-		{ "parent-pid", required_argument, NULL, O_PPID },
-		{ "ready-fd", required_argument, NULL, O_READY },
-		{ "secret-fd", required_argument, NULL, O_SECRET },
-		{ "verbose", no_argument, NULL, O_VERBOSE },
+		DLRT_SERVICE_OPTIONS,
+		DLRT_SERVICE_OPTION_ALLOW_ANY,
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -281,49 +266,24 @@ int main(int argc, char **argv)
 			.max_wait_keys = DLRT_TCPSTORE_DEFAULT_MAX_WAIT_KEYS,
 		},
 		.stall_ms = 60000,
-		.lifetime_fd = -1,
 		.watch = DLRT_SERVICE_WATCH_NONE,
 	};
-	struct dlrt_tcpserver_cfg cfg = { .bind_addr = "127.0.0.1" };
-	uint32_t loopback = htonl(INADDR_LOOPBACK), *allow = NULL;
-	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
-	size_t nallow = 0;
-	bool allow_any = false;
-	int ready_fd = -1, sfd = -1, rc = 1, o;
+	struct dlrt_tcpserver_cfg cfg = { 0 };
+	struct dlrt_service_args args;
+	int sfd = -1, rc = 1, o;
 	struct dlrt_err err = { { 0 } };
 	uint64_t v;
 
+	dlrt_service_args_init(&args, "127.0.0.1");
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (dlrt_service_args_option(&args, o, optarg, &err)) {
+		case 1:
+			continue;
+		case -1:
+			fprintf(stderr, PROG ": %s\n", err.msg);
+			return 2;
+		}
 		switch (o) {
-		case O_BIND:
-			cfg.bind_addr = optarg;
-			break;
-		case O_SECRET:
-			if (parse_u64("--secret-fd", optarg, 0, INT32_MAX, &v) < 0)
-				return 2;
-			if (dlrt_svcauth_read_secret((int)v, 5000, secret, &err) < 0) {
-				fprintf(stderr, PROG ": %s\n", err.msg);
-				return 2;
-			}
-			cfg.secret = secret;
-			break;
-		case O_PORT:
-			if (parse_u64("--port", optarg, 0, 65535, &v) < 0)
-				return 2;
-			cfg.port = (uint16_t)v;
-			break;
-		case O_ALLOW:
-			free(allow);
-			allow = NULL;
-			nallow = 0;
-			if (dlrt_service_parse_allow(optarg, &allow, &nallow, &err) < 0) {
-				fprintf(stderr, PROG ": %s\n", err.msg);
-				return 2;
-			}
-			break;
-		case O_ALLOW_ANY:
-			allow_any = true;
-			break;
 		case O_MAXKEY:
 			if (parse_u64("--max-key", optarg, 64, 1u << 20, &v) < 0)
 				return 2;
@@ -349,24 +309,6 @@ int main(int argc, char **argv)
 				return 2;
 			app.stall_ms = (int64_t)v;
 			break;
-		case O_LIFEFD:
-			if (parse_u64("--lifetime-fd", optarg, 0, INT32_MAX, &v) < 0)
-				return 2;
-			app.lifetime_fd = (int)v;
-			break;
-		case O_PPID:
-			if (parse_u64("--parent-pid", optarg, 1, INT32_MAX, &v) < 0)
-				return 2;
-			app.parent_pid = (pid_t)v;
-			break;
-		case O_READY:
-			if (parse_u64("--ready-fd", optarg, 0, INT32_MAX, &v) < 0)
-				return 2;
-			ready_fd = (int)v;
-			break;
-		case O_VERBOSE:
-			app.verbose = true;
-			break;
 		case O_HELP:
 			usage(stdout);
 			return 0;
@@ -379,22 +321,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": unexpected argument '%s': see " PROG " --help\n", argv[optind]);
 		return 2;
 	}
-	if (ready_fd >= 0 && fcntl(ready_fd, F_GETFD) < 0) {
-		fprintf(stderr, PROG ": --ready-fd %d is not an open file descriptor: "
-			"open a pipe in the launcher and pass its write end\n", ready_fd);
+	if (dlrt_service_args_check(&args, "the store", &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		dlrt_service_args_free(&args);
 		return 2;
 	}
-	if (app.lifetime_fd >= 0 && fcntl(app.lifetime_fd, F_GETFD) < 0) {
-		fprintf(stderr, PROG ": --lifetime-fd %d is not an open file descriptor: "
-			"pass the read end of a pipe the step holds open\n", app.lifetime_fd);
-		return 2;
-	}
-	if (app.parent_pid && getppid() != app.parent_pid && kill(app.parent_pid, 0) < 0 &&
-	    errno == ESRCH) {
-		fprintf(stderr, PROG ": --parent-pid %d does not exist: pass the pid of the "
-			"process whose end should stop the store\n", (int)app.parent_pid);
-		return 2;
-	}
+	app.verbose = args.verbose;
 
 	signal(SIGPIPE, SIG_IGN);
 	app.loop = dlrt_evloop_create();
@@ -413,36 +345,22 @@ int main(int argc, char **argv)
 	cfg.max_reply = 2 * (app.lim.max_value + 8) + 4096;
 	cfg.idle_timeout_ms = 0; /* our sweep knows requests from silence */
 	cfg.max_conns = 4096;
-	if (allow_any) {
-		cfg.nallow = 0;
-	} else if (nallow) {
-		cfg.allow = allow;
-		cfg.nallow = nallow;
-	} else {
-		cfg.allow = &loopback;
-		cfg.nallow = 1;
-	}
+	dlrt_service_args_server(&args, &cfg);
 	if (dlrt_tcpserver_start(&app.srv, app.loop, &cfg, &c10d_proto, &app, &err) < 0) {
 		fprintf(stderr, PROG ": %s: pass --bind an address of this node and a free --port "
 			"(0 picks one)\n", err.msg);
 		goto out;
 	}
 	dlrt_evloop_add_timer(app.loop, 1000, sweep, &app);
-	if (dlrt_service_watch_start(&app.watch, app.loop, app.lifetime_fd, app.parent_pid,
-				     &app.stop_reason) < 0) {
-		if (app.lifetime_fd >= 0)
-			fprintf(stderr, PROG ": --lifetime-fd %d cannot be watched (%s): pass a "
-				"pipe or socket, not a regular file\n", app.lifetime_fd, strerror(errno));
-		else
-			fprintf(stderr, PROG ": cannot set up the event loop: %s\n", strerror(errno));
+	if (dlrt_service_args_watch(&args, &app.watch, app.loop, &app.stop_reason, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
 		goto out;
 	}
 	if (app.verbose)
 		fprintf(stderr, PROG ": listening on %s:%u%s\n", cfg.bind_addr,
 			dlrt_tcpserver_port(app.srv), cfg.secret ? " (step secret required)" : "");
-	if (ready_fd >= 0 && dlrt_service_write_ready(ready_fd, dlrt_tcpserver_port(app.srv)) < 0) {
-		fprintf(stderr, PROG ": cannot write the port to --ready-fd %d: the launcher "
-			"closed its end of the pipe before the store was ready\n", ready_fd);
+	if (dlrt_service_args_ready(&args, dlrt_tcpserver_port(app.srv), "the store", &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
 		goto out;
 	}
 	if (dlrt_evloop_run(app.loop) < 0) {
@@ -461,7 +379,6 @@ out:
 	dlrt_service_watch_end(&app.watch);
 	if (sfd >= 0)
 		close(sfd);
-	free(allow);
-	memset(secret, 0, sizeof(secret));
+	dlrt_service_args_free(&args);
 	return rc;
 }

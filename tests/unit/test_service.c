@@ -14,6 +14,7 @@
 #include "runtime.h"
 #include "service.h"
 #include "tap.h"
+#include "tcpserver.h"
 
 static int argv_has(char **argv, const char *a, const char *b)
 {
@@ -36,6 +37,112 @@ static int64_t give_up(struct dlrt_evloop *loop, void *arg)
 	*(const char **)arg = "timeout: the watch did not end the loop";
 	dlrt_evloop_stop(loop);
 	return -1;
+}
+
+/* The common command line of the service programs, parsed once. */
+static void test_args(void)
+{
+	struct dlrt_service_args a;
+	struct dlrt_tcpserver_cfg cfg = { 0 };
+	struct dlrt_err err = { "" };
+	uint8_t key[DLRT_SVCAUTH_SECRET_LEN];
+	uint64_t v = 0;
+	char buf[16], num[16];
+	int p[2], r[2];
+	pid_t kid;
+
+	TAP_IS_INT(dlrt_service_parse_u64("--x", "42", 1, 100, &v, &err), 0, "a number in range");
+	TAP_IS_INT((int)v, 42, "its value");
+	TAP_IS_INT(dlrt_service_parse_u64("--x", "0", 1, 100, &v, &err), -1, "below the minimum");
+	TAP_OK(strstr(err.msg, "--x '0' is not a number between 1 and 100: pass a plain decimal number") != NULL,
+	       "one line naming the option and the range: %s", err.msg);
+	TAP_IS_INT(dlrt_service_parse_u64("--x", "-1", 0, 100, &v, &err), -1, "a negative number");
+	TAP_IS_INT(dlrt_service_parse_u64("--x", "", 0, 100, &v, &err), -1, "nothing");
+	TAP_IS_INT(dlrt_service_parse_u64("--x", "7k", 0, 100, &v, &err), -1, "junk after it");
+
+	dlrt_service_args_init(&a, "127.0.0.1");
+	TAP_OK(a.lifetime_fd == -1 && a.ready_fd == -1 && a.parent_pid == 0 && !a.has_secret,
+	       "defaults: nothing watched, no secret");
+	TAP_IS_INT(dlrt_service_args_option(&a, 256, "x", &err), 0, "a program's own option is not ours");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_PORT, "65536", &err), -1, "--port 65536");
+	TAP_OK(strstr(err.msg, "--port '65536'") != NULL, "names the port: %s", err.msg);
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_PORT, "4242", &err), 1, "--port 4242");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_PARENT_PID, "0", &err), -1,
+		   "--parent-pid 0 is refused");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_BIND, "10.0.0.1", &err), 1, "--bind");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_VERBOSE, NULL, &err), 1, "--verbose");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_ALLOW, "10.0.0.9,bad", &err), -1,
+		   "--allow with a name is refused");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_ALLOW, "10.0.0.2,10.0.0.3", &err), 1,
+		   "--allow");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_ALLOW, "10.0.0.4", &err), 1,
+		   "a second --allow");
+	dlrt_service_args_server(&a, &cfg);
+	TAP_OK(cfg.nallow == 2 && cfg.allow[0] == htonl(INADDR_LOOPBACK) &&
+	       cfg.allow[1] == inet_addr("10.0.0.4"), "the last --allow counts, loopback first");
+	TAP_OK(cfg.port == 4242 && !strcmp(cfg.bind_addr, "10.0.0.1") && !cfg.secret && a.verbose,
+	       "address, port, no secret, verbose");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_ALLOW_ANY, NULL, &err), 1, "--allow-any");
+	dlrt_service_args_server(&a, &cfg);
+	TAP_IS_INT((int)cfg.nallow, 0, "--allow-any: everyone");
+	dlrt_service_args_free(&a);
+
+	dlrt_service_args_init(&a, "0.0.0.0");
+	dlrt_service_args_server(&a, &cfg);
+	TAP_OK(cfg.nallow == 1 && cfg.allow[0] == htonl(INADDR_LOOPBACK),
+	       "without --allow: loopback only, never an empty list");
+
+	/* the secret is read while parsing */
+	memset(key, 0x5a, sizeof(key));
+	TAP_OK(pipe(p) == 0 && write(p[1], key, sizeof(key)) == (ssize_t)sizeof(key), "a secret pipe");
+	close(p[1]);
+	snprintf(num, sizeof(num), "%d", p[0]);
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_SECRET_FD, num, &err), 1,
+		   "--secret-fd: read at once");
+	close(p[0]);
+	dlrt_service_args_server(&a, &cfg);
+	TAP_OK(a.has_secret && cfg.secret && !memcmp(cfg.secret, key, sizeof(key)),
+	       "the secret reaches the server configuration");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_SECRET_FD, num, &err), -1,
+		   "--secret-fd of a closed descriptor: %s", err.msg);
+
+	/* the checks after parsing */
+	TAP_IS_INT(dlrt_service_args_check(&a, "the store", &err), 0, "nothing to check");
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_READY_FD, num, &err), 1, "--ready-fd N");
+	TAP_IS_INT(dlrt_service_args_check(&a, "the store", &err), -1, "--ready-fd closed");
+	TAP_OK(strstr(err.msg, "--ready-fd") && strstr(err.msg, "not an open file descriptor"),
+	       "names it: %s", err.msg);
+	a.ready_fd = -1;
+	TAP_IS_INT(dlrt_service_args_option(&a, DLRT_SERVICE_O_LIFETIME_FD, num, &err), 1,
+		   "--lifetime-fd N");
+	TAP_IS_INT(dlrt_service_args_check(&a, "the store", &err), -1, "--lifetime-fd closed");
+	a.lifetime_fd = -1;
+	kid = fork();
+	if (kid == 0)
+		_exit(0);
+	waitpid(kid, NULL, 0);
+	a.parent_pid = kid;
+	TAP_IS_INT(dlrt_service_args_check(&a, "the store", &err), -1, "--parent-pid of a process gone");
+	TAP_OK(strstr(err.msg, "should stop the store") != NULL, "names the program: %s", err.msg);
+	a.parent_pid = getpid();
+	TAP_IS_INT(dlrt_service_args_check(&a, "the store", &err), 0, "--parent-pid of a live process");
+	a.parent_pid = 0;
+
+	/* readiness */
+	TAP_IS_INT(dlrt_service_args_ready(&a, 4242, "the store", &err), 0, "no --ready-fd: nothing to do");
+	TAP_OK(pipe(r) == 0, "a ready pipe");
+	a.ready_fd = r[1];
+	TAP_IS_INT(dlrt_service_args_ready(&a, 4242, "the store", &err), 0, "ready written");
+	TAP_OK(read(r[0], buf, sizeof(buf)) == 5 && !memcmp(buf, "4242\n", 5), "the port line");
+	close(r[0]);
+	TAP_OK(pipe(r) == 0, "another ready pipe");
+	close(r[0]);
+	signal(SIGPIPE, SIG_IGN);
+	a.ready_fd = r[1];
+	TAP_IS_INT(dlrt_service_args_ready(&a, 4242, "the store", &err), -1, "the launcher is gone");
+	TAP_OK(strstr(err.msg, "before the store was ready") != NULL, "says so: %s", err.msg);
+	dlrt_service_args_free(&a);
+	TAP_OK(!a.has_secret && a.secret[0] == 0 && !a.allow, "freed: the secret forgotten");
 }
 
 int main(void)
@@ -253,5 +360,6 @@ int main(void)
 		TAP_IS_INT(w.parent_pidfd, -1, "pidfd closed");
 		dlrt_evloop_destroy(loop);
 	}
+	test_args();
 	return tap_done();
 }
