@@ -9,8 +9,10 @@
 
 T=/usr/share/datasets/fashion-mnist
 POOL=$WORK/pool
-# Job 2 runs for about 10 s, so the steady period has a few dozen samples.
-N1=60000 N2=40000
+# Job 2 runs for about 8 s, so the steady period has a few dozen samples; it
+# is submitted once the late worker is in, which Slurm may start seconds into
+# job 1, so job 2 is sized to end well before job 1 even then.
+N1=60000 N2=30000
 infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
 
 if [ ! -r $T/t10k-images-idx3-ubyte.gz ]; then
@@ -131,11 +133,19 @@ fi
 first=$(awk -v a="$J1" -v b="$J2" 'NR > 1 && $3 == "done" && ($2 == a || $2 == b) { print $2; exit }' \
 	"$POOL/events.tsv")
 other=$([ "$first" = "$J1" ] && echo "$J2" || echo "$J1")
-share=$(awk -v a="$other" -v b="${first:-none}" 'NR > 1 && $2 == b { s = ""; seen = 1 }
-	NR > 1 && $2 == a && seen && s == "" { s = $5 } END { print s }' "$POOL/timeline.tsv")
-is "$share" "6.00" "job $other gets all 6 workers as soon as job ${first:-?} ends" ||
-	fail_detail "events.tsv: $(grep -E 'done|failed|cancelled' "$POOL/events.tsv" | tr '\n\t' '; ');" \
-		"timeline.tsv has no row of job $other after job ${first:-?}'s last"
+n_other=$([ "$other" = "$J1" ] && echo $N1 || echo $N2)
+read -r share done_other < <(awk -v a="$other" -v b="${first:-none}" '
+	NR > 1 && $2 == b { s = ""; seen = 1 }
+	NR > 1 && $2 == a && seen && s == "" { s = $5; d = $6 } END { print s, d }' "$POOL/timeline.tsv")
+left=$((n_other - ${done_other:-0}))
+if [ "$left" -ge 600 ]; then
+	is "$share" "6.00" "job $other ($left queries left) gets all 6 workers as soon as job ${first:-?} ends" ||
+		fail_detail "events.tsv: $(grep -E 'done|failed|cancelled' "$POOL/events.tsv" | tr '\n\t' '; ');" \
+			"timeline.tsv has no row of job $other after job ${first:-?}'s last"
+else
+	# Both jobs ran out of work together: nothing was left to hand over.
+	ok 0 "job $other had $left queries left when job ${first:-?} ended # SKIP nothing to hand over"
+fi
 idle=$(awk '$2 ~ /^n[1-3]\// && $3 == "-"' "$WORK/status" | wc -l)
 is "$idle" 6 "with both jobs done every worker is free"
 

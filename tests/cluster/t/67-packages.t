@@ -78,8 +78,9 @@ trap 'cp -a "$WORK/saved.conf" "$D/dlrt.conf"' EXIT
 sed "s|/usr/lib/|$R/usr/lib/|" "$R/etc/slurm/plugstack.conf.d/dlrt.conf" >"$D/dlrt.conf"
 
 # Every runtime, with the packaged plugin mapped by the task's slurmstepd (root
-# reads the daemon's maps).
-timeout -k 5 60 srun -N2 -n2 --dl-runtime=torch bash -c \
+# reads the daemon's maps, so this step runs as root: with MASTER_PORT exported
+# dlrt hosts no store for it, as it never runs a service as root).
+MASTER_PORT=29517 timeout -k 5 60 srun -N2 -n2 --dl-runtime=torch bash -c \
 	'echo "$RANK $MASTER_ADDR $(grep -c " '"$SO"'$" /proc/$PPID/maps)"' >"$OUT" 2>"$ERR"
 is "$?" 0 "torch step with the packaged plugin"
 is "$(awk '{print $1, ($3 > 0)}' "$OUT" | sort | tr '\n' ' ')" "0 1 1 1 " "both tasks' slurmstepd mapped $SO"
