@@ -110,6 +110,39 @@ on_node() {
 		runuser -u "$user" -- env PATH="$PATH" HOME=/tmp "$@"
 }
 
+# caffe2_store_job SCRIPT: in the background, a one-node caffe2 step on n1 whose
+# task 0 writes the REDIS_HOST/REDIS_PORT it got to $WORK/addr and runs
+# python3 SCRIPT (a file in $WORK) as the job's own client; the batch job's
+# subshell is STORE_JOB, its output $WORK/job.out and $WORK/s1.out. Then
+# store_find sets STORE_PID (the step's dlrt-store, found by its listening
+# socket on n1: REDIS_PORT is the node relay's) and STORE_PORT, or leaves them
+# empty after a bounded wait.
+caffe2_store_job() {
+	cat >"$WORK/task.sh" <<SH
+#!/bin/bash
+if [ "\$SLURM_PROCID" = 0 ]; then
+	echo "\$REDIS_HOST \$REDIS_PORT" >addr.tmp && mv addr.tmp addr
+	timeout 200 /usr/bin/python3 ./$1 2>&1
+fi
+SH
+	chmod 0755 "$WORK/task.sh"
+	( run_batch -N1 -n2 -w n1 <<'JOB'
+#!/bin/bash
+srun -N1 -n2 -w n1 --dl-runtime=caffe2 ./task.sh >s1.out 2>s1.err
+echo "step rc $?"
+JOB
+	exit "$RC" ) &
+	STORE_JOB=$!
+}
+store_find() {
+	local host
+	STORE_PID= STORE_PORT=
+	for _ in $(seq 1200); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
+	read -r host STORE_PORT <"$WORK/addr" 2>/dev/null || return 0
+	STORE_PID=$("$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null |
+		sed -n 's/.*"dlrt-store",pid=\([0-9]*\).*/\1/p' | head -1)
+}
+
 # srun as the test user; stdout to $OUT, stderr to $ERR, status in $RC.
 OUT=$WORK/out ERR=$WORK/err RC=0
 run_srun() {

@@ -83,32 +83,11 @@ s2.sendall(req(b"GET", b"probe"))
 print("GET afterwards:", reply(f2).decode())
 PY
 
-cat >"$WORK/task.sh" <<'SH'
-#!/bin/bash
-if [ "$SLURM_PROCID" = 0 ]; then
-	echo "$REDIS_HOST $REDIS_PORT" >addr.tmp && mv addr.tmp addr
-	timeout 200 /usr/bin/python3 ./flood.py 2>&1
-fi
-SH
-chmod 0755 "$WORK/task.sh"
-
-( run_batch -N1 -n2 -w n1 <<'JOB'
-#!/bin/bash
-srun -N1 -n2 -w n1 --dl-runtime=caffe2 ./task.sh >s1.out 2>s1.err
-echo "step rc $?"
-JOB
-exit "$RC" ) &
-job=$!
-
-pid=
-for _ in $(seq 1200); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
-if read -r host port <"$WORK/addr" 2>/dev/null; then
-	# The tasks reach the store through the node relay (REDIS_PORT is the
-	# relay's): find the store itself by its listening socket on n1.
-	pid=$("$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null |
-		sed -n 's/.*"dlrt-store",pid=\([0-9]*\).*/\1/p' | head -1)
-fi
-ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store (pid ${pid:-none}, port ${port:-none})"
+caffe2_store_job flood.py
+job=$STORE_JOB
+store_find
+pid=$STORE_PID port=$STORE_PORT
+ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store (pid ${pid:-none}, relay port ${port:-none})"
 for _ in $(seq 1800); do [ -e "$WORK/flooded" ] && break; sleep 0.1; done
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/${pid:-0}/status" 2>/dev/null)
 rss=$(awk '/^VmRSS:/ {print $2}' "/proc/${pid:-0}/status" 2>/dev/null)

@@ -43,33 +43,12 @@ s.sendall(b"PING\r\n")
 print("PING afterwards:", s.makefile("rb").readline().strip().decode())
 PY
 
-cat >"$WORK/task.sh" <<'SH'
-#!/bin/bash
-if [ "$SLURM_PROCID" = 0 ]; then
-	echo "$REDIS_HOST $REDIS_PORT" >addr.tmp && mv addr.tmp addr
-	timeout 200 /usr/bin/python3 ./conns.py 2>&1
-fi
-SH
-chmod 0755 "$WORK/task.sh"
-
-( run_batch -N1 -n2 -w n1 <<'JOB'
-#!/bin/bash
-srun -N1 -n2 -w n1 --dl-runtime=caffe2 ./task.sh >s1.out 2>s1.err
-echo "step rc $?"
-JOB
-exit "$RC" ) &
-job=$!
-
+caffe2_store_job conns.py
+job=$STORE_JOB
 cputicks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null; }
-pid=
-for _ in $(seq 1200); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
-if read -r host port <"$WORK/addr" 2>/dev/null; then
-	# The tasks reach the store through the node relay (REDIS_PORT is the
-	# relay's): find the store itself by its listening socket on n1.
-	pid=$("$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null |
-		sed -n 's/.*"dlrt-store",pid=\([0-9]*\).*/\1/p' | head -1)
-fi
-ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store (pid ${pid:-none}, port ${port:-none})"
+store_find
+pid=$STORE_PID port=$STORE_PORT
+ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store (pid ${pid:-none}, relay port ${port:-none})"
 # As the job's user (the store's owner): root here may lack CAP_SYS_RESOURCE.
 [ -n "$pid" ] && as_user prlimit --pid "$pid" --nofile=48:48
 ok "$([ "$(awk '/^Max open files/ {print $4}' "/proc/${pid:-0}/limits" 2>/dev/null)" = 48 ]; echo $?)" \
