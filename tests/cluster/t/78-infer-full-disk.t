@@ -5,8 +5,8 @@
 # the cause (never "done"), `status` shows the same line, the rows the file
 # does hold are right and each there once. Once its owner frees the space, the
 # same pool (its journal kept running in the space it holds ahead) serves
-# another job exactly once. Then the journal itself fails (a file size limit
-# on the coordinator): the pool stops, `wait` says why, and after `pool
+# another job exactly once. Then, in a restarted array, the journal itself
+# fails (a file size limit on the coordinator): the pool stops, `wait` says why, and after `pool
 # restart` the job resumes and completes exactly once.
 #
 # The filesystem is a loop-mounted ext4 image mounted on the host (where the
@@ -97,6 +97,19 @@ J3=$(infer submit --model lenet5 --inputs "$IN" --first 30000 --count $SMALL --b
 infer wait "$J3" >"$WORK/wait3" 2>&1
 ok $? "after freeing the space, job $J3 completes on the same pool" || fail_detail "$(cat "$WORK/wait3")"
 exactly_once "$J3" $SMALL C
+
+# The element logs are on that disk too, written by srun, which stops writing
+# a task's output for good after one failed write: the journal check below
+# reads the coordinator's log, so it runs in a new array, with new logs
+# (pool stop, then pool restart from the journal).
+infer pool stop >/dev/null 2>&1
+for _ in $(seq 1 120); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "pool stop ended every element"
+ARRAY=$(infer pool restart --workers 2 -- -c 2 2>"$WORK/restart0.err")
+like "$ARRAY" '^[0-9]+$' "pool restart in a new array (job $ARRAY), with new logs" ||
+	fail_detail "$(cat "$WORK/restart0.err")"
+for _ in $(seq 1 120); do [ "$(workers_up)" -ge 2 ] && break; sleep 0.5; done
+is "$(workers_up)" 2 "2 workers joined the restarted pool"
 
 # The journal itself cannot be written (a file size limit on the coordinator,
 # just above the journal's size, so the journal hits it first): the answer
