@@ -9,65 +9,112 @@
 #include "gpuplan.h"
 #include "runtime.h"
 
-const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
+/* The generic options; runtimes declare theirs (struct dlrt_runtime.options). */
+static const struct dlrt_opt_desc generic_opts[DLRT_OPT_GENERIC_COUNT] = {
 	[DLRT_OPT_RUNTIME] = { "dl-runtime", "NAME",
-			       "[dlrt] DL runtime of the step's tasks (man dlrt)" },
-	[DLRT_OPT_SERVERS] = { "dl-servers", "N",
-			       "[dlrt] mxnet: parameter servers (default 1/node)" },
+			       "[dlrt] DL runtime of the step's tasks (man dlrt)", NULL },
 	[DLRT_OPT_VERBOSE] = { "dl-verbose", NULL,
-			       "[dlrt] log exchanges and services with timings" },
+			       "[dlrt] log exchanges and services with timings", NULL },
 	[DLRT_OPT_DRY_RUN] = { "dl-dry-run", NULL,
-			       "[dlrt] print each task's plan, run nothing" },
+			       "[dlrt] print each task's plan, run nothing", NULL },
 	[DLRT_OPT_IFACE] = { "dl-iface", "IF",
-			     "[dlrt] network interface the frameworks use" },
+			     "[dlrt] network interface the frameworks use", NULL },
 	[DLRT_OPT_GPU_BIND] = { "dl-gpu-bind", "MODE",
-				"[dlrt] GPUs per task: closest, none, map:LIST" },
+				"[dlrt] GPUs per task: closest, none, map:LIST", NULL },
 	[DLRT_OPT_CPU_BIND] = { "dl-cpu-bind", "gpu",
-				"[dlrt] gpu: bind each task next to its GPUs" },
+				"[dlrt] gpu: bind each task next to its GPUs", NULL },
 	[DLRT_OPT_TOPOLOGY] = { "dl-topology", "FILE",
-				"[dlrt] plan GPUs on this hwloc XML file" },
-	[DLRT_OPT_STORE] = { "dl-store", "KIND",
-			     "[dlrt] caffe2 store: helper (default), file:DIR" },
+				"[dlrt] plan GPUs on this hwloc XML file", NULL },
 	[DLRT_OPT_LOG_DIR] = { "dl-log-dir", "DIR",
-			       "[dlrt] task output to DIR/job/step/role-N.log" },
+			       "[dlrt] task output to DIR/job/step/role-N.log", NULL },
 	[DLRT_OPT_RETRIES] = { "dl-retries", "N",
-			       "[dlrt] requeue up to N times if a node fails" },
-	[DLRT_OPT_HOROVOD] = { "dl-horovod", "MODE",
-			       "[dlrt] horovod: gloo (default) or mpi" },
-	[DLRT_OPT_MXNET_SCHED] = { "dl-mxnet-sched", "WHERE",
-				   "[dlrt] mxnet: task (task 0, default) or extra" },
+			       "[dlrt] requeue up to N times if a node fails", NULL },
 };
 
-const char *dlrt_hvd_mode_name(int mode)
+static int rt_slot(const struct dlrt_runtime *rt)
 {
-	return mode == DLRT_HVD_MPI ? "mpi" : "gloo";
+	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
+		if (dlrt_runtimes[i] == rt)
+			return i;
+	return -1;
 }
 
-static int parse_hvd_mode(const char *s, int *mode)
+void *dlrt_rt_opts(struct dlrt_opts *o, const struct dlrt_runtime *rt)
 {
-	if (s && !strcmp(s, "gloo"))
-		*mode = DLRT_HVD_GLOO;
-	else if (s && !strcmp(s, "mpi"))
-		*mode = DLRT_HVD_MPI;
-	else
+	int i = rt_slot(rt);
+
+	return i < 0 ? NULL : o->rt[i].b;
+}
+
+const void *dlrt_rt_opts_c(const struct dlrt_opts *o, const struct dlrt_runtime *rt)
+{
+	int i = rt_slot(rt);
+
+	return i < 0 ? NULL : o->rt[i].b;
+}
+
+const void *dlrt_rt_config(const struct dlrt_config *cfg, const struct dlrt_runtime *rt)
+{
+	int i = rt_slot(rt);
+
+	return i < 0 ? NULL : cfg->rt[i].b;
+}
+
+/* Flat id -> (runtime slot, index in its options); -1 for a generic id or none. */
+static int rt_opt_of(int id, int *slot, int *k)
+{
+	int n = DLRT_OPT_GENERIC_COUNT;
+
+	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++) {
+		const struct dlrt_rt_option *ro = dlrt_runtimes[i]->options;
+
+		for (int j = 0; ro && ro[j].name; j++, n++) {
+			if (n == id) {
+				*slot = i;
+				*k = j;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+int dlrt_opt_count(void)
+{
+	int slot, k, n = DLRT_OPT_GENERIC_COUNT;
+
+	while (rt_opt_of(n, &slot, &k) == 0)
+		n++;
+	return n;
+}
+
+int dlrt_opt_describe(int id, struct dlrt_opt_desc *d)
+{
+	int slot, k;
+
+	if (id >= 0 && id < DLRT_OPT_GENERIC_COUNT) {
+		*d = generic_opts[id];
+		return 0;
+	}
+	if (id < 0 || rt_opt_of(id, &slot, &k) < 0)
 		return -1;
+	*d = (struct dlrt_opt_desc){
+		.name = dlrt_runtimes[slot]->options[k].name,
+		.arginfo = dlrt_runtimes[slot]->options[k].arginfo,
+		.usage = dlrt_runtimes[slot]->options[k].usage,
+		.runtime = dlrt_runtimes[slot],
+	};
 	return 0;
 }
 
-const char *dlrt_mxsched_name(int mode)
+int dlrt_opt_find(const char *name)
 {
-	return mode == DLRT_MXSCHED_EXTRA ? "extra" : "task";
-}
+	struct dlrt_opt_desc d;
 
-static int parse_mxsched(const char *s, int *mode)
-{
-	if (s && !strcmp(s, "task"))
-		*mode = DLRT_MXSCHED_TASK;
-	else if (s && !strcmp(s, "extra"))
-		*mode = DLRT_MXSCHED_EXTRA;
-	else
-		return -1;
-	return 0;
+	for (int id = 0; dlrt_opt_describe(id, &d) == 0; id++)
+		if (!strcmp(d.name, name))
+			return id;
+	return -1;
 }
 
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -164,73 +211,161 @@ static int parse_runtime_set(const char *list, uint32_t *mask, struct dlrt_err *
 	return 0;
 }
 
+static int key_runtimes(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	return parse_runtime_set(v, &cfg->allowed, err);
+}
+
+static int key_verbose(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (dlrt_parse_bool(v, &cfg->verbose) < 0)
+		return dlrt_err_set(err, "plugstack.conf: verbose='%s' is not yes or no", v);
+	return 0;
+}
+
+static int key_exchange_timeout(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (dlrt_parse_u32(v, 1, 3600, &cfg->exchange_timeout) < 0)
+		return dlrt_err_set(err, "plugstack.conf: exchange_timeout='%s' is not seconds from "
+				    "1 to 3600", v);
+	return 0;
+}
+
+static int key_gpu_bind(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	char why[sizeof(err->msg)];
+
+	if (check_gpu_bind(v, cfg->gpu_bind, sizeof(cfg->gpu_bind), err) == 0)
+		return 0;
+	snprintf(why, sizeof(why), "%s", err->msg);
+	return dlrt_err_set(err, "plugstack.conf: gpu_bind: %s", why);
+}
+
+static int key_topology_xml(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	return check_path("plugstack.conf: topology_xml=", v, cfg->topology_xml,
+			  sizeof(cfg->topology_xml), err);
+}
+
+static int key_service_timeout(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (dlrt_parse_u32(v, 1, 600, &cfg->service_timeout) < 0)
+		return dlrt_err_set(err, "plugstack.conf: service_timeout='%s' is not seconds from "
+				    "1 to 600", v);
+	return 0;
+}
+
+static int key_service_max_lifetime(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (dlrt_parse_u32(v, 60, 1u << 30, &cfg->service_max_lifetime) < 0)
+		return dlrt_err_set(err, "plugstack.conf: service_max_lifetime='%s' is not seconds, "
+				    "at least 60", v);
+	return 0;
+}
+
+/* The generic keys; runtimes declare theirs (struct dlrt_runtime.keys). */
+static const struct {
+	const char *name;
+	int (*parse)(struct dlrt_config *cfg, const char *v, struct dlrt_err *err);
+} generic_keys[] = {
+	{ "runtimes", key_runtimes },
+	{ "verbose", key_verbose },
+	{ "exchange_timeout", key_exchange_timeout },
+	{ "gpu_bind", key_gpu_bind },
+	{ "topology_xml", key_topology_xml },
+	{ "service_timeout", key_service_timeout },
+	{ "service_max_lifetime", key_service_max_lifetime },
+};
+
+#define NGENERIC_KEYS (sizeof(generic_keys) / sizeof(*generic_keys))
+
+/* Appends ", word" (or "word" first); a list that does not fit stays cut. */
+static void list_add(char *buf, size_t len, size_t *off, const char *word)
+{
+	int n;
+
+	if (*off >= len)
+		return;
+	n = snprintf(buf + *off, len - *off, "%s%s", *off ? ", " : "", word);
+	*off = n < 0 ? len : *off + (size_t)n;
+}
+
+void dlrt_config_keys(char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < NGENERIC_KEYS; i++)
+		list_add(buf, len, &off, generic_keys[i].name);
+	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
+		for (const struct dlrt_site_key *k = dlrt_runtimes[i]->keys; k && k->name; k++)
+			list_add(buf, len, &off, k->name);
+}
+
+/* A runtime's key into its config block: a number in [lo, hi] or one of the choices. */
+static int rt_key_parse(const struct dlrt_site_key *k, unsigned char *block, const char *v,
+			struct dlrt_err *err)
+{
+	uint32_t val;
+
+	if (k->type == DLRT_KEY_U32) {
+		if (dlrt_parse_u32(v, k->lo, k->hi, &val) < 0)
+			return dlrt_err_set(err, "plugstack.conf: %s='%s' %s", k->name, v, k->fix);
+	} else {
+		for (val = 0; k->choices[val] && strcmp(k->choices[val], v); val++)
+			;
+		if (!k->choices[val])
+			return dlrt_err_set(err, "plugstack.conf: %s='%s' %s", k->name, v, k->fix);
+	}
+	memcpy(block + k->offset, &val, sizeof(val));
+	return 0;
+}
+
 int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_err *err)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->max_servers = 1024;
 	cfg->exchange_timeout = 30;
 	cfg->service_timeout = 10;
 	cfg->service_max_lifetime = 7 * 24 * 3600;
-	cfg->horovod_mode = DLRT_HVD_GLOO;
 	cfg->allowed = ~0u;
 	snprintf(cfg->gpu_bind, sizeof(cfg->gpu_bind), "closest");
+	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
+		for (const struct dlrt_site_key *k = dlrt_runtimes[i]->keys; k && k->name; k++)
+			memcpy(cfg->rt[i].b + k->offset, &k->def, sizeof(k->def));
 	for (int i = 0; i < ac; i++) {
 		const char *kv = av[i], *eq = strchr(kv, '=');
 		const char *v = eq ? eq + 1 : "";
 		size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
+		bool known = false;
+		char keys[512];
 
-#define KEY(k) (klen == sizeof(k) - 1 && !strncmp(kv, k, klen))
-		if (KEY("default_servers")) {
-			if (dlrt_parse_u32(v, 0, 1u << 20, &cfg->default_servers) < 0)
-				return dlrt_err_set(err, "plugstack.conf: default_servers='%s' is not a "
-						    "number (0 = one per node)", v);
-		} else if (KEY("max_servers")) {
-			if (dlrt_parse_u32(v, 1, 1u << 20, &cfg->max_servers) < 0)
-				return dlrt_err_set(err, "plugstack.conf: max_servers='%s' is not a "
-						    "number >= 1", v);
-		} else if (KEY("runtimes")) {
-			if (parse_runtime_set(v, &cfg->allowed, err) < 0)
+#define KEY(k) (strlen(k) == klen && !strncmp(kv, k, klen))
+		for (size_t g = 0; g < NGENERIC_KEYS && !known; g++) {
+			if (!KEY(generic_keys[g].name))
+				continue;
+			if (generic_keys[g].parse(cfg, v, err) < 0)
 				return -1;
-		} else if (KEY("exchange_timeout")) {
-			if (dlrt_parse_u32(v, 1, 3600, &cfg->exchange_timeout) < 0)
-				return dlrt_err_set(err, "plugstack.conf: exchange_timeout='%s' is not "
-						    "seconds from 1 to 3600", v);
-		} else if (KEY("service_timeout")) {
-			if (dlrt_parse_u32(v, 1, 600, &cfg->service_timeout) < 0)
-				return dlrt_err_set(err, "plugstack.conf: service_timeout='%s' is not "
-						    "seconds from 1 to 600", v);
-		} else if (KEY("service_max_lifetime")) {
-			if (dlrt_parse_u32(v, 60, 1u << 30, &cfg->service_max_lifetime) < 0)
-				return dlrt_err_set(err, "plugstack.conf: service_max_lifetime='%s' is "
-						    "not seconds, at least 60", v);
-		} else if (KEY("horovod")) {
-			if (parse_hvd_mode(v, &cfg->horovod_mode) < 0)
-				return dlrt_err_set(err, "plugstack.conf: horovod='%s' is not gloo or mpi", v);
-		} else if (KEY("mxnet_sched")) {
-			if (parse_mxsched(v, &cfg->mxnet_scheduler) < 0)
-				return dlrt_err_set(err, "plugstack.conf: mxnet_sched='%s' is not task "
-						    "or extra", v);
-		} else if (KEY("verbose")) {
-			if (dlrt_parse_bool(v, &cfg->verbose) < 0)
-				return dlrt_err_set(err, "plugstack.conf: verbose='%s' is not yes or no", v);
-		} else if (KEY("gpu_bind")) {
-			if (check_gpu_bind(v, cfg->gpu_bind, sizeof(cfg->gpu_bind), err) < 0) {
-				char why[sizeof(err->msg)];
-
-				snprintf(why, sizeof(why), "%s", err->msg);
-				return dlrt_err_set(err, "plugstack.conf: gpu_bind: %s", why);
+			known = true;
+		}
+		for (int r = 0; dlrt_runtimes[r] && r < DLRT_RUNTIME_MAX && !known; r++) {
+			for (const struct dlrt_site_key *k = dlrt_runtimes[r]->keys; k && k->name;
+			     k++) {
+				if (!KEY(k->name))
+					continue;
+				if (rt_key_parse(k, cfg->rt[r].b, v, err) < 0)
+					return -1;
+				known = true;
+				break;
 			}
-		} else if (KEY("topology_xml")) {
-			if (check_path("plugstack.conf: topology_xml=", v, cfg->topology_xml,
-				       sizeof(cfg->topology_xml), err) < 0)
-				return -1;
-		} else {
-			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: "
-					    "default_servers, max_servers, runtimes, verbose, exchange_timeout, "
-					    "gpu_bind, topology_xml, service_timeout, service_max_lifetime, "
-					    "horovod, mxnet_sched)", (int)klen, kv);
 		}
 #undef KEY
+		if (!known) {
+			dlrt_config_keys(keys, sizeof(keys));
+			return dlrt_err_set(err, "plugstack.conf: unknown key '%.*s' (valid: %s)",
+					    (int)klen, kv, keys);
+		}
 	}
 	return 0;
 }
@@ -238,40 +373,30 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 {
 	memset(o, 0, sizeof(*o));
-	o->servers = -1;
 	o->verbose = cfg->verbose;
 	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
-	o->horovod_mode = cfg->horovod_mode;
-	o->mxnet_scheduler = cfg->mxnet_scheduler;
+	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
+		if (dlrt_runtimes[i]->opts_init)
+			dlrt_runtimes[i]->opts_init(o->rt[i].b, cfg->rt[i].b);
 }
 
-/* helper | file:DIR. DIR must be absolute: the tasks of a step may start in
- * another folder than srun, and every node must name the same place. */
-static int set_store(struct dlrt_opts *o, const char *arg, struct dlrt_err *err)
-{
-	if (arg && !strcmp(arg, "helper")) {
-		o->store = DLRT_STORE_HELPER;
-		o->store_dir[0] = '\0';
-		return 0;
-	}
-	if (!arg || strncmp(arg, "file:", 5))
-		return dlrt_err_set(err, "--dl-store=%s: must be helper or file:DIR", arg ? arg : "");
-	if (arg[5] != '/' || strlen(arg + 5) >= sizeof(o->store_dir) || strpbrk(arg + 5, "\n\r"))
-		return dlrt_err_set(err, "--dl-store=%s: DIR must be an absolute path on a filesystem "
-				    "every node shares (e.g. file:$HOME/c2store)", arg);
-	o->store = DLRT_STORE_FILE;
-	snprintf(o->store_dir, sizeof(o->store_dir), "%s", arg + 5);
-	return 0;
-}
-
-int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_opt_id id,
-		  const char *arg, struct dlrt_err *err)
+int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, int id, const char *arg,
+		  struct dlrt_err *err)
 {
 	char names[256];
 	uint32_t v;
-	int idx;
+	int idx, slot, k;
 
-	switch (id) {
+	if (id >= DLRT_OPT_GENERIC_COUNT) {
+		if (rt_opt_of(id, &slot, &k) < 0)
+			return dlrt_err_set(err, "internal error: unknown option id %d", id);
+		if (dlrt_runtimes[slot]->options[k].set(o->rt[slot].b, cfg->rt[slot].b, arg,
+							 err) < 0)
+			return -1;
+		o->rt_given[slot] |= 1u << k;
+		return 0;
+	}
+	switch ((enum dlrt_opt_id)id) {
 	case DLRT_OPT_RUNTIME:
 		idx = arg ? dlrt_runtime_index(arg) : -1;
 		if (idx < 0 || !(cfg->allowed & (1u << idx))) {
@@ -281,12 +406,6 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 					    "not enabled at this site", names);
 		}
 		o->runtime = dlrt_runtimes[idx];
-		return 0;
-	case DLRT_OPT_SERVERS:
-		if (dlrt_parse_u32(arg, 1, cfg->max_servers, &v) < 0)
-			return dlrt_err_set(err, "--dl-servers=%s: must be a number from 1 to %u",
-					    arg ? arg : "", cfg->max_servers);
-		o->servers = (int32_t)v;
 		return 0;
 	case DLRT_OPT_VERBOSE:
 		o->verbose = true;
@@ -318,8 +437,6 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 		return 0;
 	case DLRT_OPT_TOPOLOGY:
 		return check_path("--dl-topology", arg, o->topology, sizeof(o->topology), err);
-	case DLRT_OPT_STORE:
-		return set_store(o, arg, err);
 	case DLRT_OPT_LOG_DIR:
 		/* Created later as the user, in each task (spank/logs.c); here only
 		 * what can never work: nothing, a newline, or no room for the ids. */
@@ -335,20 +452,36 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 					    arg ? arg : "");
 		o->retries = v;
 		return 0;
-	case DLRT_OPT_HOROVOD:
-		if (parse_hvd_mode(arg, &o->horovod_mode) < 0)
-			return dlrt_err_set(err, "--dl-horovod=%.64s: must be gloo (dlrt's rendezvous "
-					    "driver) or mpi (MPI_Init under srun --mpi=pmix)",
-					    arg ? arg : "");
-		return 0;
-	case DLRT_OPT_MXNET_SCHED:
-		if (parse_mxsched(arg, &o->mxnet_scheduler) < 0)
-			return dlrt_err_set(err, "--dl-mxnet-sched=%.64s: must be task (task 0 is "
-					    "the scheduler) or extra (dlrt starts one more process, -n "
-					    "counts servers and workers only)", arg ? arg : "");
-		return 0;
-	case DLRT_OPT_COUNT:
+	case DLRT_OPT_GENERIC_COUNT:
 		break;
 	}
 	return dlrt_err_set(err, "internal error: unknown option id %d", (int)id);
+}
+
+int dlrt_opts_set_name(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *name,
+		       const char *arg, struct dlrt_err *err)
+{
+	int id = dlrt_opt_find(name);
+
+	if (id < 0)
+		return dlrt_err_set(err, "internal error: no option --%s", name);
+	return dlrt_opts_set(o, cfg, id, arg, err);
+}
+
+int dlrt_opts_check_runtime(const struct dlrt_opts *o, struct dlrt_err *err)
+{
+	if (!o->runtime)
+		return 0;
+	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++) {
+		const struct dlrt_rt_option *ro = dlrt_runtimes[i]->options;
+
+		if (dlrt_runtimes[i] == o->runtime)
+			continue;
+		for (int k = 0; ro && ro[k].name && k < 32; k++)
+			if (ro[k].only_this_runtime && (o->rt_given[i] & (1u << k)))
+				return dlrt_err_set(err, "--%s applies to --dl-runtime=%s only; drop "
+						    "it for --dl-runtime=%s", ro[k].name,
+						    dlrt_runtimes[i]->name, o->runtime->name);
+	}
+	return 0;
 }

@@ -1,23 +1,46 @@
 /* opts.h - dlrt's command-line options and its plugstack.conf site settings.
  *
  * Pure parsing and validation, shared by the plugin (every SPANK context) and
- * the unit tests. The option table here is the single source of the option
- * names and one-line usages that srun/sbatch --help show.
+ * the unit tests. The generic options and keys are described here; each
+ * runtime declares its own in its folder (struct dlrt_runtime: options, keys),
+ * and this file walks the runtime table for them, so --help, the parsers and
+ * the "valid keys" message all come from the same declarations.
  */
 #ifndef DLRT_OPTS_H
 #define DLRT_OPTS_H
 
+#include <stdalign.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dlrt_err.h"
 
 struct dlrt_runtime;
 
+/* Runtime-private storage inside the generic structs: each runtime of the
+ * table (common/runtime.c) owns one block, by its table index, and reaches it
+ * only through dlrt_rt_opts()/dlrt_rt_config()/plan->rt_state and its own
+ * struct (a _Static_assert in its folder checks that the struct fits). Inline
+ * fixed-size blocks rather than pointers: struct dlrt_opts and dlrt_config
+ * are copied by value (tests, every SPANK context), slurmstepd's tasks
+ * inherit them through fork, and nothing here can fail to allocate. Every
+ * runtime has its own block, since option values arrive before --dl-runtime
+ * is known and a later --dl-runtime may choose another runtime. */
+#define DLRT_RUNTIME_MAX 16      /* table rows; cfg->allowed is a 32-bit mask */
+#define DLRT_RT_OPTS_SIZE 1152   /* a runtime's options (caffe2 holds a path) */
+#define DLRT_RT_CONFIG_SIZE 64   /* a runtime's site keys */
+
+struct dlrt_rt_opts {
+	_Alignas(max_align_t) unsigned char b[DLRT_RT_OPTS_SIZE];
+};
+
+struct dlrt_rt_config {
+	_Alignas(max_align_t) unsigned char b[DLRT_RT_CONFIG_SIZE];
+};
+
 /* Site settings: plugstack.conf arguments "key=value" after the plugin path. */
 struct dlrt_config {
-	uint32_t default_servers; /* mxnet servers when --dl-servers is absent; 0 = one per node */
-	uint32_t max_servers;     /* upper bound for --dl-servers */
 	uint32_t allowed;         /* bit i set = runtime i of the runtime table is allowed */
 	bool verbose;             /* behave as if every job passed --dl-verbose */
 	uint32_t exchange_timeout; /* seconds any PMIx wait of the exchange may take */
@@ -25,62 +48,72 @@ struct dlrt_config {
 	char topology_xml[1024];  /* topology_xml=: hwloc XML instead of the live node ("%n" = node) */
 	uint32_t service_timeout;  /* seconds a node service may take to listen */
 	uint32_t service_max_lifetime; /* seconds after which a node service is killed anyway */
-	int horovod_mode;          /* default of --dl-horovod (enum dlrt_hvd_mode) */
-	int mxnet_scheduler;       /* default of --dl-mxnet-sched (enum dlrt_mxsched) */
+	struct dlrt_rt_config rt[DLRT_RUNTIME_MAX]; /* each runtime's own keys */
 };
 
-/* --dl-horovod: who wires up Horovod's workers. */
-enum dlrt_hvd_mode {
-	DLRT_HVD_GLOO, /* dlrt's rendezvous driver, HOROVOD_CONTROLLER=gloo (TonY's way, no MPI) */
-	DLRT_HVD_MPI,  /* MPI_Init under srun --mpi=pmix; dlrt opens no PMIx session in the task */
+/* A plugstack.conf key a runtime declares (struct dlrt_runtime.keys): the
+ * parser, the defaults, the "valid keys" message and the check of
+ * dlrt.conf.in all walk these. The value is a uint32_t at `offset` in the
+ * runtime's config block: a number in [lo, hi], or the index of one of
+ * `choices`. */
+enum dlrt_key_type {
+	DLRT_KEY_U32,
+	DLRT_KEY_CHOICE,
 };
 
-const char *dlrt_hvd_mode_name(int mode);
-
-/* --dl-mxnet-sched: where ps-lite's scheduler runs. */
-enum dlrt_mxsched {
-	DLRT_MXSCHED_TASK,  /* task 0 is the scheduler: -n counts scheduler + servers + workers */
-	DLRT_MXSCHED_EXTRA, /* dlrt starts one more process next to task 0 (dmlc's launcher):
-			     * -n counts servers + workers only */
+struct dlrt_site_key {
+	const char *name;           /* NULL ends the runtime's array */
+	enum dlrt_key_type type;
+	size_t offset;              /* of its uint32_t in the runtime's config struct */
+	uint32_t def;               /* default (CHOICE: index into choices) */
+	uint32_t lo, hi;            /* U32: inclusive limits */
+	const char *const *choices; /* CHOICE: the accepted words, NULL-terminated */
+	const char *fix;            /* the error after "plugstack.conf: KEY='V' " */
 };
 
-const char *dlrt_mxsched_name(int mode);
+/* A --dl-* option a runtime declares (struct dlrt_runtime.options). */
+struct dlrt_rt_option {
+	const char *name;    /* without "--"; NULL ends the runtime's array */
+	const char *arginfo; /* NULL for flags */
+	const char *usage;   /* one line for --help, "[dlrt] ..." */
+	/* Parses `arg` (may be NULL) into the runtime's own options `opts`,
+	 * given its site keys `cfg`; -1 and `err` naming the valid values. */
+	int (*set)(void *opts, const void *cfg, const char *arg, struct dlrt_err *err);
+	/* Given with another --dl-runtime, srun refuses the job (the option would
+	 * silently do nothing, e.g. a caffe2 store for a torch job). */
+	bool only_this_runtime;
+};
 
+/* The generic options; every runtime's options follow them in the flat
+ * option list (ids DLRT_OPT_GENERIC_COUNT .. dlrt_opt_count() - 1). */
 enum dlrt_opt_id {
 	DLRT_OPT_RUNTIME,
-	DLRT_OPT_SERVERS,
 	DLRT_OPT_VERBOSE,
 	DLRT_OPT_DRY_RUN,
 	DLRT_OPT_IFACE,
 	DLRT_OPT_GPU_BIND,
 	DLRT_OPT_CPU_BIND,
 	DLRT_OPT_TOPOLOGY,
-	DLRT_OPT_STORE,
 	DLRT_OPT_LOG_DIR,
 	DLRT_OPT_RETRIES,
-	DLRT_OPT_HOROVOD,
-	DLRT_OPT_MXNET_SCHED,
-	DLRT_OPT_COUNT
+	DLRT_OPT_GENERIC_COUNT
 };
 
 struct dlrt_opt_desc {
 	const char *name;    /* without the leading "--" */
 	const char *arginfo; /* NULL for flags */
 	const char *usage;   /* one line for --help */
+	const struct dlrt_runtime *runtime; /* the runtime declaring it; NULL: generic */
 };
 
-extern const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT];
-
-/* --dl-store: where caffe2 trainers rendezvous. */
-enum dlrt_store_kind {
-	DLRT_STORE_AUTO,   /* the helper, unless the user exported REDIS_HOST (their redis) */
-	DLRT_STORE_HELPER, /* always the helper; overrides REDIS_HOST/REDIS_PORT */
-	DLRT_STORE_FILE,   /* no helper: a folder on a shared filesystem (NFS_PATH) */
-};
+/* Every option, generic then each runtime's in table order: the flat list
+ * SPANK registers. Ids are 0 .. dlrt_opt_count() - 1. */
+int dlrt_opt_count(void);
+int dlrt_opt_describe(int id, struct dlrt_opt_desc *d);
+int dlrt_opt_find(const char *name); /* "dl-servers" -> id, -1 if none */
 
 struct dlrt_opts {
 	const struct dlrt_runtime *runtime; /* NULL: dlrt does nothing for this job */
-	int32_t servers;                    /* -1 = not given */
 	bool verbose;
 	bool dry_run;
 	char iface[32];                     /* --dl-iface: "" = the route to the srun host */
@@ -88,13 +121,16 @@ struct dlrt_opts {
 	bool gpu_bind_set;                  /* given by the job, not the default */
 	bool cpu_bind_gpu;                  /* --dl-cpu-bind=gpu */
 	char topology[1024];                /* --dl-topology: "" = topology_xml=, else the node */
-	enum dlrt_store_kind store;         /* --dl-store */
-	char store_dir[1024];               /* --dl-store=file:DIR, an absolute path */
 	char log_dir[1024];                 /* --dl-log-dir: "" = no log export (spank/logs.c) */
 	uint32_t retries;                   /* --dl-retries: requeues allowed (spank/requeue.c) */
-	int horovod_mode;                   /* --dl-horovod (enum dlrt_hvd_mode) */
-	int mxnet_scheduler;                /* --dl-mxnet-sched (enum dlrt_mxsched) */
+	uint32_t rt_given[DLRT_RUNTIME_MAX]; /* bit k: the job gave runtime i's option k */
+	struct dlrt_rt_opts rt[DLRT_RUNTIME_MAX]; /* each runtime's own options */
 };
+
+/* The runtime-private blocks of runtime `rt` (a row of the table). */
+void *dlrt_rt_opts(struct dlrt_opts *o, const struct dlrt_runtime *rt);
+const void *dlrt_rt_opts_c(const struct dlrt_opts *o, const struct dlrt_runtime *rt);
+const void *dlrt_rt_config(const struct dlrt_config *cfg, const struct dlrt_runtime *rt);
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */
 int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_err *err);
@@ -104,8 +140,18 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg);
 /* Applies one option. Slurm may call twice with the same value (environment,
  * then command line); a later value replaces an earlier one, so an srun inside
  * an `sbatch --dl-runtime=X` script can still choose another runtime. */
-int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_opt_id id,
-		  const char *arg, struct dlrt_err *err);
+int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, int id, const char *arg,
+		  struct dlrt_err *err);
+/* The same, by the option's name ("dl-servers"). */
+int dlrt_opts_set_name(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *name,
+		       const char *arg, struct dlrt_err *err);
+/* srun: refuses an option of another runtime that would do nothing for the
+ * chosen one (struct dlrt_rt_option.only_this_runtime). */
+int dlrt_opts_check_runtime(const struct dlrt_opts *o, struct dlrt_err *err);
+
+/* Writes "key, key, ..." of every plugstack.conf key: the generic ones, then
+ * each runtime's. The "unknown key" error and the dlrt.conf.in check use it. */
+void dlrt_config_keys(char *buf, size_t len);
 
 /* Parses a whole decimal number in [lo, hi]. */
 int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);

@@ -6,6 +6,7 @@ int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_ste
 		    const struct dlrt_addrs *addrs, struct dlrt_err *err)
 {
 	const struct dlrt_layout *l = plan->layout;
+	struct dlrt_companion comp;
 	int first = 1;
 
 	fprintf(f, "dlrt dry run: job %u step %u, runtime %s, %u task%s on %u node%s, "
@@ -16,9 +17,9 @@ int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_ste
 						DLRT_ROLE_SERVER, DLRT_ROLE_WORKER };
 
 	fprintf(f, "roles:");
-	if (plan->extra_scheduler) {
-		/* Not a task: dlrt starts it next to task 0 (--dl-mxnet-sched=extra). */
-		fprintf(f, " 1 scheduler (extra process on %s, next to task 0)",
+	if (dlrt_plan_companion(plan, 0, &comp)) {
+		/* Not a task: dlrt starts it next to task 0 (struct dlrt_companion). */
+		fprintf(f, " 1 %s (extra process on %s, next to task 0)", dlrt_role_name(comp.role),
 			l->nodes.names[l->task_node[0]]);
 		first = 0;
 	}

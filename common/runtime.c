@@ -10,6 +10,9 @@ extern const struct dlrt_runtime dlrt_runtime_caffe2;
 extern const struct dlrt_runtime dlrt_runtime_torch;
 extern const struct dlrt_runtime dlrt_runtime_infer;
 
+/* The order is the order users see, and a runtime's index is its bit in
+ * cfg->allowed and its block in struct dlrt_opts/dlrt_config (opts.h):
+ * at most DLRT_RUNTIME_MAX rows. */
 const struct dlrt_runtime *const dlrt_runtimes[] = {
 	&dlrt_runtime_mxnet,
 	&dlrt_runtime_horovod,
@@ -142,4 +145,15 @@ int dlrt_plan_task_env(const struct dlrt_plan *plan, uint32_t rank,
 		dlrt_env_set(env, "DLRT_NODE_ADDR", "%s", addrs->node_ip);
 	plan->runtime->task_env(plan, rank, step, addrs, env);
 	return dlrt_env_check(env, err);
+}
+
+bool dlrt_plan_companion(const struct dlrt_plan *plan, uint32_t rank, struct dlrt_companion *c)
+{
+	struct dlrt_companion none;
+
+	if (!c)
+		c = &none;
+	memset(c, 0, sizeof(*c));
+	return plan->runtime && plan->runtime->companion && rank < plan->layout->ntasks &&
+	       plan->runtime->companion(plan, rank, c);
 }

@@ -1,9 +1,11 @@
 /* runtime.h - one interface per distributed DL runtime, and the role model.
  *
- * A runtime is one folder under launchers/ that fills a `struct dlrt_runtime`.
- * The table dlrt_runtimes[] (runtime.c) is the only list of runtimes: option
- * help, validation messages and the dry-run table all come from it, so adding
- * a runtime touches one folder and one table row.
+ * A runtime is one folder (launchers/<name>/, or inference/ for dlrt-infer)
+ * that fills a `struct dlrt_runtime`: its options, site keys, checks, start
+ * hooks and plan state are declared there. The table dlrt_runtimes[]
+ * (runtime.c) is the only list of runtimes: the SPANK layer, option help,
+ * parsers, "valid" messages and the dry-run table all reach the runtimes
+ * through it, so adding a runtime touches one folder and one table row.
  *
  * The role model is pure: from the step layout (nodes, tasks per node,
  * distribution) it gives every task a role, a role index and the
@@ -12,7 +14,9 @@
 #ifndef DLRT_RUNTIME_H
 #define DLRT_RUNTIME_H
 
+#include <stdalign.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dlrt_err.h"
@@ -38,6 +42,8 @@ struct dlrt_task_role {
 	uint32_t cross_size; /* Horovod's: number of nodes with a task of this local rank */
 };
 
+#define DLRT_RT_STATE_SIZE 64
+
 /* The role table of one step. */
 struct dlrt_plan {
 	const struct dlrt_runtime *runtime;
@@ -45,11 +51,12 @@ struct dlrt_plan {
 	const struct dlrt_opts *opts;
 	struct dlrt_task_role *task;          /* [layout->ntasks] */
 	uint32_t role_count[DLRT_ROLE_COUNT];
-	uint32_t servers;                     /* mxnet: resolved server count */
-	/* mxnet --dl-mxnet-sched=extra: the scheduler is no task but one more
-	 * process dlrt starts next to task 0 (spank/mxsched.c); the tasks are
-	 * servers and workers only. */
-	bool extra_scheduler;
+	/* The runtime's own plan state, filled by its assign() (e.g. mxnet's
+	 * resolved server count); a block inline for the same reasons as the
+	 * option blocks (opts.h), cast by the runtime to its own struct. */
+	struct {
+		_Alignas(max_align_t) unsigned char b[DLRT_RT_STATE_SIZE];
+	} rt_state;
 	bool user_service;                    /* the user exported runtime->user_service_var */
 	/* The tasks learn no address before exec (their program links MPI, or
 	 * DLRT_EXCHANGE=none): a runtime whose service is optional starts none. */
@@ -79,6 +86,28 @@ struct dlrt_step_info {
 	uint32_t array_task_id; /* SLURM_ARRAY_TASK_ID (if in_array) */
 };
 
+/* What a runtime's check_step may ask of the step, without knowing SPANK. */
+struct dlrt_step_ctx {
+	/* Copies the job's variable `name` into buf; 0, or -1 when it is unset. */
+	int (*getenv)(void *sp, const char *name, char *buf, size_t len);
+	void *sp;
+	/* The tasks' program takes dlrt's PMIx exchange before exec (it does not
+	 * link MPI, and no DLRT_EXCHANGE=none). */
+	bool program_takes_exchange;
+};
+
+/* One more process dlrt starts next to a task (spank/companion.c): the
+ * step's own program with the task's environment, `env` replacing the task's
+ * variables of those names and without the task's PMIx identity. The task's
+ * process becomes the supervisor of both, which ends when both ended and ends
+ * the step when the first fails. */
+struct dlrt_companion {
+	const char *what;           /* "the extra mxnet scheduler", for messages */
+	enum dlrt_role role;        /* its role, for the dry run's role line */
+	const char *proc_name;      /* the supervisor's name (prctl, 15 bytes) */
+	const char *const *env;     /* "NAME=value", NULL-terminated */
+};
+
 struct dlrt_runtime {
 	const char *name;
 	const char *summary; /* one line for man pages and --dl-dry-run */
@@ -88,16 +117,37 @@ struct dlrt_runtime {
 	/* Its tasks need the root task's address and a free port on its node
 	 * (DMLC_PS_ROOT_URI/PORT, MASTER_ADDR/PORT): dlrt exchanges them. */
 	bool needs_root_addr;
-	/* Its trainers rendezvous through a store (--dl-store applies). */
-	bool uses_store;
 	/* Its roles wait forever for a peer that died (ps-lite): the first task
 	 * that fails ends the whole step, naming its role (spank/failfast.c). */
 	bool end_step_on_failure;
-	/* Rejects options that cannot work for this many tasks. May be NULL. */
+	/* Its --dl-* options, ended by { NULL } (at most 32), parsed into the
+	 * runtime's own options block (opts.h: dlrt_rt_opts); opts_init sets that
+	 * block's defaults from the runtime's site keys (its config block).
+	 * Both may be NULL. */
+	const struct dlrt_rt_option *options;
+	void (*opts_init)(void *opts, const void *cfg);
+	/* Its plugstack.conf keys, ended by { NULL }, with defaults and limits
+	 * (opts.h: struct dlrt_site_key). May be NULL. */
+	const struct dlrt_site_key *keys;
+	/* Rejects options that cannot work for this many tasks: srun runs it
+	 * before launch and slurmstepd again with the full layout. May be NULL. */
 	int (*validate)(const struct dlrt_opts *o, const struct dlrt_config *cfg, uint32_t ntasks,
 			uint32_t nnodes, struct dlrt_err *err);
-	/* Fills plan->task[].role and plan->servers; role indices are numbered after. */
+	/* Fills plan->task[].role and plan->rt_state; role indices are numbered after. */
 	void (*assign)(struct dlrt_plan *plan, const struct dlrt_config *cfg);
+	/* slurmstepd, every node, once the plan is built and before any service
+	 * starts: refuses a step that cannot work (e.g. an environment variable
+	 * the runtime cannot serve), one line naming the fix. May be NULL. */
+	int (*check_step)(const struct dlrt_plan *plan, const struct dlrt_step_ctx *ctx,
+			  struct dlrt_err *err);
+	/* Per-task start hook: true and `c` filled when task `rank` gets a
+	 * companion process (struct dlrt_companion), started at the very end of
+	 * its task_init, as the user. Pure: also asked by the dry run and the
+	 * failure reports. May be NULL. */
+	bool (*companion)(const struct dlrt_plan *plan, uint32_t rank, struct dlrt_companion *c);
+	/* The option that runs an MPI program of this runtime without dlrt's
+	 * exchange (horovod: "--dl-horovod=mpi"), named in that error. May be NULL. */
+	const char *mpi_option;
 	/* A node service this step needs (see common/service.h), or NULL. Called on
 	 * every node, since every node must know whether the exchange carries the
 	 * service's port: returns true and fills `spec` (program and the runtime's
@@ -132,8 +182,7 @@ int dlrt_plan_task_env(const struct dlrt_plan *plan, uint32_t rank,
 		       const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
 		       struct dlrt_env *env, struct dlrt_err *err);
 
-/* mxnet's default server count, shared by validation and assignment. */
-uint32_t dlrt_mxnet_servers(const struct dlrt_opts *o, const struct dlrt_config *cfg,
-			    uint32_t ntasks, uint32_t nnodes);
+/* Whether task `rank` of the plan has a companion (runtime->companion). */
+bool dlrt_plan_companion(const struct dlrt_plan *plan, uint32_t rank, struct dlrt_companion *c);
 
 #endif

@@ -42,9 +42,9 @@ int dlrt_client_local_user_init(spank_t sp)
 
 	if (!rt)
 		return 0;
-	if (dlrt_plugin.opts.store != DLRT_STORE_AUTO && !rt->uses_store) {
-		slurm_error("dlrt: --dl-store applies to --dl-runtime=caffe2 only; drop it for "
-			    "--dl-runtime=%s", rt->name);
+	/* A runtime's option given to another runtime, where it would do nothing. */
+	if (dlrt_opts_check_runtime(&dlrt_plugin.opts, &err) < 0) {
+		slurm_error("dlrt: %s", err.msg);
 		exit(1);
 	}
 	if (!rt->validate)

@@ -1,6 +1,6 @@
 /* exchange.c - the address exchange, in each task just before exec.
  *
- * Runtimes whose tasks must find a root (the mxnet scheduler, torch rank 0)
+ * Runtimes whose tasks must find a root (a scheduler, a rank 0)
  * learn its address from the root task itself through one PMIx fence: the root
  * picks a port that is free on its node right now (or passes the port of a
  * service the plugin started) and publishes "ip:port"; every task publishes its

@@ -12,9 +12,9 @@ struct dlrt_exchange_req {
 	uint32_t ntasks;    /* tasks in the step */
 	uint32_t root;      /* the task whose node hosts the root (scheduler, rank 0) */
 	/* Only read in the root task. 0: it picks a port free on its node now
-	 * (mxnet's scheduler, torch's store). Non-zero: the port of a service the
-	 * plugin already started on the root's node (Horovod rendezvous driver,
-	 * Caffe2 helper store), which every task then gets as root_port. */
+	 * (a scheduler, a store). Non-zero: the port of a service the plugin
+	 * already started on the root's node (struct dlrt_runtime.service),
+	 * which every task then gets as root_port. */
 	uint16_t root_port;
 	const char *iface;  /* --dl-iface or NULL */
 	int timeout_s;      /* bound of every wait */

@@ -14,9 +14,9 @@
  * Not reported either: tasks that dlrt itself failed before exec (a failed
  * address exchange, a user_init error), which already printed their line.
  * They say so through a close-on-exec pipe created in user_init, so the
- * program never sees it. The extra scheduler of --dl-mxnet-sched=extra
- * is watched by its supervisor in task 0 (mxsched.c), which reports for
- * task 0 itself too.
+ * program never sees it. A runtime's companion process (struct
+ * dlrt_companion) is watched by its supervisor, its task (companion.c),
+ * which reports for that task itself too.
  */
 #include <fcntl.h>
 #include <slurm/spank.h>
@@ -133,9 +133,9 @@ void dlrt_failfast_task_exit(spank_t sp)
 		reported = true; /* dlrt's own line is out; the other tasks time out */
 		return;
 	}
-	/* Task 0 of the extra layout is the supervisor of the scheduler: it has
-	 * reported whatever failed, itself or the scheduler (mxsched.c). */
-	if (pl->plan.extra_scheduler && rank == 0)
+	/* A task with a companion is their supervisor: it has reported
+	 * whatever failed, itself or the companion (companion.c). */
+	if (dlrt_plan_companion(&pl->plan, rank, NULL))
 		return;
 	if (spank_get_item(sp, S_JOB_UID, &cred.uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &cred.gid) != ESPANK_SUCCESS)

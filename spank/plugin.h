@@ -109,8 +109,9 @@ void dlrt_failfast_task_exit(spank_t sp);
 struct dlrt_proc_cred;
 void dlrt_failfast_end_step(char **job_env, const struct dlrt_proc_cred *cred);
 
-/* mxsched.c: --dl-mxnet-sched=extra, in task 0 at the end of task_init */
-int dlrt_mxsched_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
+/* companion.c: a runtime's companion process next to a task (struct
+ * dlrt_companion), at the end of that task's task_init */
+int dlrt_companion_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 
 /* stepd.c: the program srun starts in this task, found as execvp would */
 bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len);

@@ -86,8 +86,8 @@ int dlrt_stepd_post_opt(spank_t sp)
 	{
 		uint32_t array_job = 0, array_task = 0;
 
-		/* Array elements are separate jobs; the infer runtime gives element 0
-		 * another role than the rest. */
+		/* Array elements are separate jobs; a runtime may give element 0
+		 * another role than the rest (struct dlrt_step_info). */
 		if (spank_get_item(sp, S_JOB_ARRAY_ID, &array_job) == ESPANK_SUCCESS && array_job &&
 		    spank_get_item(sp, S_JOB_ARRAY_TASK_ID, &array_task) == ESPANK_SUCCESS) {
 			dlrt_plugin.step.in_array = true;
@@ -153,24 +153,22 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 
 static bool needs_exchange(void);
 
-/* Elastic Horovod (HOROVOD_ELASTIC, read as Horovod's GetBoolEnvOrDefault
- * does: a non-zero integer) runs a new gloo rendezvous after every reset.
- * Horovod's own elastic driver resets its server between rounds; dlrt's
- * driver serves one round per step, so a second round reads the old pair
- * addresses and hangs or fails. Refused before the driver starts, with the
- * way out, instead of a timeout deep inside gloo. */
-static int refuse_hvd_elastic(spank_t sp, struct dlrt_err *err)
+static int ctx_getenv(void *sp, const char *name, char *buf, size_t len)
 {
-	char v[64] = "";
+	return getenv_step(sp, name, buf, len > 0x7fffffff ? 0x7fffffff : (int)len);
+}
 
-	if (strcmp(dlrt_plugin.opts.runtime->name, "horovod") != 0 ||
-	    dlrt_plugin.opts.horovod_mode != DLRT_HVD_GLOO ||
-	    getenv_step(sp, "HOROVOD_ELASTIC", v, sizeof(v)) < 0 || strtol(v, NULL, 10) == 0)
-		return 0;
-	return dlrt_err_set(err, "HOROVOD_ELASTIC=%s: dlrt's gloo rendezvous serves one "
-			    "round per step and cannot re-initialise an elastic job; unset "
-			    "HOROVOD_ELASTIC (a failed step is restarted with --requeue or a new "
-			    "srun) or run elastic jobs with horovodrun", v);
+/* The runtime's own checks of the step, before any service starts. */
+static int check_step(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	struct dlrt_step_ctx ctx = {
+		.getenv = ctx_getenv,
+		.sp = sp,
+		.program_takes_exchange = program_takes_exchange(sp, false),
+	};
+
+	return rt->check_step ? rt->check_step(&dlrt_plugin.plan, &ctx, err) : 0;
 }
 
 /* The exchange's per-node sharing (exchange.h): a page every task of this
@@ -229,7 +227,7 @@ int dlrt_stepd_user_init(spank_t sp)
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
-	if (refuse_hvd_elastic(sp, &err) < 0 || dlrt_stepd_gpu_user_init(sp, &err) < 0)
+	if (check_step(sp, &err) < 0 || dlrt_stepd_gpu_user_init(sp, &err) < 0)
 		return defer(&err);
 	if (start_service(sp, &err) < 0) {
 		/* The root's node still tells the other nodes why (task_init). */
@@ -448,7 +446,7 @@ int dlrt_stepd_task_init(spank_t sp)
 	req = (struct dlrt_exchange_req){
 		.rank = rank,
 		.ntasks = dlrt_plugin.layout.ntasks,
-		.root = 0, /* mxnet's scheduler and torch's store host are task 0 */
+		.root = 0, /* the root of every runtime (scheduler, store host) is task 0 */
 		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
 		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
 		.root_port = dlrt_plugin.svc.port, /* non-zero on the root's node only */
@@ -468,17 +466,13 @@ int dlrt_stepd_task_init(spank_t sp)
 		task_fail(local, err.msg);
 	}
 	if (dlrt_plugin.has_service && !exchange_wanted(sp, rank)) {
+		const char *mpi = dlrt_plugin.opts.runtime->mpi_option;
+
 		dlrt_err_set(&err, "the tasks learn the address of %s through a PMIx exchange "
 			     "before exec, which dlrt skips for this program (it links MPI, or "
-			     "DLRT_EXCHANGE=none): run MPI programs in MPI mode (Horovod: "
-			     "--dl-horovod=mpi), or set DLRT_EXCHANGE=pmix", dlrt_plugin.service_what);
-		task_fail(local, err.msg);
-	}
-	if (dlrt_plugin.plan.extra_scheduler && !dlrt_plugin.opts.dry_run &&
-	    !exchange_wanted(sp, rank)) {
-		dlrt_err_set(&err, "--dl-mxnet-sched=extra needs the address exchange, which "
-			     "dlrt skips for this program (it links MPI, or DLRT_EXCHANGE=none): "
-			     "use --dl-mxnet-sched=task, or set DLRT_EXCHANGE=pmix");
+			     "DLRT_EXCHANGE=none): %s%s%sset DLRT_EXCHANGE=pmix",
+			     dlrt_plugin.service_what, mpi ? "run MPI programs with " : "",
+			     mpi ? mpi : "", mpi ? ", or " : "");
 		task_fail(local, err.msg);
 	}
 	if (dlrt_plugin.opts.dry_run)
@@ -514,9 +508,9 @@ int dlrt_stepd_task_init(spank_t sp)
 	/* Last: from here on the task's output goes to its log too. */
 	if (dlrt_logs_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
-	/* Task 0 of --dl-mxnet-sched=extra: the scheduler next to it (its
-	 * output goes to task 0's log too). */
-	if (dlrt_mxsched_task_start(sp, rank, &err) < 0)
+	/* A runtime's companion process next to this task (its output goes
+	 * to the task's log too). */
+	if (dlrt_companion_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
 	dlrt_verbose(rank, "ready after %.1f ms in dlrt: %s %s %u, starting the program",
 		     dlrt_verbose_now_ms() - t0, dlrt_plugin.opts.runtime->name,

@@ -6,12 +6,62 @@
  * store key and keys are write-once (SETNX), so it must be unique per attempt:
  * job id, step id and Slurm's restart count together are.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "buf.h"
 #include "runtime.h"
+
+/* --dl-store: where caffe2 trainers rendezvous. */
+enum store_kind {
+	STORE_AUTO,   /* the helper, unless the user exported REDIS_HOST (their redis) */
+	STORE_HELPER, /* always the helper; overrides REDIS_HOST/REDIS_PORT */
+	STORE_FILE,   /* no helper: a folder on a shared filesystem (NFS_PATH) */
+};
+
+struct caffe2_opts {
+	uint32_t store;      /* enum store_kind; zeroed = STORE_AUTO */
+	char store_dir[1024]; /* --dl-store=file:DIR, an absolute path */
+};
+
+_Static_assert(sizeof(struct caffe2_opts) <= DLRT_RT_OPTS_SIZE, "caffe2 options fit");
+
+extern const struct dlrt_runtime dlrt_runtime_caffe2;
+
+static const struct caffe2_opts *c2_opts(const struct dlrt_opts *o)
+{
+	return dlrt_rt_opts_c(o, &dlrt_runtime_caffe2);
+}
+
+/* helper | file:DIR. DIR must be absolute: the tasks of a step may start in
+ * another folder than srun, and every node must name the same place. */
+static int set_store(void *opts, const void *cfg, const char *arg, struct dlrt_err *err)
+{
+	struct caffe2_opts *o = opts;
+
+	(void)cfg;
+	if (arg && !strcmp(arg, "helper")) {
+		o->store = STORE_HELPER;
+		o->store_dir[0] = '\0';
+		return 0;
+	}
+	if (!arg || strncmp(arg, "file:", 5))
+		return dlrt_err_set(err, "--dl-store=%s: must be helper or file:DIR", arg ? arg : "");
+	if (arg[5] != '/' || strlen(arg + 5) >= sizeof(o->store_dir) || strpbrk(arg + 5, "\n\r"))
+		return dlrt_err_set(err, "--dl-store=%s: DIR must be an absolute path on a filesystem "
+				    "every node shares (e.g. file:$HOME/c2store)", arg);
+	o->store = STORE_FILE;
+	snprintf(o->store_dir, sizeof(o->store_dir), "%s", arg + 5);
+	return 0;
+}
+
+/* only_this_runtime: a store given to another runtime would do nothing. */
+static const struct dlrt_rt_option caffe2_options[] = {
+	{ "dl-store", "KIND", "[dlrt] caffe2 store: helper (default), file:DIR", set_store, true },
+	{ NULL, NULL, NULL, NULL, false },
+};
 
 static void caffe2_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 {
@@ -54,7 +104,7 @@ static void caffe2_task_env(const struct dlrt_plan *plan, uint32_t rank,
 			    const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
 			    struct dlrt_env *env)
 {
-	const struct dlrt_opts *o = plan->opts;
+	const struct caffe2_opts *o = c2_opts(plan->opts);
 
 	/* Who this task is: always dlrt's, since a value exported before srun is
 	 * the same in every task and so wrong in all but one. */
@@ -64,7 +114,7 @@ static void caffe2_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	/* Names and places the user may have chosen: theirs win. */
 	dlrt_env_set_default(env, "RUN_ID", "dlrt-%u-%u-%u", step->job_id, step->step_id,
 			     step->restart_count);
-	if (o->store == DLRT_STORE_FILE) {
+	if (o->store == STORE_FILE) {
 		/* Asked for on the command line, so it beats an exported NFS_PATH. */
 		dlrt_env_set(env, "NFS_PATH", "%s", o->store_dir);
 		return;
@@ -74,7 +124,7 @@ static void caffe2_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	 * (the plugin then starts no helper); --dl-store=helper overrides it. */
 	if (!addrs || !addrs->valid || !addrs->root_port)
 		return;
-	if (o->store == DLRT_STORE_HELPER) {
+	if (o->store == STORE_HELPER) {
 		dlrt_env_set(env, "REDIS_HOST", "%s", addrs->root_ip);
 		dlrt_env_set(env, "REDIS_PORT", "%u", addrs->root_port);
 	} else {
@@ -87,9 +137,9 @@ static void caffe2_task_env(const struct dlrt_plan *plan, uint32_t rank,
  * the user's own redis (REDIS_HOST exported, and no --dl-store=helper). */
 static bool caffe2_service(const struct dlrt_plan *plan, struct dlrt_service_spec *spec)
 {
-	const struct dlrt_opts *o = plan->opts;
+	const struct caffe2_opts *o = c2_opts(plan->opts);
 
-	if (o->store == DLRT_STORE_FILE || (o->store == DLRT_STORE_AUTO && plan->user_service))
+	if (o->store == STORE_FILE || (o->store == STORE_AUTO && plan->user_service))
 		return false;
 	dlrt_service_spec_init(spec, "dlrt-store", "the Caffe2 helper store (dlrt-store)");
 	return true;
@@ -98,15 +148,16 @@ static bool caffe2_service(const struct dlrt_plan *plan, struct dlrt_service_spe
 /* srun, before anything runs: a file store's folder must exist (Caffe2's
  * FileStoreHandler CHECKs realpath() and aborts otherwise). srun runs as the
  * user, so this stat sees what the user's tasks will see on a shared fs. */
-static int caffe2_validate(const struct dlrt_opts *o, const struct dlrt_config *cfg,
+static int caffe2_validate(const struct dlrt_opts *opts, const struct dlrt_config *cfg,
 			   uint32_t ntasks, uint32_t nnodes, struct dlrt_err *err)
 {
+	const struct caffe2_opts *o = c2_opts(opts);
 	struct stat st;
 
 	(void)cfg;
 	(void)ntasks;
 	(void)nnodes;
-	if (o->store != DLRT_STORE_FILE)
+	if (o->store != STORE_FILE)
 		return 0;
 	if (stat(o->store_dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return dlrt_err_set(err, "--dl-store=file:%s: no such folder; create it on a "
@@ -119,7 +170,7 @@ const struct dlrt_runtime dlrt_runtime_caffe2 = {
 	.name = "caffe2",
 	.summary = "Caffe2 (Kubeflow operator contract): task 0 master, the others workers",
 	.program_uses_pmix = false,
-	.uses_store = true,
+	.options = caffe2_options,
 	.validate = caffe2_validate,
 	.assign = caffe2_assign,
 	.service = caffe2_service,

@@ -14,6 +14,8 @@
  * wire-up); dlrt starts nothing and opens no PMIx session in the task.
  */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "buf.h"
 #include "netaddr.h"
@@ -23,6 +25,61 @@
  * is 30 s (TonY sets 2000 for YARN's slow starts); srun starts every task at
  * once, but a loaded node can take longer than 30 s to exec Python. */
 #define HVD_GLOO_TIMEOUT_S 120
+
+/* --dl-horovod: who wires up Horovod's workers. */
+enum hvd_mode {
+	HVD_GLOO, /* dlrt's rendezvous driver, HOROVOD_CONTROLLER=gloo (TonY's way, no MPI) */
+	HVD_MPI,  /* MPI_Init under srun --mpi=pmix; dlrt opens no PMIx session in the task */
+};
+
+static const char *const mode_names[] = { "gloo", "mpi", NULL };
+
+struct hvd_config {
+	uint32_t mode; /* horovod=: default of --dl-horovod (enum hvd_mode) */
+};
+
+struct hvd_opts {
+	uint32_t mode; /* --dl-horovod (enum hvd_mode) */
+};
+
+_Static_assert(sizeof(struct hvd_config) <= DLRT_RT_CONFIG_SIZE, "horovod site keys fit");
+_Static_assert(sizeof(struct hvd_opts) <= DLRT_RT_OPTS_SIZE, "horovod options fit");
+
+extern const struct dlrt_runtime dlrt_runtime_horovod;
+
+static uint32_t hvd_mode(const struct dlrt_plan *plan)
+{
+	return ((const struct hvd_opts *)dlrt_rt_opts_c(plan->opts, &dlrt_runtime_horovod))->mode;
+}
+
+static const struct dlrt_site_key horovod_keys[] = {
+	{ .name = "horovod", .type = DLRT_KEY_CHOICE, .offset = offsetof(struct hvd_config, mode),
+	  .def = HVD_GLOO, .choices = mode_names, .fix = "is not gloo or mpi" },
+	{ .name = NULL },
+};
+
+static void horovod_opts_init(void *opts, const void *cfg)
+{
+	((struct hvd_opts *)opts)->mode = ((const struct hvd_config *)cfg)->mode;
+}
+
+static int set_mode(void *opts, const void *cfg, const char *arg, struct dlrt_err *err)
+{
+	(void)cfg;
+	for (uint32_t i = 0; arg && mode_names[i]; i++) {
+		if (!strcmp(arg, mode_names[i])) {
+			((struct hvd_opts *)opts)->mode = i;
+			return 0;
+		}
+	}
+	return dlrt_err_set(err, "--dl-horovod=%.64s: must be gloo (dlrt's rendezvous driver) or "
+			    "mpi (MPI_Init under srun --mpi=pmix)", arg ? arg : "");
+}
+
+static const struct dlrt_rt_option horovod_options[] = {
+	{ "dl-horovod", "MODE", "[dlrt] horovod: gloo (default) or mpi", set_mode, false },
+	{ NULL, NULL, NULL, NULL, false },
+};
 
 static void horovod_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 {
@@ -38,7 +95,7 @@ static bool horovod_service(const struct dlrt_plan *plan, struct dlrt_service_sp
 	const struct dlrt_layout *l = plan->layout;
 	struct dlrt_buf hosts;
 
-	if (plan->opts->horovod_mode != DLRT_HVD_GLOO)
+	if (hvd_mode(plan) != HVD_GLOO)
 		return false;
 	dlrt_service_spec_init(spec, "dlrt-hvd-driver", "the Horovod rendezvous driver");
 	dlrt_buf_init(&hosts, 1u << 26);
@@ -68,7 +125,7 @@ static void horovod_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set(env, "HOROVOD_CROSS_RANK", "%u", plan->task[rank].cross_rank);
 	dlrt_env_set(env, "HOROVOD_CROSS_SIZE", "%u", plan->task[rank].cross_size);
 	dlrt_env_set(env, "HOROVOD_HOSTNAME", "%s", l->nodes.names[node]);
-	if (plan->opts->horovod_mode != DLRT_HVD_GLOO || !addrs || !addrs->valid)
+	if (hvd_mode(plan) != HVD_GLOO || !addrs || !addrs->valid)
 		return;
 	dlrt_env_set(env, "HOROVOD_GLOO_RENDEZVOUS_ADDR", "%s", addrs->root_ip);
 	dlrt_env_set(env, "HOROVOD_GLOO_RENDEZVOUS_PORT", "%u", addrs->root_port);
@@ -87,6 +144,26 @@ static void horovod_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set_default(env, "HOROVOD_GLOO_TIMEOUT_SECONDS", "%d", HVD_GLOO_TIMEOUT_S);
 }
 
+/* Elastic Horovod (HOROVOD_ELASTIC, read as Horovod's GetBoolEnvOrDefault
+ * does: a non-zero integer) runs a new gloo rendezvous after every reset.
+ * Horovod's own elastic driver resets its server between rounds; dlrt's
+ * driver serves one round per step, so a second round reads the old pair
+ * addresses and hangs or fails. Refused before the driver starts, with the
+ * way out, instead of a timeout deep inside gloo. */
+static int horovod_check_step(const struct dlrt_plan *plan, const struct dlrt_step_ctx *ctx,
+			      struct dlrt_err *err)
+{
+	char v[64] = "";
+
+	if (hvd_mode(plan) != HVD_GLOO ||
+	    ctx->getenv(ctx->sp, "HOROVOD_ELASTIC", v, sizeof(v)) < 0 || strtol(v, NULL, 10) == 0)
+		return 0;
+	return dlrt_err_set(err, "HOROVOD_ELASTIC=%s: dlrt's gloo rendezvous serves one "
+			    "round per step and cannot re-initialise an elastic job; unset "
+			    "HOROVOD_ELASTIC (a failed step is restarted with --requeue or a new "
+			    "srun) or run elastic jobs with horovodrun", v);
+}
+
 const struct dlrt_runtime dlrt_runtime_horovod = {
 	.name = "horovod",
 	.summary = "Horovod: every task a worker; gloo mode with dlrt's rendezvous driver, or MPI",
@@ -94,7 +171,12 @@ const struct dlrt_runtime dlrt_runtime_horovod = {
 	 * which the service (horovod_service) turns on through the exchange. */
 	.program_uses_pmix = true,
 	.needs_root_addr = false,
+	.options = horovod_options,
+	.opts_init = horovod_opts_init,
+	.keys = horovod_keys,
 	.service = horovod_service,
 	.assign = horovod_assign,
+	.check_step = horovod_check_step,
+	.mpi_option = "--dl-horovod=mpi",
 	.task_env = horovod_task_env,
 };

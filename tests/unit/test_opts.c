@@ -1,9 +1,121 @@
 /* Unit tests: plugstack.conf keys and option values. */
+#include <stdio.h>
 #include <string.h>
 
 #include "opts.h"
 #include "runtime.h"
 #include "tap.h"
+
+/* Servers of an mxnet plan of 6 tasks on 3 nodes: what --dl-servers and the
+ * site keys, parsed into mxnet's private blocks, come to. */
+static int mxnet_servers(const struct dlrt_opts *o, const struct dlrt_config *cfg)
+{
+	struct dlrt_layout l;
+	struct dlrt_plan p;
+	struct dlrt_err err;
+	int n = -1;
+
+	if (dlrt_layout_init(&l, "n[1-3]", "2,2,2", DLRT_DIST_BLOCK, 0, &err) < 0)
+		return -1;
+	if (dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, o, cfg, &err) == 0) {
+		n = (int)p.role_count[DLRT_ROLE_SERVER];
+		dlrt_plan_free(&p);
+	}
+	dlrt_layout_free(&l);
+	return n;
+}
+
+/* NFS_PATH of task 0 of a one-task caffe2 plan ("" without). */
+static void caffe2_nfs_path(const struct dlrt_opts *o, const struct dlrt_config *cfg, char *out,
+			    size_t len)
+{
+	struct dlrt_layout l;
+	struct dlrt_plan p;
+	struct dlrt_step_info step = { .job_id = 1 };
+	struct dlrt_env env;
+	struct dlrt_err err;
+
+	out[0] = '\0';
+	if (dlrt_layout_init(&l, "n1", "1", DLRT_DIST_BLOCK, 0, &err) < 0)
+		return;
+	if (dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, o, cfg, &err) == 0) {
+		dlrt_env_init(&env);
+		if (dlrt_plan_task_env(&p, 0, &step, NULL, &env, &err) == 0 &&
+		    dlrt_env_get(&env, "NFS_PATH"))
+			snprintf(out, len, "%s", dlrt_env_get(&env, "NFS_PATH"));
+		dlrt_env_free(&env);
+		dlrt_plan_free(&p);
+	}
+	dlrt_layout_free(&l);
+}
+
+/* The option table: flat ids, names unique, runtime options owned by their runtime. */
+static void check_table(void)
+{
+	struct dlrt_opt_desc d, e;
+	int n = dlrt_opt_count(), dups = 0, owned = 0;
+
+	TAP_OK(n > DLRT_OPT_GENERIC_COUNT, "runtimes add options to the flat list (%d)", n);
+	for (int i = 0; i < n; i++) {
+		TAP_OK(dlrt_opt_describe(i, &d) == 0 && d.name && d.usage &&
+		       !strncmp(d.usage, "[dlrt] ", 7), "option %d described", i);
+		for (int j = i + 1; j < n; j++)
+			dups += dlrt_opt_describe(j, &e) == 0 && !strcmp(d.name, e.name);
+		TAP_IS_INT(dlrt_opt_find(d.name), i, "--%s found by name", d.name);
+		owned += d.runtime != NULL;
+	}
+	TAP_IS_INT(dups, 0, "no two options share a name");
+	TAP_IS_INT(dlrt_opt_describe(n, &d), -1, "nothing past the last id");
+	TAP_IS_INT(owned, n - DLRT_OPT_GENERIC_COUNT, "every non-generic option names its runtime");
+	TAP_OK(dlrt_opt_find("dl-servers") >= DLRT_OPT_GENERIC_COUNT &&
+	       dlrt_opt_describe(dlrt_opt_find("dl-servers"), &d) == 0 &&
+	       !strcmp(d.runtime->name, "mxnet"), "--dl-servers is mxnet's");
+	TAP_IS_INT(dlrt_opt_find("dl-no-such"), -1, "an unknown name is not found");
+}
+
+/* The "valid keys" list is generated: every runtime's keys are in it. */
+static void check_keys(void)
+{
+	struct dlrt_config cfg;
+	struct dlrt_err err = { "" };
+	char keys[512], want[600];
+	char *bad[] = { "colour=blue" };
+
+	dlrt_config_keys(keys, sizeof(keys));
+	for (int i = 0; dlrt_runtimes[i]; i++)
+		for (const struct dlrt_site_key *k = dlrt_runtimes[i]->keys; k && k->name; k++)
+			TAP_OK(strstr(keys, k->name) != NULL, "%s's key %s is listed",
+			       dlrt_runtimes[i]->name, k->name);
+	TAP_OK(!strncmp(keys, "runtimes, verbose, ", 19), "generic keys first: %s", keys);
+	TAP_IS_INT(dlrt_config_parse(&cfg, 1, bad, &err), -1, "unknown key");
+	snprintf(want, sizeof(want), "plugstack.conf: unknown key 'colour' (valid: %s)", keys);
+	TAP_IS_STR(err.msg, want, "the message lists exactly the generated keys");
+	TAP_OK(strstr(keys, "default_servers, max_servers, mxnet_sched") &&
+	       strstr(keys, "horovod"), "the runtimes' keys: %s", keys);
+}
+
+/* A runtime's option given to another runtime (only_this_runtime). */
+static void check_foreign(void)
+{
+	struct dlrt_config cfg;
+	struct dlrt_opts o;
+	struct dlrt_err err = { "" };
+
+	dlrt_config_parse(&cfg, 0, NULL, &err);
+	dlrt_opts_init(&o, &cfg);
+	TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-store", "helper", &err), 0, "--dl-store=helper");
+	TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-runtime", "caffe2", &err), 0, "caffe2");
+	TAP_IS_INT(dlrt_opts_check_runtime(&o, &err), 0, "--dl-store with caffe2 is fine");
+	TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-runtime", "torch", &err), 0,
+		   "a later --dl-runtime=torch");
+	TAP_IS_INT(dlrt_opts_check_runtime(&o, &err), -1, "--dl-store with torch is refused");
+	TAP_IS_STR(err.msg, "--dl-store applies to --dl-runtime=caffe2 only; drop it for "
+		   "--dl-runtime=torch", "the same line as before");
+	dlrt_opts_init(&o, &cfg);
+	TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-servers", "2", &err), 0, "--dl-servers=2");
+	TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-runtime", "horovod", &err), 0, "horovod");
+	TAP_IS_INT(dlrt_opts_check_runtime(&o, &err), 0, "--dl-servers with horovod: ignored, as before");
+}
 
 int main(void)
 {
@@ -16,9 +128,9 @@ int main(void)
 	char *badrt[] = { "runtimes=torch,tensorflow" };
 
 	TAP_IS_INT(dlrt_config_parse(&cfg, 4, good, &err), 0, "valid plugstack keys");
-	TAP_IS_INT(cfg.default_servers, 2, "default_servers");
-	TAP_IS_INT(cfg.max_servers, 8, "max_servers");
 	TAP_OK(cfg.verbose, "verbose=yes");
+	dlrt_opts_init(&o, &cfg);
+	TAP_IS_INT(mxnet_servers(&o, &cfg), 2, "default_servers (mxnet's key) gives the servers");
 	TAP_IS_INT(dlrt_config_parse(&cfg, 2, unknown, &err), -1, "unknown key rejected");
 	TAP_OK(strstr(err.msg, "unknown key 'colour'") != NULL, "error names the key: %s", err.msg);
 	TAP_IS_INT(dlrt_config_parse(&cfg, 1, badnum, &err), -1, "max_servers=0 rejected");
@@ -40,13 +152,13 @@ int main(void)
 	       "message: %s", err.msg);
 	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_RUNTIME, "bogus", &err), -1, "bogus refused");
 	TAP_OK(strstr(err.msg, "unknown runtime") != NULL, "message: %s", err.msg);
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_SERVERS, "9", &err), -1, "servers above max");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-servers"), "9", &err), -1, "servers above max");
 	TAP_OK(strstr(err.msg, "from 1 to 8") != NULL, "message names the range: %s", err.msg);
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_SERVERS, "-1", &err), -1, "negative servers");
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_SERVERS, "3x", &err), -1, "trailing junk");
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_SERVERS, "", &err), -1, "empty");
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_SERVERS, "4", &err), 0, "servers 4");
-	TAP_IS_INT(o.servers, 4, "servers stored");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-servers"), "-1", &err), -1, "negative servers");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-servers"), "3x", &err), -1, "trailing junk");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-servers"), "", &err), -1, "empty");
+	TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-servers"), "4", &err), 0, "servers 4");
+	TAP_IS_INT(mxnet_servers(&o, &cfg), 4, "servers stored in mxnet's options");
 	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_DRY_RUN, NULL, &err), 0, "--dl-dry-run");
 	TAP_OK(o.dry_run, "dry run set");
 
@@ -87,17 +199,27 @@ int main(void)
 		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_TOPOLOGY, "a\nb", &err), -1,
 			   "control characters in the path");
 	}
-	TAP_IS_INT(o.store, DLRT_STORE_AUTO, "store: auto by default");
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "file:/shared/c2", &err), 0, "file store");
-	TAP_IS_INT(o.store, DLRT_STORE_FILE, "store kind file");
-	TAP_IS_STR(o.store_dir, "/shared/c2", "store folder");
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "helper", &err), 0, "helper store");
-	TAP_IS_INT(o.store, DLRT_STORE_HELPER, "store kind helper");
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "file:rel/dir", &err), -1,
-		   "a relative folder is refused");
-	TAP_OK(strstr(err.msg, "absolute path") != NULL, "message: %s", err.msg);
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, "redis", &err), -1, "unknown store");
-	TAP_OK(strstr(err.msg, "must be helper or file:DIR") != NULL, "message: %s", err.msg);
-	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_STORE, NULL, &err), -1, "missing value");
+	{
+		char nfs[1024];
+		int store = dlrt_opt_find("dl-store");
+
+		caffe2_nfs_path(&o, &cfg, nfs, sizeof(nfs));
+		TAP_IS_STR(nfs, "", "store: no file store by default");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, store, "file:/tmp", &err), 0, "file store");
+		caffe2_nfs_path(&o, &cfg, nfs, sizeof(nfs));
+		TAP_IS_STR(nfs, "/tmp", "store folder");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, store, "helper", &err), 0, "helper store");
+		caffe2_nfs_path(&o, &cfg, nfs, sizeof(nfs));
+		TAP_IS_STR(nfs, "", "store kind helper: no folder");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, store, "file:rel/dir", &err), -1,
+			   "a relative folder is refused");
+		TAP_OK(strstr(err.msg, "absolute path") != NULL, "message: %s", err.msg);
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, store, "redis", &err), -1, "unknown store");
+		TAP_OK(strstr(err.msg, "must be helper or file:DIR") != NULL, "message: %s", err.msg);
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, store, NULL, &err), -1, "missing value");
+	}
+	check_table();
+	check_keys();
+	check_foreign();
 	return tap_done();
 }

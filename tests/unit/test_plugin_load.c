@@ -62,7 +62,7 @@ int main(void)
 
 	/* slurmstepd of node 1 (n2) of a step of 6 tasks laid out 3,1,2. */
 	TAP_IS_INT(plugin.init(&handle, 0, NULL), 0, "init in the remote context");
-	TAP_IS_INT(fake_spank_nregistered, (int)DLRT_OPT_COUNT, "every dlrt option registered");
+	TAP_IS_INT(fake_spank_nregistered, dlrt_opt_count(), "every dlrt option registered");
 	cb = fake_spank_option("dl-runtime", &val);
 	TAP_OK(cb != NULL, "--dl-runtime registered");
 	if (!cb)

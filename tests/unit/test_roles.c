@@ -43,8 +43,26 @@ static void check_layout(const char *nodes, const char *tpn, enum dlrt_dist d, u
 	dlrt_layout_free(&l);
 }
 
+/* Sets a --dl-* option through the option table, as Slurm's callback does. */
+static void set_opt(struct dlrt_opts *o, const char *name, const char *arg)
+{
+	struct dlrt_err err = { "" };
+
+	if (dlrt_opts_set_name(o, &cfg, name, arg, &err) < 0)
+		TAP_OK(0, "--%s=%s: %s", name, arg, err.msg);
+}
+
+static void set_servers(struct dlrt_opts *o, int servers)
+{
+	char v[16];
+
+	snprintf(v, sizeof(v), "%d", servers);
+	if (servers > 0)
+		set_opt(o, "dl-servers", v);
+}
+
 static void check_mxnet_sched(const char *tpn, uint32_t nnodes, int servers, enum dlrt_dist d,
-			      int sched, const char *want)
+			      const char *sched, const char *want)
 {
 	struct dlrt_layout l;
 	struct dlrt_opts o;
@@ -54,8 +72,8 @@ static void check_mxnet_sched(const char *tpn, uint32_t nnodes, int servers, enu
 
 	snprintf(nodes, sizeof(nodes), "n[1-%u]", nnodes);
 	dlrt_opts_init(&o, &cfg);
-	o.servers = servers;
-	o.mxnet_scheduler = sched;
+	set_servers(&o, servers);
+	set_opt(&o, "dl-mxnet-sched", sched);
 	if (dlrt_layout_init(&l, nodes, tpn, d, 0, &err) < 0 ||
 	    dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err) < 0) {
 		TAP_OK(0, "mxnet %s servers=%d: %s", tpn, servers, err.msg);
@@ -63,8 +81,10 @@ static void check_mxnet_sched(const char *tpn, uint32_t nnodes, int servers, enu
 	}
 	TAP_IS_STR(roles_string(&p, buf, sizeof(buf)), want, "mxnet roles, tasks per node %s, "
 		   "servers %d, %s, scheduler %s", tpn, servers, dlrt_dist_name(d),
-		   dlrt_mxsched_name(sched));
-	TAP_IS_INT(p.extra_scheduler, sched == DLRT_MXSCHED_EXTRA, "extra_scheduler flag");
+		   sched);
+	TAP_IS_INT(dlrt_plan_companion(&p, 0, NULL), !strcmp(sched, "extra"),
+		   "task 0 has the extra scheduler as its companion");
+	TAP_IS_INT(dlrt_plan_companion(&p, 1, NULL), 0, "no other task has one");
 	dlrt_plan_free(&p);
 	dlrt_layout_free(&l);
 }
@@ -72,7 +92,7 @@ static void check_mxnet_sched(const char *tpn, uint32_t nnodes, int servers, enu
 static void check_mxnet(const char *tpn, uint32_t nnodes, int servers, enum dlrt_dist d,
 			const char *want)
 {
-	check_mxnet_sched(tpn, nnodes, servers, d, DLRT_MXSCHED_TASK, want);
+	check_mxnet_sched(tpn, nnodes, servers, d, "task", want);
 }
 
 /* The first-failure line (common/failfast.c) for task `rank` of an mxnet plan. */
@@ -92,7 +112,7 @@ static void check_failfast(void)
 	TAP_OK(!dlrt_failfast_is_failure(SIGINT), "SIGINT (Ctrl-C) neither");
 	TAP_OK(!dlrt_failfast_is_failure(SIGHUP), "SIGHUP neither");
 	dlrt_opts_init(&o, &cfg);
-	o.servers = 1;
+	set_servers(&o, 1);
 	dlrt_layout_init(&l, "n[1-2]", "2,2", DLRT_DIST_BLOCK, 0, &err);
 	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err);
 	dlrt_failfast_message(&p, 0, false, SIGKILL, line, sizeof(line));
@@ -102,7 +122,7 @@ static void check_failfast(void)
 	TAP_IS_STR(line, "mxnet worker 1 (task 3 on n2) exited with status 3: ending the step, "
 		   "since the other roles would wait for it forever", "a worker names its index and task");
 	dlrt_plan_free(&p);
-	o.mxnet_scheduler = DLRT_MXSCHED_EXTRA;
+	set_opt(&o, "dl-mxnet-sched", "extra");
 	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err);
 	dlrt_failfast_message(&p, 0, true, 1 << 8, line, sizeof(line));
 	TAP_IS_STR(line, "mxnet scheduler (the extra process on n1, next to task 0) exited with "
@@ -168,16 +188,16 @@ int main(void)
 	check_mxnet("2(x2)", 2, 2, DLRT_DIST_BLOCK, "Ssws");
 	/* --dl-mxnet-sched=extra: no task is the scheduler; the default server
 	 * count leaves one worker. */
-	check_mxnet_sched("3,1,2", 3, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "wwssws");
-	check_mxnet_sched("1,1,1", 3, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "ssw");
-	check_mxnet_sched("1,1,1", 3, 1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "sww");
-	check_mxnet_sched("2", 1, -1, DLRT_DIST_BLOCK, DLRT_MXSCHED_EXTRA, "ws");
-	check_mxnet_sched("3,1,2", 3, 2, DLRT_DIST_CYCLIC, DLRT_MXSCHED_EXTRA, "wswwws");
+	check_mxnet_sched("3,1,2", 3, -1, DLRT_DIST_BLOCK, "extra", "wwssws");
+	check_mxnet_sched("1,1,1", 3, -1, DLRT_DIST_BLOCK, "extra", "ssw");
+	check_mxnet_sched("1,1,1", 3, 1, DLRT_DIST_BLOCK, "extra", "sww");
+	check_mxnet_sched("2", 1, -1, DLRT_DIST_BLOCK, "extra", "ws");
+	check_mxnet_sched("3,1,2", 3, 2, DLRT_DIST_CYCLIC, "extra", "wswwws");
 	check_failfast();
 
 	/* mxnet validation: too few tasks, and more servers than nodes. */
 	dlrt_opts_init(&o, &cfg);
-	o.servers = 3;
+	set_servers(&o, 3);
 	dlrt_layout_init(&l, "n[1-2]", "2,2", DLRT_DIST_BLOCK, 0, &err);
 	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
 		   -1, "mxnet with 4 tasks and 3 servers is rejected");
@@ -188,13 +208,13 @@ int main(void)
 	dlrt_opts_init(&o, &cfg);
 	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
 		   -1, "mxnet with one task is rejected");
-	o.mxnet_scheduler = DLRT_MXSCHED_EXTRA;
+	set_opt(&o, "dl-mxnet-sched", "extra");
 	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("mxnet")], &l, &o, &cfg, &err),
 		   -1, "mxnet with one task and an extra scheduler is rejected (1 server + 1 worker)");
 	TAP_OK(strstr(err.msg, "--dl-mxnet-sched=extra needs at least 2 tasks (1 server + 1 "
 		      "worker; the scheduler is an extra process)") != NULL, "names the rule: %s",
 	       err.msg);
-	o.mxnet_scheduler = DLRT_MXSCHED_TASK;
+	set_opt(&o, "dl-mxnet-sched", "task");
 	TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("torch")], &l, &o, &cfg, &err),
 		   0, "torch with one task is fine");
 	dlrt_plan_free(&p);
@@ -263,7 +283,7 @@ int main(void)
 	{
 		struct dlrt_opts o2 = o;
 
-		o2.store = DLRT_STORE_HELPER;
+		set_opt(&o2, "dl-store", "helper");
 		dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o2, &cfg, &err);
 		dlrt_env_init(&env);
 		dlrt_plan_task_env(&p, 0, &step, &addr, &env, &err);
@@ -278,7 +298,7 @@ int main(void)
 			const struct dlrt_runtime *c2 = dlrt_runtimes[dlrt_runtime_index("caffe2")];
 			struct dlrt_service_spec spec;
 
-			o2.store = DLRT_STORE_AUTO;
+			o2 = o; /* the default store */
 			dlrt_plan_build(&p, c2, &l, &o2, &cfg, &err);
 			TAP_IS_STR(c2->user_service_var, "REDIS_HOST", "a user's REDIS_HOST means their redis");
 			dlrt_service_spec_init(&spec, NULL, NULL);
@@ -290,27 +310,25 @@ int main(void)
 			TAP_OK(!c2->service(&p, &spec), "default store with the user's REDIS_HOST: no helper");
 			dlrt_service_spec_free(&spec);
 			dlrt_plan_free(&p);
-			o2.store = DLRT_STORE_HELPER;
+			set_opt(&o2, "dl-store", "helper");
 			dlrt_plan_build(&p, c2, &l, &o2, &cfg, &err);
 			p.user_service = true;
 			dlrt_service_spec_init(&spec, NULL, NULL);
 			TAP_OK(c2->service(&p, &spec), "--dl-store=helper: the helper even so");
 			dlrt_service_spec_free(&spec);
 			dlrt_plan_free(&p);
-			o2.store = DLRT_STORE_FILE;
-			snprintf(o2.store_dir, sizeof(o2.store_dir), "/tmp");
+			set_opt(&o2, "dl-store", "file:/tmp");
 			dlrt_plan_build(&p, c2, &l, &o2, &cfg, &err);
 			dlrt_service_spec_init(&spec, NULL, NULL);
 			TAP_OK(!c2->service(&p, &spec), "--dl-store=file:DIR: no helper");
 			dlrt_service_spec_free(&spec);
 			dlrt_plan_free(&p);
 		}
-		o2.store = DLRT_STORE_FILE;
-		snprintf(o2.store_dir, sizeof(o2.store_dir), "/nonexistent/dlrt-c2");
+		set_opt(&o2, "dl-store", "file:/nonexistent/dlrt-c2");
 		TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o2,
 					   &cfg, &err), -1, "file store: a missing folder is refused");
 		TAP_OK(strstr(err.msg, "mkdir -p /nonexistent/dlrt-c2") != NULL, "message: %s", err.msg);
-		snprintf(o2.store_dir, sizeof(o2.store_dir), "/tmp");
+		set_opt(&o2, "dl-store", "file:/tmp");
 		TAP_IS_INT(dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("caffe2")], &l, &o2,
 					   &cfg, &err), 0, "file store in an existing folder");
 		dlrt_env_init(&env);

@@ -218,11 +218,11 @@ int main(void)
 
 		dlrt_config_parse(&cfg, 0, NULL, &err);
 		dlrt_opts_init(&o, &cfg);
-		TAP_IS_INT(o.horovod_mode, DLRT_HVD_GLOO, "gloo is the default mode");
+
 		TAP_IS_INT(dlrt_layout_init(&l, "n[1-3]", "3,1,2", DLRT_DIST_BLOCK, 0, &err), 0,
 			   "layout 3,1,2");
 		TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "horovod plan");
-		TAP_OK(rt->service && rt->service(&p, &s), "gloo mode needs a service");
+		TAP_OK(rt->service && rt->service(&p, &s), "gloo (the default mode) needs a service");
 		TAP_IS_STR(s.program, "dlrt-hvd-driver", "the rendezvous driver");
 		TAP_IS_INT((int)s.nargs, 1, "one runtime argument");
 		TAP_IS_STR(s.nargs ? s.args[0] : "", "--hosts=n1:3,n2:1,n3:2",
@@ -249,7 +249,7 @@ int main(void)
 		dlrt_env_free(&env);
 		dlrt_plan_free(&p);
 
-		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_HOROVOD, "mpi", &err), 0, "--dl-horovod=mpi");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-horovod"), "mpi", &err), 0, "--dl-horovod=mpi");
 		TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "MPI-mode plan");
 		TAP_OK(!rt->service(&p, &s), "MPI mode starts no service");
 		TAP_OK(!rt->needs_root_addr, "and needs no exchange (no PMIx session in the task)");
@@ -260,7 +260,7 @@ int main(void)
 		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_RANK"), "0", "slot variables still set");
 		dlrt_env_free(&env);
 		dlrt_plan_free(&p);
-		TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_HOROVOD, "nccl", &err), -1, "bad mode refused");
+		TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-horovod"), "nccl", &err), -1, "bad mode refused");
 		TAP_OK(strstr(err.msg, "gloo") && strstr(err.msg, "mpi"), "names the choices: %s", err.msg);
 		dlrt_layout_free(&l);
 	}
@@ -270,7 +270,19 @@ int main(void)
 		char *bad[] = { "horovod=tcp" };
 
 		TAP_IS_INT(dlrt_config_parse(&cfg, 3, mpi, &err), 0, "site keys horovod, service_*");
-		TAP_IS_INT(cfg.horovod_mode, DLRT_HVD_MPI, "site default mpi");
+		{
+			struct dlrt_opts o;
+			struct dlrt_layout l;
+			struct dlrt_plan p;
+			const struct dlrt_runtime *rt = dlrt_runtimes[dlrt_runtime_index("horovod")];
+
+			dlrt_opts_init(&o, &cfg);
+			dlrt_layout_init(&l, "n1", "2", DLRT_DIST_BLOCK, 0, &err);
+			TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "horovod plan");
+			TAP_OK(!rt->service(&p, &s), "site default mpi: no driver");
+			dlrt_plan_free(&p);
+			dlrt_layout_free(&l);
+		}
 		TAP_IS_INT((int)cfg.service_timeout, 5, "service_timeout");
 		TAP_IS_INT((int)cfg.service_max_lifetime, 3600, "service_max_lifetime");
 		TAP_IS_INT(dlrt_config_parse(&cfg, 1, bad, &err), -1, "horovod=tcp refused");

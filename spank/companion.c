@@ -1,18 +1,19 @@
-/* mxsched.c - --dl-mxnet-sched=extra: ps-lite's scheduler as one more
- * process next to task 0, running the step's own command (as dmlc's launcher
- * starts it), so -n counts servers and workers only.
+/* companion.c - one more process next to a task, running the step's own
+ * command (struct dlrt_companion: a runtime's per-task start hook, e.g.
+ * a parameter-server scheduler as its own launcher starts it, so -n counts the other
+ * roles only).
  *
- * Runs at the very end of task 0's slurm_spank_task_init, as the user, once
- * the address exchange gave task 0 the scheduler's address and port. The task
- * process forks twice: the scheduler (the same argv, the task's environment
- * with DMLC_ROLE=scheduler, without the PMIx identity of task 0), and the
- * child that returns into slurmstepd's exec path and becomes task 0's own
- * program. This process, which Slurm waits for as task 0, stays as their
- * supervisor:
- *   - both write to task 0's stdout/stderr, so the scheduler's output is seen;
- *   - it exits only when both have ended, so the scheduler outlives every
- *     server and worker (ps-lite needs it until the last one finalized) and
- *     the step ends with it; the scheduler dies with it (PR_SET_PDEATHSIG);
+ * Runs at the very end of the task's slurm_spank_task_init, as the user, once
+ * the address exchange gave the task the root's address and port. The task
+ * process forks twice: the companion (the same argv, the task's environment
+ * with the runtime's variables replaced, without the task's PMIx identity),
+ * and the child that returns into slurmstepd's exec path and becomes the
+ * task's own program. This process, which Slurm waits for as the task, stays
+ * as their supervisor:
+ *   - both write to the task's stdout/stderr, so the companion's output is seen;
+ *   - it exits only when both have ended, so the companion outlives every
+ *     other task (a scheduler may be needed until the last one finalized)
+ *     and the step ends with it; the companion dies with it (PR_SET_PDEATHSIG);
  *   - the first of the two that fails (common/failfast.h) is reported in one
  *     line naming it, and the step is ended at once (failfast.c).
  * Like the log relay (logs.c) it does not die of the signals Slurm sends the
@@ -44,23 +45,25 @@ static bool pmix_var(const char *e)
 	return !strncmp(e, "PMIX_", 5) || !strncmp(e, "PMI_", 4) || !strncmp(e, "OMPI_", 5);
 }
 
-/* Task 0's environment as the scheduler's: its role variables replaced. */
-static char **scheduler_env(spank_t sp, struct dlrt_err *err)
+/* The task's environment as the companion's: the runtime's variables replaced. */
+static char **companion_env(spank_t sp, uint32_t rank, const struct dlrt_companion *c,
+			    struct dlrt_err *err)
 {
-	static const char *const set[] = { "DMLC_ROLE=scheduler", "DLRT_ROLE=scheduler",
-					   "DLRT_ROLE_INDEX=0", "DLRT_ROLE_SIZE=1" };
-	const size_t nset = sizeof(set) / sizeof(*set);
+	const char *const *set = c->env;
+	size_t nset = 0;
 	char **env = NULL, **out;
 	size_t n = 0, k = 0;
 
+	while (set && set[nset])
+		nset++;
 	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
-		return dlrt_err_set(err, "cannot read task 0's environment to start the extra mxnet "
-				    "scheduler"), NULL;
+		return dlrt_err_set(err, "cannot read task %u's environment to start %s", rank,
+				    c->what), NULL;
 	while (env[n])
 		n++;
 	out = calloc(n + nset + 1, sizeof(*out));
 	if (!out)
-		return dlrt_err_set(err, "out of memory starting the extra mxnet scheduler"), NULL;
+		return dlrt_err_set(err, "out of memory starting %s", c->what), NULL;
 	for (size_t i = 0; i < n; i++) {
 		bool replaced = false;
 
@@ -113,12 +116,14 @@ static bool step_ending(const sigset_t *ends, int ms)
 	}
 }
 
-static void __attribute__((noreturn)) supervise(spank_t sp, pid_t sched, pid_t prog)
+static void __attribute__((noreturn)) supervise(spank_t sp, uint32_t rank,
+						const struct dlrt_companion *c, pid_t comp,
+						pid_t prog)
 {
 	static const int quiet[] = { SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTSTP,
 				     SIGTTIN, SIGTTOU };
 	const struct dlrt_plan *plan = &dlrt_plugin.plan;
-	int sched_status = -1, prog_status = -1, status;
+	int comp_status = -1, prog_status = -1, status;
 	bool ending = false;
 	char line[512];
 	char **env = NULL;
@@ -130,7 +135,7 @@ static void __attribute__((noreturn)) supervise(spank_t sp, pid_t sched, pid_t p
 	 * signals themselves; this one only notes that the step is ending. Its
 	 * name must not stay "slurmstepd": proctrack/linuxproc never signals
 	 * processes of that name (they are stepds), so it would not see the end. */
-	prctl(PR_SET_NAME, "dlrt-mxsched", 0, 0, 0);
+	prctl(PR_SET_NAME, c->proc_name ? c->proc_name : "dlrt-companion", 0, 0, 0);
 	for (size_t i = 0; i < sizeof(quiet) / sizeof(*quiet); i++)
 		signal(quiet[i], SIG_IGN);
 	sigemptyset(&ends);
@@ -144,19 +149,19 @@ static void __attribute__((noreturn)) supervise(spank_t sp, pid_t sched, pid_t p
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
 	spank_get_item(sp, S_JOB_ENV, &env);
-	while (sched_status == -1 || prog_status == -1) {
+	while (comp_status == -1 || prog_status == -1) {
 		pid_t w = waitpid(-1, &status, 0);
-		bool is_sched = w == sched;
+		bool is_comp = w == comp;
 
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
 			break; /* ECHILD: nothing left to wait for */
 		}
-		if (w != sched && w != prog)
+		if (w != comp && w != prog)
 			continue; /* a process the program left behind */
-		if (is_sched)
-			sched_status = status;
+		if (is_comp)
+			comp_status = status;
 		else
 			prog_status = status;
 		if (!dlrt_failfast_is_failure(status) || ending)
@@ -166,76 +171,75 @@ static void __attribute__((noreturn)) supervise(spank_t sp, pid_t sched, pid_t p
 			continue;
 		}
 		/* The first failure: name it, end the step, collect the other. */
-		dlrt_failfast_message(plan, 0, is_sched, status, line, sizeof(line));
+		dlrt_failfast_message(plan, rank, is_comp, status, line, sizeof(line));
 		fprintf(stderr, "dlrt: %s\n", line);
 		fflush(stderr);
 		dlrt_failfast_end_step(env, &(struct dlrt_proc_cred){ .uid = uid, .gid = gid });
-		if (is_sched && prog_status == -1)
+		if (is_comp && prog_status == -1)
 			prog_status = wait_bounded(prog, AFTER_FAILURE_WAIT_S * 1000);
-		else if (!is_sched && sched_status == -1)
-			sched_status = wait_bounded(sched, AFTER_FAILURE_WAIT_S * 1000);
-		if (is_sched)
+		else if (!is_comp && comp_status == -1)
+			comp_status = wait_bounded(comp, AFTER_FAILURE_WAIT_S * 1000);
+		if (is_comp)
 			_exit(1);
 		dlrt_exit_like(status);
 	}
-	if (sched_status != -1 && prog_status != -1 && dlrt_failfast_is_failure(sched_status) &&
+	if (comp_status != -1 && prog_status != -1 && dlrt_failfast_is_failure(comp_status) &&
 	    !dlrt_failfast_is_failure(prog_status))
-		_exit(1); /* the scheduler failed after the step was ended: still a failure */
+		_exit(1); /* the companion failed after the step was ended: still a failure */
 	dlrt_exit_like(prog_status == -1 ? 1 << 8 : prog_status);
 }
 
-int dlrt_mxsched_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
+int dlrt_companion_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 {
+	struct dlrt_companion c;
 	char path[4096];
 	int argc = 0;
 	char **argv = NULL, **env;
 	sigset_t all, old;
-	pid_t sched, prog, parent = getpid();
+	pid_t comp, prog, parent = getpid();
 
-	if (!dlrt_plugin.plan.extra_scheduler || rank != 0)
+	if (!dlrt_plan_companion(&dlrt_plugin.plan, rank, &c))
 		return 0;
 	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
 	    !dlrt_stepd_program_path(sp, path, sizeof(path)))
-		return dlrt_err_set(err, "cannot find the step's program to start the extra mxnet "
-				    "scheduler: give srun a path or a program on the job's PATH");
-	env = scheduler_env(sp, err);
+		return dlrt_err_set(err, "cannot find the step's program to start %s: give srun a "
+				    "path or a program on the job's PATH", c.what);
+	env = companion_env(sp, rank, &c, err);
 	if (!env)
 		return -1;
 	fflush(stdout);
 	fflush(stderr);
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
-	sched = fork();
-	if (sched < 0) {
+	comp = fork();
+	if (comp < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		free(env);
-		return dlrt_err_errno(err, errno, "cannot fork the extra mxnet scheduler");
+		return dlrt_err_errno(err, errno, "cannot fork %s", c.what);
 	}
-	if (sched == 0) {
+	if (comp == 0) {
 		/* Dies with its supervisor, whatever kills it. */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 			_exit(121);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		execve(path, argv, env);
-		fprintf(stderr, "dlrt: cannot run the extra mxnet scheduler %s: %s\n", path,
-			strerror(errno));
+		fprintf(stderr, "dlrt: cannot run %s %s: %s\n", c.what, path, strerror(errno));
 		_exit(127);
 	}
 	free(env);
 	prog = fork();
 	if (prog < 0) {
-		kill(sched, SIGKILL);
-		waitpid(sched, NULL, 0);
+		kill(comp, SIGKILL);
+		waitpid(comp, NULL, 0);
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return dlrt_err_errno(err, errno, "cannot fork task 0 next to the extra mxnet "
-				      "scheduler");
+		return dlrt_err_errno(err, errno, "cannot fork task %u next to %s", rank, c.what);
 	}
 	if (prog == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
-		return 0; /* becomes task 0's program */
+		return 0; /* becomes the task's own program */
 	}
-	dlrt_verbose(rank, "extra mxnet scheduler started (pid %d), task 0's program is pid %d",
-		     (int)sched, (int)prog);
+	dlrt_verbose(rank, "%s started (pid %d), task %u's program is pid %d", c.what,
+		     (int)comp, rank, (int)prog);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	supervise(sp, sched, prog);
+	supervise(sp, rank, &c, comp, prog);
 }
