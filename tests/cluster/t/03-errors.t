@@ -30,5 +30,11 @@ run_srun -N2 -n3 --dl-runtime=mxnet --dl-servers=2 touch "$WORK/ran"
 one_line_error "mxnet with 3 tasks and 2 servers" \
 	"needs at least 4 tasks \(1 scheduler \+ 2 servers \+ 1 worker\) but the step has 3: add tasks with -n or lower --dl-servers"
 ok "$([ ! -e "$WORK/ran" ]; echo $?)" "the program never ran"
+
+# A runtime's option given to another runtime, where it would do nothing.
+run_srun -N1 -n1 --dl-store=helper --dl-runtime=torch touch "$WORK/ran"
+one_line_error "--dl-store with torch" \
+	"dlrt: --dl-store applies to --dl-runtime=caffe2 only; drop it for --dl-runtime=torch$"
+ok "$([ ! -e "$WORK/ran" ]; echo $?)" "the program never ran"
 is "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" 0 "srun left no allocation behind"
 done_testing

@@ -42,6 +42,14 @@ ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "-n1 with extra scheduler and 1 serv
 like "$(cat "$ERR")" 'dlrt: .*--dl-mxnet-sched=extra needs at least' "the refusal names the rule"
 run_srun -N1 -n2 --dl-runtime=mxnet --dl-mxnet-sched=bogus true
 like "$(cat "$ERR")" 'dl-mxnet-sched=bogus: must be task .* or extra' "a bad value is refused with the choices"
+# The extra scheduler learns the root's address through the exchange: a
+# program that skips it is refused before launch (mxnet's step check).
+run_srun -N2 -n3 --export=ALL,DLRT_EXCHANGE=none --dl-runtime=mxnet --dl-mxnet-sched=extra \
+	touch "$WORK/ran.noexchange"
+ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "extra scheduler with DLRT_EXCHANGE=none: refused (rc=$RC)"
+like "$(cat "$ERR")" 'dlrt: --dl-mxnet-sched=extra needs the address exchange, .*: use --dl-mxnet-sched=task, or set DLRT_EXCHANGE=pmix' \
+	"the refusal names the cause and the fix"
+ok "$([ ! -e "$WORK/ran.noexchange" ]; echo $?)" "the program never ran"
 
 run_batch -N3 -n4 --dl-runtime=mxnet --dl-mxnet-sched=extra <<JOB
 #!/bin/bash
