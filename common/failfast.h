@@ -4,7 +4,7 @@
  * mxnet): a scheduler killed with -9, a scheduler that could not bind its port,
  * a worker that raised an exception all leave the rest of the step hanging.
  * For runtimes with `end_step_on_failure` the plugin therefore ends the whole
- * step at the first failure it sees (spank/failfast.c, spank/mxsched.c) and
+ * step at the first failure it sees (spank/failfast.c, spank/companion.c) and
  * names the role and task in one line. This part is pure: the decision and
  * the line, shared by the plugin and the unit tests.
  */

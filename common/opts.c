@@ -183,7 +183,7 @@ static int check_path(const char *what, const char *v, char *out, size_t len,
 	return 0;
 }
 
-/* "mxnet,torch" -> bitmask of runtime table indices. */
+/* "a,b" (runtime names) -> bitmask of runtime table indices. */
 static int parse_runtime_set(const char *list, uint32_t *mask, struct dlrt_err *err)
 {
 	char names[256];

@@ -28,7 +28,7 @@ struct dlrt_runtime;
  * runtime has its own block, since option values arrive before --dl-runtime
  * is known and a later --dl-runtime may choose another runtime. */
 #define DLRT_RUNTIME_MAX 16      /* table rows; cfg->allowed is a 32-bit mask */
-#define DLRT_RT_OPTS_SIZE 1152   /* a runtime's options (caffe2 holds a path) */
+#define DLRT_RT_OPTS_SIZE 1152   /* a runtime's options (room for a path) */
 #define DLRT_RT_CONFIG_SIZE 64   /* a runtime's site keys */
 
 struct dlrt_rt_opts {
@@ -80,7 +80,7 @@ struct dlrt_rt_option {
 	 * given its site keys `cfg`; -1 and `err` naming the valid values. */
 	int (*set)(void *opts, const void *cfg, const char *arg, struct dlrt_err *err);
 	/* Given with another --dl-runtime, srun refuses the job (the option would
-	 * silently do nothing, e.g. a caffe2 store for a torch job). */
+	 * silently do nothing for the chosen runtime). */
 	bool only_this_runtime;
 };
 
@@ -110,7 +110,7 @@ struct dlrt_opt_desc {
  * SPANK registers. Ids are 0 .. dlrt_opt_count() - 1. */
 int dlrt_opt_count(void);
 int dlrt_opt_describe(int id, struct dlrt_opt_desc *d);
-int dlrt_opt_find(const char *name); /* "dl-servers" -> id, -1 if none */
+int dlrt_opt_find(const char *name); /* "dl-log-dir" -> id, -1 if none */
 
 struct dlrt_opts {
 	const struct dlrt_runtime *runtime; /* NULL: dlrt does nothing for this job */
@@ -142,7 +142,7 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg);
  * an `sbatch --dl-runtime=X` script can still choose another runtime. */
 int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, int id, const char *arg,
 		  struct dlrt_err *err);
-/* The same, by the option's name ("dl-servers"). */
+/* The same, by the option's name ("dl-log-dir"). */
 int dlrt_opts_set_name(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *name,
 		       const char *arg, struct dlrt_err *err);
 /* srun: refuses an option of another runtime that would do nothing for the

@@ -1,6 +1,8 @@
 # inference/: dlrt-infer, the fair-share batch inference pool on a job array
-# (protocol, coordinator, worker, client commands). The models live in
-# inference/models/ (their own module.mk). See docs/inference.md.
+# (protocol, coordinator, worker, client commands), and the runtime entry
+# infer_runtime.c (the runtime table's `infer`, linked into the plugin from
+# libdlrt.a like every other runtime). The models live in inference/models/
+# (their own module.mk). See docs/inference.md.
 INFER_SRCS := $(filter-out %_main.c,$(wildcard inference/*.c))
 LIB_SRCS   += $(INFER_SRCS)
 
