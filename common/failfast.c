@@ -31,14 +31,17 @@ void dlrt_failfast_message(const struct dlrt_plan *plan, uint32_t rank, bool ext
 {
 	const struct dlrt_layout *l = plan->layout;
 	const char *node = rank < l->ntasks ? l->nodes.names[l->task_node[rank]] : "?";
-	enum dlrt_role role = extra ? DLRT_ROLE_SCHEDULER
+	struct dlrt_companion comp;
+	/* The companion's role is the runtime's (struct dlrt_companion). */
+	bool has_comp = extra && dlrt_plan_companion(plan, rank, &comp);
+	enum dlrt_role role = extra ? (has_comp ? comp.role : DLRT_ROLE_SCHEDULER)
 			      : rank < l->ntasks ? plan->task[rank].role : DLRT_ROLE_WORKER;
 	char how[96], who[160];
 
 	dlrt_failfast_describe(status, how, sizeof(how));
 	if (extra)
-		snprintf(who, sizeof(who), "scheduler (the extra process on %s, next to task %u)",
-			 node, rank);
+		snprintf(who, sizeof(who), "%s (the extra process on %s, next to task %u)",
+			 dlrt_role_name(role), node, rank);
 	else if (role == DLRT_ROLE_SCHEDULER)
 		snprintf(who, sizeof(who), "scheduler (task %u on %s)", rank, node);
 	else

@@ -32,7 +32,7 @@ void dlrt_failfast_describe(int status, char *buf, size_t len);
 /* The one line (without "dlrt: "), e.g.
  * "mxnet scheduler (task 0 on n1) was killed by signal 9 (Killed): ending the
  *  step, since ps-lite's servers and workers would wait for it forever".
- * `rank` is the task; `extra` names the extra scheduler next to task `rank`. */
+ * `rank` is the task; `extra` names its companion process (struct dlrt_companion). */
 void dlrt_failfast_message(const struct dlrt_plan *plan, uint32_t rank, bool extra, int status,
 			   char *buf, size_t len);
 

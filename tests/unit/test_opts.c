@@ -71,6 +71,14 @@ static void check_table(void)
 	       dlrt_opt_describe(dlrt_opt_find("dl-servers"), &d) == 0 &&
 	       !strcmp(d.runtime->name, "mxnet"), "--dl-servers is mxnet's");
 	TAP_IS_INT(dlrt_opt_find("dl-no-such"), -1, "an unknown name is not found");
+	for (n = 0; dlrt_runtimes[n]; n++) {
+		int k = 0;
+
+		while (dlrt_runtimes[n]->options && dlrt_runtimes[n]->options[k].name)
+			k++;
+		TAP_OK(k <= 32, "%s declares %d options (rt_given holds 32)", dlrt_runtimes[n]->name, k);
+	}
+	TAP_OK(n <= DLRT_RUNTIME_MAX, "%d runtimes fit the private blocks (%d)", n, DLRT_RUNTIME_MAX);
 }
 
 /* The "valid keys" list is generated: every runtime's keys are in it. */
