@@ -113,6 +113,11 @@ struct dlrt_runtime {
 	void (*task_env)(const struct dlrt_plan *plan, uint32_t rank,
 			 const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
 			 struct dlrt_env *env);
+	/* Variables that follow the task's GPUs, after the GPU plan gave task
+	 * `rank` its `ngpus` GPUs (its CUDA_VISIBLE_DEVICES). Called only when
+	 * dlrt planned the GPUs. May be NULL. */
+	void (*gpu_env)(const struct dlrt_plan *plan, uint32_t rank, int ngpus,
+			struct dlrt_env *env);
 };
 
 /* NULL-terminated table, in the order runtimes are listed to users. */
