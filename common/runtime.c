@@ -9,6 +9,7 @@ extern const struct dlrt_runtime dlrt_runtime_horovod;
 extern const struct dlrt_runtime dlrt_runtime_caffe2;
 extern const struct dlrt_runtime dlrt_runtime_torch;
 extern const struct dlrt_runtime dlrt_runtime_jax;
+extern const struct dlrt_runtime dlrt_runtime_tensorflow;
 extern const struct dlrt_runtime dlrt_runtime_infer;
 
 const struct dlrt_runtime *const dlrt_runtimes[] = {
@@ -17,6 +18,7 @@ const struct dlrt_runtime *const dlrt_runtimes[] = {
 	&dlrt_runtime_caffe2,
 	&dlrt_runtime_torch,
 	&dlrt_runtime_jax,
+	&dlrt_runtime_tensorflow,
 	&dlrt_runtime_infer,
 	NULL,
 };

@@ -56,6 +56,13 @@ struct dlrt_plan {
 	bool no_exchange;
 };
 
+/* One task's own address (runtimes with needs_task_ports): its node's
+ * numeric IPv4 and a port checked free on that node for that task. */
+struct dlrt_task_addr {
+	char ip[16];
+	uint16_t port;
+};
+
 /* Addresses learned through the PMIx exchange (pmix-bridge), per task. */
 struct dlrt_addrs {
 	bool valid;
@@ -67,6 +74,8 @@ struct dlrt_addrs {
 	 * only the node's first task reads it, to hand it to its node relay. */
 	bool has_secret;
 	uint8_t secret[32];
+	/* needs_task_ports: every task's address, by task id [layout->ntasks]. */
+	const struct dlrt_task_addr *tasks;
 };
 
 /* Facts about the step that are not part of the layout. */
@@ -88,6 +97,10 @@ struct dlrt_runtime {
 	/* Its tasks need the root task's address and a free port on its node
 	 * (DMLC_PS_ROOT_URI/PORT, MASTER_ADDR/PORT): dlrt exchanges them. */
 	bool needs_root_addr;
+	/* Every task listens on a port of its own that every other task must
+	 * know (TensorFlow's gRPC servers): the exchange checks one free port per
+	 * task on each node and gives every task the list (addrs->tasks). */
+	bool needs_task_ports;
 	/* Its trainers rendezvous through a store (--dl-store applies). */
 	bool uses_store;
 	/* Its roles wait forever for a peer that died (ps-lite): the first task

@@ -173,6 +173,34 @@ static int refuse_hvd_elastic(spank_t sp, struct dlrt_err *err)
 			    "srun) or run elastic jobs with horovodrun", v);
 }
 
+/* The shared page, with room for every task's port when the runtime needs them. */
+static size_t share_size(void)
+{
+	size_t n = dlrt_plugin.opts.runtime->needs_task_ports ? dlrt_plugin.layout.ntasks : 0;
+
+	return sizeof(struct dlrt_node_share) + n * sizeof(struct dlrt_task_addr);
+}
+
+/* needs_task_ports: this node's task ids by local rank (exchange.h), or NULL. */
+static uint32_t *node_tasks(uint32_t *n)
+{
+	const struct dlrt_layout *l = &dlrt_plugin.layout;
+	uint32_t *ids;
+
+	*n = 0;
+	if (!dlrt_plugin.opts.runtime->needs_task_ports || !dlrt_plugin.share ||
+	    dlrt_plugin.node_id >= l->nnodes)
+		return NULL;
+	ids = calloc(l->node_ntasks[dlrt_plugin.node_id] + 1, sizeof(*ids));
+	for (uint32_t t = 0; ids && t < l->ntasks; t++)
+		if (l->task_node[t] == dlrt_plugin.node_id &&
+		    l->task_local[t] < l->node_ntasks[dlrt_plugin.node_id])
+			ids[l->task_local[t]] = t;
+	if (ids)
+		*n = l->node_ntasks[dlrt_plugin.node_id];
+	return ids;
+}
+
 /* The exchange's per-node sharing (exchange.h): a page every task of this
  * node inherits, and the ranks of the other nodes' first tasks. Without it
  * (no memory) every task runs the full exchange. */
@@ -191,8 +219,7 @@ static void share_init(void)
 		if (l->task_local[t] == 0 && l->task_node[t] != l->task_node[0])
 			off += (size_t)snprintf(dlrt_plugin.reps + off, len - off, "%s%u",
 						off ? "," : "", t);
-	m = mmap(NULL, sizeof(struct dlrt_node_share), PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	m = mmap(NULL, share_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		free(dlrt_plugin.reps);
 		dlrt_plugin.reps = NULL;
@@ -378,7 +405,9 @@ static void publish_failure(spank_t sp, int local)
 		.reps = dlrt_plugin.reps,
 		.fail = dlrt_plugin.deferred_err.msg,
 	};
+	req.local_tasks = node_tasks(&req.nlocal);
 	dlrt_exchange_root(sp, &req, &mine, NULL, &err);
+	free((void *)req.local_tasks);
 }
 
 /* The tasks talk to the service through their node's relay: the first task
@@ -509,6 +538,8 @@ int dlrt_stepd_task_init(spank_t sp)
 		dlrt_verbose(rank, "role table (%u tasks, %u nodes) built in %.2f ms",
 			     dlrt_plugin.layout.ntasks, dlrt_plugin.layout.nnodes, dlrt_plugin.plan_ms);
 	t1 = dlrt_verbose_now_ms();
+	if (!dlrt_plugin.opts.dry_run)
+		req.local_tasks = node_tasks(&req.nlocal);
 	if (exchange_wanted(sp, rank)) {
 		if (dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0) {
 			dlrt_verbose(rank, "address exchange over PMIx failed after %.1f ms",
@@ -519,6 +550,7 @@ int dlrt_stepd_task_init(spank_t sp)
 			     dlrt_verbose_now_ms() - t1, addrs.root_ip, addrs.root_port);
 		use_relay(local, &addrs);
 	}
+	free((void *)req.local_tasks);
 
 	dlrt_env_init(&env);
 	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, &addrs, &env, &err) < 0)

@@ -18,8 +18,10 @@ import sys
 KEEP = ("SLURM_", "JAX_", "TF_CONFIG", "CUDA_VISIBLE_DEVICES", "OMPI_", "DLRT_")
 
 
-def try_bind(hostport):
+def try_bind(hostport, any_address=False):
     host, _, port = hostport.rpartition(":")
+    if any_address:
+        host = "0.0.0.0"
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.bind((host, int(port)))
@@ -44,7 +46,8 @@ def main():
             cfg = json.loads(env.get("TF_CONFIG", ""))
             me = cfg["cluster"][cfg["task"]["type"]][cfg["task"]["index"]]
             out["bound"] = me
-            out["bind"] = try_bind(me)
+            # GrpcServer::Init binds "0.0.0.0:" + the port of its own entry.
+            out["bind"] = try_bind(me, any_address=True)
         except (ValueError, KeyError, IndexError, TypeError) as e:
             out["bind"] = f"no own address in TF_CONFIG: {e!r}"
     path = os.path.join(sys.argv[2], env.get("SLURM_PROCID", "x"))
