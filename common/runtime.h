@@ -63,6 +63,13 @@ struct dlrt_plan {
 	bool no_exchange;
 };
 
+/* One task's own address (runtimes with needs_task_ports): its node's
+ * numeric IPv4 and a port checked free on that node for that task. */
+struct dlrt_task_addr {
+	char ip[16];
+	uint16_t port;
+};
+
 /* Addresses learned through the PMIx exchange (pmix-bridge), per task. */
 struct dlrt_addrs {
 	bool valid;
@@ -74,6 +81,8 @@ struct dlrt_addrs {
 	 * only the node's first task reads it, to hand it to its node relay. */
 	bool has_secret;
 	uint8_t secret[32];
+	/* needs_task_ports: every task's address, by task id [layout->ntasks]. */
+	const struct dlrt_task_addr *tasks;
 };
 
 /* Facts about the step that are not part of the layout. */
@@ -117,6 +126,10 @@ struct dlrt_runtime {
 	/* Its tasks need the root task's address and a free port on its node
 	 * (DMLC_PS_ROOT_URI/PORT, MASTER_ADDR/PORT): dlrt exchanges them. */
 	bool needs_root_addr;
+	/* Every task listens on a port of its own that every other task must
+	 * know (TensorFlow's gRPC servers): the exchange checks one free port per
+	 * task on each node and gives every task the list (addrs->tasks). */
+	bool needs_task_ports;
 	/* Its roles wait forever for a peer that died (ps-lite): the first task
 	 * that fails ends the whole step, naming its role (spank/failfast.c). */
 	bool end_step_on_failure;
@@ -163,6 +176,11 @@ struct dlrt_runtime {
 	void (*task_env)(const struct dlrt_plan *plan, uint32_t rank,
 			 const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
 			 struct dlrt_env *env);
+	/* Variables that follow the task's GPUs, after the GPU plan gave task
+	 * `rank` its `ngpus` GPUs (its CUDA_VISIBLE_DEVICES). Called only when
+	 * dlrt planned the GPUs. May be NULL. */
+	void (*gpu_env)(const struct dlrt_plan *plan, uint32_t rank, int ngpus,
+			struct dlrt_env *env);
 };
 
 /* NULL-terminated table, in the order runtimes are listed to users. */

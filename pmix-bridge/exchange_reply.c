@@ -10,7 +10,9 @@
 #include "opts.h"
 #include "svcauth.h"
 
-#define LINE_MAX_LEN 512
+/* The longest line: a node's task ports, "R IP:T=P,..." for at most
+ * DLRT_EXCHANGE_NODE_TASKS_MAX tasks (dlrt-kv prints values up to 4095 bytes). */
+#define LINE_MAX_LEN 4352
 
 /* Copies the next line (without '\n') into `line`; returns false at the end. */
 static bool next_line(const char **p, const char *end, char line[LINE_MAX_LEN])
@@ -37,9 +39,54 @@ static bool valid_ipv4(const char *s)
 	return inet_pton(AF_INET, s, &a) == 1;
 }
 
+/* "IP:T=P,T=P,...": the tasks of one node and their ports, each task at most
+ * once in the whole reply (a filled entry has a port). */
+static int parse_task_ports(const char *v, uint32_t ntasks, struct dlrt_task_addr *tasks)
+{
+	const char *colon = strchr(v, ':'), *p;
+	char ip[DLRT_IPV4_LEN];
+
+	if (!colon || (size_t)(colon - v) >= sizeof(ip))
+		return -1;
+	memcpy(ip, v, (size_t)(colon - v));
+	ip[colon - v] = '\0';
+	if (!valid_ipv4(ip) || !colon[1])
+		return -1;
+	for (p = colon + 1; *p;) {
+		char num[16];
+		size_t n = strcspn(p, ",");
+		const char *eq = memchr(p, '=', n);
+		uint32_t t, port;
+
+		if (!eq || (size_t)(eq - p) >= sizeof(num) || n - (size_t)(eq - p) - 1 >= sizeof(num))
+			return -1;
+		memcpy(num, p, (size_t)(eq - p));
+		num[eq - p] = '\0';
+		if (dlrt_parse_u32(num, 0, ntasks ? ntasks - 1 : 0, &t) < 0 || !ntasks)
+			return -1;
+		memcpy(num, eq + 1, n - (size_t)(eq - p) - 1);
+		num[n - (size_t)(eq - p) - 1] = '\0';
+		if (dlrt_parse_u32(num, 1, 65535, &port) < 0 || tasks[t].port)
+			return -1;
+		memcpy(tasks[t].ip, ip, sizeof(ip));
+		tasks[t].port = (uint16_t)port;
+		p += n;
+		if (*p == ',' && !*++p)
+			return -1; /* a trailing comma */
+	}
+	return 0;
+}
+
 int dlrt_exchange_reply_parse(const char *text, size_t len, uint32_t ntasks,
 			      struct dlrt_addrs *mine, struct dlrt_addrs *all,
 			      struct dlrt_err *err)
+{
+	return dlrt_exchange_reply_parse_tasks(text, len, ntasks, mine, all, NULL, err);
+}
+
+int dlrt_exchange_reply_parse_tasks(const char *text, size_t len, uint32_t ntasks,
+				    struct dlrt_addrs *mine, struct dlrt_addrs *all,
+				    struct dlrt_task_addr *tasks, struct dlrt_err *err)
 {
 	const char *p = text, *end = text + len;
 	char line[LINE_MAX_LEN];
@@ -63,6 +110,7 @@ int dlrt_exchange_reply_parse(const char *text, size_t len, uint32_t ntasks,
 	p = text;
 	while (next_line(&p, end, line)) {
 		char ip[LINE_MAX_LEN], rank_s[LINE_MAX_LEN];
+		const char *value = strchr(line, ' ');
 		uint32_t r;
 
 		if (!strchr(line, ' ')) {
@@ -81,7 +129,17 @@ int dlrt_exchange_reply_parse(const char *text, size_t len, uint32_t ntasks,
 			mine->has_secret = with_secret;
 			continue;
 		}
-		if (sscanf(line, "%511s %511s", rank_s, ip) != 2 ||
+		/* A node's task ports (only asked for by needs_task_ports). */
+		if (tasks && value && strchr(value, ':')) {
+			if (sscanf(line, "%15s", rank_s) != 1 ||
+			    dlrt_parse_u32(rank_s, 0, ntasks ? ntasks - 1 : 0, &r) < 0 ||
+			    parse_task_ports(value + 1, ntasks, tasks) < 0) {
+				dlrt_err_set(err, "dlrt-kv printed bad task ports '%.64s'", line);
+				goto fail;
+			}
+			continue;
+		}
+		if (sscanf(line, "%4351s %4351s", rank_s, ip) != 2 ||
 		    dlrt_parse_u32(rank_s, 0, ntasks ? ntasks - 1 : 0, &r) < 0 ||
 		    !valid_ipv4(ip) || strlen(ip) >= DLRT_IPV4_LEN || (got && got[r])) {
 			dlrt_err_set(err, "dlrt-kv printed an unexpected line '%.64s'", line);

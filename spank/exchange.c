@@ -17,11 +17,19 @@
  * deadline, so no PMIx wait can outlive exchange_timeout by more than a few
  * seconds.
  *
+ * Runtimes whose every task listens (TensorFlow, needs_task_ports) also get
+ * a port per task: each node's first task checks one free port for each of
+ * its node's tasks and publishes them next to its address ("tports"); every
+ * node's first task reads them all. Other runtimes run the exchange as
+ * before, word for word.
+ *
  * Only for runtimes whose programs do not use PMIx themselves (see
  * pmix_bridge.h for why).
  */
 #include <dlfcn.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -31,6 +39,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -38,6 +47,7 @@
 #include "exchange_reply.h"
 #include "instpath.h"
 #include "netaddr.h"
+#include "opts.h"
 #include "svcauth.h"
 
 #define ROOT_VALUE_VAR "DLRT_KV_ROOT_VALUE"
@@ -213,7 +223,7 @@ out:
  * the exchange) and reads its reply into mine (and all, when not NULL). */
 static int run_kv_reply(const char *kv, char **argv, char **env,
 			const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
-			struct dlrt_addrs *all, struct dlrt_err *err)
+			struct dlrt_addrs *all, struct dlrt_task_addr *tasks, struct dlrt_err *err)
 {
 	char *text = NULL;
 	size_t textlen = 0;
@@ -222,7 +232,7 @@ static int run_kv_reply(const char *kv, char **argv, char **env,
 
 	if (status < 0)
 		return -1;
-	if (dlrt_exchange_reply_parse(text, textlen, req->ntasks, mine, all, err) < 0) {
+	if (dlrt_exchange_reply_parse_tasks(text, textlen, req->ntasks, mine, all, tasks, err) < 0) {
 		free(text);
 		return -1;
 	}
@@ -258,6 +268,8 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 	}
 	if (dlrt_net_parse_hostport(req->share->root, mine->root_ip, &mine->root_port) < 0)
 		return dlrt_err_set(err, "the first task of this node shared a bad root address");
+	if (req->nlocal)
+		mine->tasks = req->share->tasks;
 	mine->valid = true;
 	return 0;
 }
@@ -285,6 +297,90 @@ static char **env_plus(char **env, const char *name, const char *value, char **v
 	return out;
 }
 
+/* One free port for each of this node's tasks, all held open at once so
+ * they differ, bound on every address (0.0.0.0) because that is where
+ * TensorFlow's gRPC server binds its task's port (grpc_server_lib.cc). */
+static int free_task_ports(uint32_t n, uint16_t *ports, struct dlrt_err *err)
+{
+	int *fds = malloc(n * sizeof(*fds));
+	uint32_t opened = 0;
+	int rc = 0;
+
+	if (!fds)
+		return dlrt_err_set(err, "out of memory");
+	for (; opened < n; opened++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = INADDR_ANY };
+		socklen_t len = sizeof(sa);
+
+		fds[opened] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fds[opened] < 0 || bind(fds[opened], (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+		    getsockname(fds[opened], (struct sockaddr *)&sa, &len) < 0) {
+			rc = dlrt_err_errno(err, errno, "cannot find %u free TCP ports on this node "
+					    "for its tasks", n);
+			if (fds[opened] >= 0)
+				close(fds[opened]);
+			break;
+		}
+		ports[opened] = ntohs(sa.sin_port);
+	}
+	while (opened)
+		close(fds[--opened]);
+	free(fds);
+	return rc;
+}
+
+/* This node's "IP:T=P,T=P,...", its tasks filled in share->tasks. */
+static int task_ports_value(const struct dlrt_exchange_req *req, const char *ip, char *out,
+			    size_t len, struct dlrt_err *err)
+{
+	uint16_t ports[DLRT_EXCHANGE_NODE_TASKS_MAX];
+	size_t off;
+
+	if (req->nlocal > DLRT_EXCHANGE_NODE_TASKS_MAX)
+		return dlrt_err_set(err, "this node runs %u tasks and dlrt exchanges a port for at "
+				    "most %d tasks per node: use fewer tasks per node (more nodes, "
+				    "or threads inside each task)", req->nlocal,
+				    DLRT_EXCHANGE_NODE_TASKS_MAX);
+	if (free_task_ports(req->nlocal, ports, err) < 0)
+		return -1;
+	off = (size_t)snprintf(out, len, "%s:", ip);
+	for (uint32_t i = 0; i < req->nlocal && off < len; i++) {
+		struct dlrt_task_addr *t = &req->share->tasks[req->local_tasks[i]];
+
+		snprintf(t->ip, sizeof(t->ip), "%s", ip);
+		t->port = ports[i];
+		off += (size_t)snprintf(out + off, len - off, "%s%u=%u", i ? "," : "",
+					req->local_tasks[i], ports[i]);
+	}
+	if (off >= len)
+		return dlrt_err_set(err, "the task ports of this node do not fit in %zu bytes", len);
+	return 0;
+}
+
+/* "R,R,...": the first tasks of every node but this one (the root's too). */
+static void task_ports_peers(const struct dlrt_exchange_req *req, char *out, size_t len)
+{
+	size_t off = 0;
+
+	out[0] = '\0';
+	if (req->rank != req->root)
+		off = (size_t)snprintf(out, len, "%u", req->root);
+	for (const char *r = req->reps; *r && off < len;) {
+		size_t n = strcspn(r, ",");
+		char one[16];
+		uint32_t rank;
+
+		if (n && n < sizeof(one)) {
+			memcpy(one, r, n);
+			one[n] = '\0';
+			if (dlrt_parse_u32(one, 0, UINT32_MAX - 1, &rank) == 0 && rank != req->rank)
+				off += (size_t)snprintf(out + off, len - off, "%s%u", off ? "," : "",
+							rank);
+		}
+		r += n + (r[n] == ',');
+	}
+}
+
 /* One PMIx client per node (see struct dlrt_exchange_req). No fence: the root
  * publishes its address, every other node's first task reads it and says so
  * (got), and the root leaves only once all of them did, so its node (whose
@@ -295,14 +391,39 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 			     struct dlrt_addrs *mine, struct dlrt_err *err)
 {
 	char timeout_s[16], root_s[DLRT_SVCADDR_MAX + 520];
-	char *argv[24], **env2 = NULL, *value = NULL;
-	size_t n = 0;
+	char *argv[32], **env2 = NULL, *value = NULL, *tports = NULL, *peers = NULL;
+	size_t n = 0, peers_len = strlen(req->reps) + 16;
 	int rc;
 
 	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
 	argv[n++] = "dlrt-kv";
 	argv[n++] = "--timeout";
 	argv[n++] = timeout_s;
+	/* Task ports: published first, read after the root's address (which
+	 * every node's first task awaits anyway), before "got", so a node says
+	 * "got" only once it has every node's ports. */
+	if (req->nlocal) {
+		tports = malloc(4096);
+		peers = malloc(peers_len);
+		if (!tports || !peers) {
+			free(tports);
+			free(peers);
+			return dlrt_err_set(err, "out of memory");
+		}
+		/* The root that cannot serve publishes no ports: "!" ends the
+		 * other nodes' wait for them; its "!<fail>" root says why. */
+		if (req->fail)
+			snprintf(tports, 4096, "!");
+		else if (task_ports_value(req, mine->node_ip, tports, 4096, err) < 0) {
+			free(tports);
+			free(peers);
+			return -1;
+		}
+		task_ports_peers(req, peers, peers_len);
+		argv[n++] = "put";
+		argv[n++] = "tports";
+		argv[n++] = tports;
+	}
 	if (req->rank == req->root) {
 		uint16_t port = req->root_port;
 
@@ -331,6 +452,11 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 		argv[n++] = "await";
 		argv[n++] = "0";
 		argv[n++] = "root";
+		if (peers && peers[0]) {
+			argv[n++] = "awaitlist";
+			argv[n++] = "tports";
+			argv[n++] = peers;
+		}
 		if (req->reps[0]) {
 			argv[n++] = "awaitlist";
 			argv[n++] = "got";
@@ -343,6 +469,11 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 		argv[n++] = "await";
 		argv[n++] = "0";
 		argv[n++] = "root";
+		if (peers && peers[0]) {
+			argv[n++] = "awaitlist";
+			argv[n++] = "tports";
+			argv[n++] = peers;
+		}
 		argv[n++] = "put";
 		argv[n++] = "got";
 		argv[n++] = mine->node_ip;
@@ -352,10 +483,20 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 		argv[n++] = "5";
 	}
 	argv[n] = NULL;
-	rc = run_kv_reply(kv, argv, env2 ? env2 : env, req, mine, NULL, err);
+	rc = run_kv_reply(kv, argv, env2 ? env2 : env, req, mine, NULL,
+			  req->nlocal ? req->share->tasks : NULL, err);
 	if (value)
 		memset(value, 0, strlen(value));
 	free(env2);
+	free(tports);
+	free(peers);
+	for (uint32_t t = 0; rc == 0 && req->nlocal && t < req->ntasks; t++)
+		if (!req->share->tasks[t].port)
+			rc = dlrt_err_set(err, "the PMIx exchange returned no port for task %u: "
+					  "the nodes run different dlrt versions? reinstall dlrt "
+					  "on every node", t);
+	if (rc == 0 && req->nlocal)
+		mine->tasks = req->share->tasks;
 	return rc;
 }
 
@@ -375,6 +516,9 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 	if (dlrt_net_node_ipv4(req->iface, launch_ip, mine->node_ip, err) < 0)
 		return -1;
 	snprintf(mine->iface, sizeof(mine->iface), "%s", req->iface ? req->iface : "");
+	if (req->nlocal && !req->share && !all)
+		return dlrt_err_set(err, "cannot map the page the tasks of this node share their "
+				    "ports through (out of memory?): retry the step");
 	if (req->share && !all && req->local != 0)
 		return wait_share(req, mine, 2 * req->timeout_s + 2 * EXCHANGE_SLACK_S, err);
 	if (find_kv(kv, sizeof(kv), err) < 0)
@@ -425,7 +569,7 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 	argv[n++] = "fence";
 	argv[n] = NULL;
 	/* Two waits (the start, the closing fence), each bounded by the timeout. */
-	if (run_kv_reply(kv, argv, env, req, mine, all, err) < 0)
+	if (run_kv_reply(kv, argv, env, req, mine, all, NULL, err) < 0)
 		return -1;
 	for (uint32_t t = 0; all && t < req->ntasks; t++) {
 		char ip[sizeof(all[t].node_ip)];

@@ -32,6 +32,12 @@ struct dlrt_exchange_req {
 	 * address, so every node's tasks fail at once with that line. */
 	const uint8_t *secret;
 	const char *fail;
+	/* Runtimes with needs_task_ports, per-node exchange only: this node's
+	 * task ids by local rank. Its first task checks one free port for each
+	 * and publishes "IP:T=P,..." next to the root's address; every node's
+	 * first task reads all of them into share->tasks. nlocal 0: none. */
+	const uint32_t *local_tasks;
+	uint32_t nlocal;
 };
 
 /* The answer of a node's first task for the others (shared memory). */
@@ -39,6 +45,8 @@ struct dlrt_node_share {
 	int state;          /* 0 pending, 1 done (root), 2 failed (err) */
 	char root[64];      /* "ip:port" */
 	char err[512];
+	/* [ntasks] with task ports (the page is mapped that much larger) */
+	struct dlrt_task_addr tasks[];
 };
 
 /* True if the step has PMIx (srun --mpi=pmix or MpiDefault=pmix). */

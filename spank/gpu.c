@@ -417,6 +417,15 @@ int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
 	return 0;
 }
 
+/* After dlrt_stepd_gpu_task_init: how many GPUs the plan gave local task
+ * `local` (its CUDA_VISIBLE_DEVICES), or -1 when dlrt planned none. */
+int dlrt_stepd_gpu_count(int local)
+{
+	if (!g.plan || local < 0 || local >= g.plan->ntasks)
+		return -1;
+	return g.plan->tasks[local].ngpus;
+}
+
 void dlrt_stepd_gpu_print(spank_t sp, FILE *f)
 {
 	char prefix[96];

@@ -10,6 +10,7 @@
  */
 #include <slurm/spank.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "plugin.h"
 
@@ -36,8 +37,18 @@ int dlrt_options_register(spank_t sp)
 	char names[160];
 
 	dlrt_runtime_list(names, sizeof(names), dlrt_plugin.cfg.allowed);
-	/* One line in --help: Slurm wraps usages longer than 50 columns. */
+	/* One line in --help: Slurm wraps usages longer than 50 columns. A
+	 * list that does not fit ends with "..." after the last name that does
+	 * (dlrt(7) and the error for a bad name list them all). */
 	snprintf(runtime_usage, sizeof(runtime_usage), "[dlrt] one of %s", names);
+	if (strlen(runtime_usage) > 50) {
+		char *comma;
+
+		while ((comma = strrchr(runtime_usage, ',')) && (comma - runtime_usage) + 5 > 50)
+			*comma = '\0';
+		if (comma)
+			strcpy(comma, ", ...");
+	}
 	for (int i = 0; dlrt_opt_describe(i, &d) == 0; i++) {
 		spank_err_t rc;
 

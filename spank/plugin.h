@@ -89,6 +89,7 @@ void dlrt_stepd_exit(void);
 /* gpu.c: slurmstepd GPU/NIC binding (--dl-gpu-bind, --dl-cpu-bind, --dl-topology) */
 int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err);
 int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err);
+int dlrt_stepd_gpu_count(int local);
 void dlrt_stepd_gpu_print(spank_t sp, FILE *f);
 void dlrt_stepd_gpu_free(void);
 

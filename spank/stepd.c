@@ -171,6 +171,34 @@ static int check_step(spank_t sp, struct dlrt_err *err)
 	return rt->check_step ? rt->check_step(&dlrt_plugin.plan, &ctx, err) : 0;
 }
 
+/* The shared page, with room for every task's port when the runtime needs them. */
+static size_t share_size(void)
+{
+	size_t n = dlrt_plugin.opts.runtime->needs_task_ports ? dlrt_plugin.layout.ntasks : 0;
+
+	return sizeof(struct dlrt_node_share) + n * sizeof(struct dlrt_task_addr);
+}
+
+/* needs_task_ports: this node's task ids by local rank (exchange.h), or NULL. */
+static uint32_t *node_tasks(uint32_t *n)
+{
+	const struct dlrt_layout *l = &dlrt_plugin.layout;
+	uint32_t *ids;
+
+	*n = 0;
+	if (!dlrt_plugin.opts.runtime->needs_task_ports || !dlrt_plugin.share ||
+	    dlrt_plugin.node_id >= l->nnodes)
+		return NULL;
+	ids = calloc(l->node_ntasks[dlrt_plugin.node_id] + 1, sizeof(*ids));
+	for (uint32_t t = 0; ids && t < l->ntasks; t++)
+		if (l->task_node[t] == dlrt_plugin.node_id &&
+		    l->task_local[t] < l->node_ntasks[dlrt_plugin.node_id])
+			ids[l->task_local[t]] = t;
+	if (ids)
+		*n = l->node_ntasks[dlrt_plugin.node_id];
+	return ids;
+}
+
 /* The exchange's per-node sharing (exchange.h): a page every task of this
  * node inherits, and the ranks of the other nodes' first tasks. Without it
  * (no memory) every task runs the full exchange. */
@@ -189,8 +217,7 @@ static void share_init(void)
 		if (l->task_local[t] == 0 && l->task_node[t] != l->task_node[0])
 			off += (size_t)snprintf(dlrt_plugin.reps + off, len - off, "%s%u",
 						off ? "," : "", t);
-	m = mmap(NULL, sizeof(struct dlrt_node_share), PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	m = mmap(NULL, share_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		free(dlrt_plugin.reps);
 		dlrt_plugin.reps = NULL;
@@ -376,7 +403,9 @@ static void publish_failure(spank_t sp, int local)
 		.reps = dlrt_plugin.reps,
 		.fail = dlrt_plugin.deferred_err.msg,
 	};
+	req.local_tasks = node_tasks(&req.nlocal);
 	dlrt_exchange_root(sp, &req, &mine, NULL, &err);
+	free((void *)req.local_tasks);
 }
 
 /* The tasks talk to the service through their node's relay: the first task
@@ -419,6 +448,28 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 	addrs->has_secret = false;
 	snprintf(addrs->root_ip, sizeof(addrs->root_ip), "127.0.0.1");
 	addrs->root_port = dlrt_plugin.relay.port;
+}
+
+/* The runtime's variables that follow the GPUs the plan gave this task. */
+static int runtime_gpu_env(spank_t sp, uint32_t rank, int local, struct dlrt_err *err)
+{
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	int ngpus = dlrt_stepd_gpu_count(local);
+	struct dlrt_env env;
+	int rc = 0;
+
+	if (!rt->gpu_env || ngpus < 0)
+		return 0;
+	dlrt_env_init(&env);
+	rt->gpu_env(&dlrt_plugin.plan, rank, ngpus, &env);
+	rc = dlrt_env_check(&env, err);
+	for (size_t i = 0; rc == 0 && i < env.n; i++)
+		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value, !env.vars[i].keep_user) !=
+		    ESPANK_SUCCESS && !env.vars[i].keep_user)
+			rc = dlrt_err_set(err, "cannot set %s in the task environment",
+					  env.vars[i].name);
+	dlrt_env_free(&env);
+	return rc;
 }
 
 int dlrt_stepd_task_init(spank_t sp)
@@ -481,6 +532,8 @@ int dlrt_stepd_task_init(spank_t sp)
 		dlrt_verbose(rank, "role table (%u tasks, %u nodes) built in %.2f ms",
 			     dlrt_plugin.layout.ntasks, dlrt_plugin.layout.nnodes, dlrt_plugin.plan_ms);
 	t1 = dlrt_verbose_now_ms();
+	if (!dlrt_plugin.opts.dry_run)
+		req.local_tasks = node_tasks(&req.nlocal);
 	if (exchange_wanted(sp, rank)) {
 		if (dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0) {
 			dlrt_verbose(rank, "address exchange over PMIx failed after %.1f ms",
@@ -491,6 +544,7 @@ int dlrt_stepd_task_init(spank_t sp)
 			     dlrt_verbose_now_ms() - t1, addrs.root_ip, addrs.root_port);
 		use_relay(local, &addrs);
 	}
+	free((void *)req.local_tasks);
 
 	dlrt_env_init(&env);
 	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, &addrs, &env, &err) < 0)
@@ -504,6 +558,8 @@ int dlrt_stepd_task_init(spank_t sp)
 		}
 	}
 	if (dlrt_stepd_gpu_task_init(sp, local, &err) < 0)
+		task_fail(local, err.msg);
+	if (runtime_gpu_env(sp, rank, local, &err) < 0)
 		task_fail(local, err.msg);
 	/* Last: from here on the task's output goes to its log too. */
 	if (dlrt_logs_task_start(sp, rank, &err) < 0)

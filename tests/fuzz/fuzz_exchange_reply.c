@@ -1,8 +1,10 @@
 /* fuzz_exchange_reply.c - libFuzzer target for the reader of dlrt-kv's answer
  * (pmix-bridge/exchange_reply.c), which the plugin runs inside slurmstepd's
  * task: whatever the bytes, it must return 0 with a usable root address (and,
- * when asked, every task's numeric address) or -1 with a one-line error. */
+ * when asked, every task's numeric address and the task ports of
+ * needs_task_ports) or -1 with a one-line error. */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -13,17 +15,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct dlrt_addrs mine, all[4];
+	struct dlrt_task_addr tasks[4];
 	struct dlrt_err err = { "" };
 	struct in_addr a;
 	uint32_t n = size ? data[0] % 5 : 0;
+	bool want_tasks = size & 2;
 
 	memset(all, 0, sizeof(all));
-	if (dlrt_exchange_reply_parse((const char *)data, size, n, &mine, (size & 1) ? all : NULL,
-				      &err) == 0) {
+	memset(tasks, 0, sizeof(tasks));
+	if (dlrt_exchange_reply_parse_tasks((const char *)data, size, n, &mine,
+					    (size & 1) ? all : NULL, want_tasks ? tasks : NULL,
+					    &err) == 0) {
 		if (inet_pton(AF_INET, mine.root_ip, &a) != 1 || mine.root_port == 0)
 			__builtin_trap();
 		for (uint32_t i = 0; (size & 1) && i < n; i++)
 			if (inet_pton(AF_INET, all[i].node_ip, &a) != 1)
+				__builtin_trap();
+		/* Only tasks that exist, each with a numeric address. */
+		for (uint32_t i = 0; i < 4; i++)
+			if (tasks[i].port && (i >= n || inet_pton(AF_INET, tasks[i].ip, &a) != 1))
 				__builtin_trap();
 	} else if (!err.msg[0] || strchr(err.msg, '\n')) {
 		__builtin_trap();

@@ -20,6 +20,61 @@ static void expect_bad(const char *text, struct dlrt_addrs *all, const char *nee
 	       "refused '%.30s...': %s", text, err.msg);
 }
 
+/* needs_task_ports: "R IP:T=P,..." lines, one per other node. */
+static int parse_ports(const char *text, struct dlrt_task_addr *tasks, struct dlrt_err *err)
+{
+	struct dlrt_addrs mine;
+
+	memset(&mine, 0, sizeof(mine));
+	return dlrt_exchange_reply_parse_tasks(text, strlen(text), 4, &mine, NULL, tasks, err);
+}
+
+static void bad_ports(const char *text, const char *needle)
+{
+	struct dlrt_task_addr tasks[4];
+	struct dlrt_err err = { "" };
+
+	memset(tasks, 0, sizeof(tasks));
+	tasks[0].port = 41000; /* this node's own task, filled before the reply */
+	TAP_OK(parse_ports(text, tasks, &err) < 0 && strstr(err.msg, needle) &&
+		       !strchr(err.msg, '\n'),
+	       "task ports: refused '%.40s': %s", text, err.msg);
+}
+
+static void check_task_ports(void)
+{
+	struct dlrt_task_addr tasks[4];
+	struct dlrt_err err;
+	struct dlrt_addrs mine;
+
+	memset(tasks, 0, sizeof(tasks));
+	TAP_OK(parse_ports("2 10.0.0.2:2=52000,3=52001\n10.0.0.1:4000\n1 10.0.0.1:1=41001\n",
+			   tasks, &err) == 0 &&
+		       !strcmp(tasks[2].ip, "10.0.0.2") && tasks[2].port == 52000 &&
+		       tasks[3].port == 52001 && !strcmp(tasks[1].ip, "10.0.0.1") &&
+		       tasks[1].port == 41001 && tasks[0].port == 0,
+	       "task ports: every named task's address; the others left alone");
+	memset(tasks, 0, sizeof(tasks));
+	TAP_OK(parse_ports("10.0.0.1:4000\n2 10.0.0.2:0=9,3=10\n1 10.0.0.2\n", tasks, &err) == 0 &&
+		       tasks[0].port == 9,
+	       "task ports next to the root's 'got' lines");
+	memset(&mine, 0, sizeof(mine));
+	TAP_OK(dlrt_exchange_reply_parse("10.0.0.1:4000\n2 10.0.0.2:2=52000\n", 34, 4, &mine, NULL,
+					 &err) < 0, "task ports when none were asked for: refused");
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:0=52000\n", "bad task ports");   /* taken */
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:2=1,2=2\n", "bad task ports");   /* twice */
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:4=52000\n", "bad task ports");   /* no such task */
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:2=0\n", "bad task ports");       /* port 0 */
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:2=65536\n", "bad task ports");
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:2=5,\n", "bad task ports");      /* trailing comma */
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:2\n", "bad task ports");
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:\n", "bad task ports");
+	bad_ports("10.0.0.1:4000\n2 n2:2=5\n", "bad task ports");
+	bad_ports("10.0.0.1:4000\n9 10.0.0.2:2=5\n", "bad task ports");       /* rank */
+	bad_ports("10.0.0.1:4000\n2 10.0.0.2:2=5x\n", "bad task ports");
+	bad_ports("!n1 could not start\n0 !\n", "could not start");          /* the root failed */
+}
+
 int main(void)
 {
 	struct dlrt_addrs mine, all[3];
@@ -61,5 +116,6 @@ int main(void)
 	expect_bad("10.0.0.1:4000\n0 10.0.0.1\n0 10.0.0.1\n2 10.0.0.3\n", all, "unexpected");
 	expect_bad("10.0.0.1:4000\n3 10.0.0.1\n", all, "unexpected");
 	expect_bad("10.0.0.1:4000\n0 somehost\n", all, "unexpected");
+	check_task_ports();
 	return tap_done();
 }

@@ -133,7 +133,7 @@ int main(void)
 	char *good[] = { "default_servers=2", "max_servers=8", "runtimes=torch,horovod", "verbose=yes" };
 	char *unknown[] = { "default_servers=2", "colour=blue" };
 	char *badnum[] = { "max_servers=0" };
-	char *badrt[] = { "runtimes=torch,tensorflow" };
+	char *badrt[] = { "runtimes=torch,theano" };
 
 	TAP_IS_INT(dlrt_config_parse(&cfg, 4, good, &err), 0, "valid plugstack keys");
 	TAP_OK(cfg.verbose, "verbose=yes");
@@ -143,7 +143,7 @@ int main(void)
 	TAP_OK(strstr(err.msg, "unknown key 'colour'") != NULL, "error names the key: %s", err.msg);
 	TAP_IS_INT(dlrt_config_parse(&cfg, 1, badnum, &err), -1, "max_servers=0 rejected");
 	TAP_IS_INT(dlrt_config_parse(&cfg, 1, badrt, &err), -1, "unknown runtime in runtimes= rejected");
-	TAP_OK(strstr(err.msg, "tensorflow") && strstr(err.msg, "mxnet, horovod, caffe2, torch"),
+	TAP_OK(strstr(err.msg, "theano") && strstr(err.msg, "mxnet, horovod, caffe2, torch"),
 	       "error lists the valid runtimes: %s", err.msg);
 
 	TAP_IS_INT(dlrt_config_parse(&cfg, 4, good, &err), 0, "site allows torch and horovod");

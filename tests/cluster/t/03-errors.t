@@ -10,11 +10,11 @@ one_line_error() { # DESC REGEX: checks $RC and $ERR
 }
 
 run_srun --dl-runtime=bogus true
-one_line_error "srun --dl-runtime=bogus" "dlrt: --dl-runtime=bogus: unknown runtime; valid runtimes: mxnet, horovod, caffe2, torch, infer$"
+one_line_error "srun --dl-runtime=bogus" "dlrt: --dl-runtime=bogus: unknown runtime; valid runtimes: mxnet, horovod, caffe2, torch, jax, tensorflow, infer$"
 
 before=$(squeue -h | wc -l)
-as_user sbatch --dl-runtime=tensorflow --wrap true >"$OUT" 2>"$ERR"; RC=$?
-one_line_error "sbatch --dl-runtime=tensorflow" "valid runtimes: mxnet, horovod, caffe2, torch"
+as_user sbatch --dl-runtime=theano --wrap true >"$OUT" 2>"$ERR"; RC=$?
+one_line_error "sbatch --dl-runtime=theano" "valid runtimes: mxnet, horovod, caffe2, torch"
 is "$(squeue -h | wc -l)" "$before" "sbatch submitted nothing"
 unlike "$(cat "$OUT")" "Submitted" "sbatch printed no job id"
 
