@@ -8,6 +8,7 @@
 
 #include "gpuplan.h"
 #include "runtime.h"
+#include "../launchers/torchrun/torchrun.h"
 
 const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 	[DLRT_OPT_RUNTIME] = { "dl-runtime", "NAME",
@@ -36,6 +37,10 @@ const struct dlrt_opt_desc dlrt_opt_descs[DLRT_OPT_COUNT] = {
 			       "[dlrt] horovod: gloo (default) or mpi" },
 	[DLRT_OPT_MXNET_SCHED] = { "dl-mxnet-sched", "WHERE",
 				   "[dlrt] mxnet: task (task 0, default) or extra" },
+	[DLRT_OPT_ELASTIC] = { "dl-elastic", "MIN:MAX",
+			       "[dlrt] torchrun: go on with MIN to MAX nodes" },
+	[DLRT_OPT_NPROC_PER_NODE] = { "dl-nproc-per-node", "N",
+				      "[dlrt] torchrun: workers per node (N or gpu)" },
 };
 
 const char *dlrt_hvd_mode_name(int mode)
@@ -347,6 +352,9 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, enum dlrt_
 					    "the scheduler) or extra (dlrt starts one more process, -n "
 					    "counts servers and workers only)", arg ? arg : "");
 		return 0;
+	case DLRT_OPT_ELASTIC:
+	case DLRT_OPT_NPROC_PER_NODE:
+		return dlrt_torchrun_opt_set(o, id, arg, err);
 	case DLRT_OPT_COUNT:
 		break;
 	}

@@ -60,6 +60,8 @@ enum dlrt_opt_id {
 	DLRT_OPT_RETRIES,
 	DLRT_OPT_HOROVOD,
 	DLRT_OPT_MXNET_SCHED,
+	DLRT_OPT_ELASTIC,         /* torchrun (launchers/torchrun/torchrun_opts.c) */
+	DLRT_OPT_NPROC_PER_NODE,  /* torchrun */
 	DLRT_OPT_COUNT
 };
 
@@ -94,6 +96,8 @@ struct dlrt_opts {
 	uint32_t retries;                   /* --dl-retries: requeues allowed (spank/requeue.c) */
 	int horovod_mode;                   /* --dl-horovod (enum dlrt_hvd_mode) */
 	int mxnet_scheduler;                /* --dl-mxnet-sched (enum dlrt_mxsched) */
+	uint32_t elastic_min, elastic_max;  /* --dl-elastic=MIN:MAX (torchrun); 0 = not elastic */
+	char nproc_per_node[8];             /* --dl-nproc-per-node (torchrun): "" = 1 */
 };
 
 /* Defaults first, then every av[i] as key=value; unknown keys are errors. */
