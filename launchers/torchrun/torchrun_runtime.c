@@ -63,6 +63,14 @@ static void torchrun_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	}
 	dlrt_env_set_default(env, "PET_NPROC_PER_NODE", "%s",
 			     o->nproc_per_node[0] ? o->nproc_per_node : "1");
+	/* torchrun's default "0" (no redirection) reaches the agent as None
+	 * with torch 1.13 on Python 3.11 (Std is an IntFlag, whose iteration
+	 * skips 0 and 3), and the agent dies at its first worker start. A
+	 * mapping that names only local rank 9's stderr (redirected, then
+	 * tee'd back to the console) means "no redirection" for every other
+	 * worker and parses on every torch version. */
+	dlrt_env_set_default(env, "PET_REDIRECTS", "9:2");
+	dlrt_env_set_default(env, "PET_TEE", "9:2");
 	dlrt_env_set_default(env, "PET_RDZV_BACKEND", "c10d");
 	/* Unique to job, step and attempt: a requeued job (Slurm's restart
 	 * count) must never meet the rendezvous state of its previous run. */

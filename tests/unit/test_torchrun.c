@@ -119,6 +119,9 @@ static void test_env(void)
 	TAP_IS_STR(dlrt_env_get(&env, "PET_RDZV_ID"), "dlrt-42.3.2",
 		   "the rendezvous id names job, step and attempt");
 	TAP_IS_STR(dlrt_env_get(&env, "PET_MAX_RESTARTS"), "0", "no restarts without --dl-elastic");
+	TAP_IS_STR(dlrt_env_get(&env, "PET_REDIRECTS"), "9:2",
+		   "redirects: a mapping torch 1.13 on Python 3.11 can parse");
+	TAP_IS_STR(dlrt_env_get(&env, "PET_TEE"), "9:2", "tee: the same");
 	TAP_OK(!dlrt_env_get(&env, "PET_NODE_RANK"), "no PET_NODE_RANK (c10d assigns node ranks)");
 	TAP_OK(!dlrt_env_get(&env, "RANK") && !dlrt_env_get(&env, "MASTER_ADDR"),
 	       "no worker variables: the agent gives them to its workers");
