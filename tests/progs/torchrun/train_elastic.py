@@ -61,8 +61,9 @@ for step in range(a.steps):
     if loss_first is None:
         loss_first = loss.item()
 digest = hashlib.sha256(model.weight.detach().numpy().tobytes()).hexdigest()
-print("RESULT host=%s rank=%d world=%d group_world=%s attempt=%d loss_first=%.4f "
+print("RESULT host=%s rank=%d world=%d group_world=%s attempt=%d rdzv=%s loss_first=%.4f "
       "loss_last=%.4f params_sha256=%s" % (host, rank, world,
-      os.environ.get("GROUP_WORLD_SIZE"), attempt, loss_first, loss.item(), digest), flush=True)
+      os.environ.get("GROUP_WORLD_SIZE"), attempt, os.environ.get("PET_RDZV_ENDPOINT"),
+      loss_first, loss.item(), digest), flush=True)
 dist.barrier()
 dist.destroy_process_group()
