@@ -8,6 +8,7 @@
  */
 #include <slurm/spank.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "plugin.h"
 
@@ -34,8 +35,13 @@ int dlrt_options_register(spank_t sp)
 	char names[160];
 
 	dlrt_runtime_list(names, sizeof(names), dlrt_plugin.cfg.allowed);
-	/* One line in --help: Slurm wraps usages longer than 50 columns. */
+	/* One line in --help: Slurm wraps usages longer than 50 columns. A
+	 * list too long for it gives way to the generic usage (man dlrt, and
+	 * the error for an unknown name, list them all). */
 	snprintf(runtime_usage, sizeof(runtime_usage), "[dlrt] one of %s", names);
+	if (strlen(runtime_usage) > 50)
+		snprintf(runtime_usage, sizeof(runtime_usage), "%s",
+			 dlrt_opt_descs[DLRT_OPT_RUNTIME].usage);
 	for (int i = 0; i < DLRT_OPT_COUNT; i++) {
 		const struct dlrt_opt_desc *d = &dlrt_opt_descs[i];
 		spank_err_t rc;
