@@ -3,7 +3,8 @@
 # one torchrun agent per node, everything it needs from PET_* (no rendezvous
 # endpoint, node count or id written by hand), the c10d rendezvous on
 # dlrt-c10d-store through each node's relay.
-#  1. A step with two tasks on a node is refused with one line.
+#  1. A step with two tasks on a node, or an elastic range that does not fit the
+#     step, is refused with one line.
 #  2. Non-elastic, 3 nodes x 2 workers: a small data-parallel training run
 #     (gloo, CPU); 6 ranks, world 6, bit-identical parameters, loss falls.
 #  3. --dl-elastic=2:3 under srun --no-kill: every worker pauses at step 5;
@@ -26,6 +27,10 @@ isnt_zero=$([ "$RC" -ne 0 ] && echo failed)
 is "$isnt_zero" failed "two tasks on one node: the step fails"
 like "$(srun_errors)" "torchrun: 2 tasks on 1 nodes.*srun --ntasks-per-node=1" \
 	"one line naming the fix"
+
+run_srun -N3 --ntasks-per-node=1 --dl-runtime=torchrun --dl-elastic=1:2 true
+like "$(srun_errors)" "^srun: error: dlrt: torchrun: --dl-elastic=1:2 does not fit a step of 3 nodes.*--dl-elastic=2:3\)$" \
+	"--dl-elastic whose MAX is below the node count: one line suggesting a range that fits"
 
 # 2. Non-elastic: 3 nodes x 2 workers.
 run_srun -N3 --ntasks-per-node=1 -c2 --dl-runtime=torchrun --dl-nproc-per-node=2 \
