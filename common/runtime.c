@@ -8,6 +8,7 @@ extern const struct dlrt_runtime dlrt_runtime_mxnet;
 extern const struct dlrt_runtime dlrt_runtime_horovod;
 extern const struct dlrt_runtime dlrt_runtime_caffe2;
 extern const struct dlrt_runtime dlrt_runtime_torch;
+extern const struct dlrt_runtime dlrt_runtime_torchrun;
 extern const struct dlrt_runtime dlrt_runtime_jax;
 extern const struct dlrt_runtime dlrt_runtime_tensorflow;
 extern const struct dlrt_runtime dlrt_runtime_infer;
@@ -20,6 +21,7 @@ const struct dlrt_runtime *const dlrt_runtimes[] = {
 	&dlrt_runtime_horovod,
 	&dlrt_runtime_caffe2,
 	&dlrt_runtime_torch,
+	&dlrt_runtime_torchrun,
 	&dlrt_runtime_jax,
 	&dlrt_runtime_tensorflow,
 	&dlrt_runtime_infer,

@@ -120,6 +120,21 @@ elif runtime == "torch":
     for t in tasks:
         ports.setdefault(t["SLURM_NODEID"], set()).add(t.get("MASTER_PORT"))
     expect(all(len(v) == 1 for v in ports.values()), f"one MASTER_PORT per node: {ports}")
+elif runtime == "torchrun":
+    # One agent per node; torchrun's own arguments, no worker variables.
+    expect(len(nodes) == n, f"one task per node: {n} tasks on {len(nodes)} nodes")
+    job, step = tasks[0]["SLURM_JOB_ID"], tasks[0].get("SLURM_STEP_ID")
+    for t in tasks:
+        tag = f"task {t['SLURM_PROCID']}"
+        expect(t.get("PET_NNODES") == str(len(nodes)), f"{tag}: PET_NNODES={t.get('PET_NNODES')}")
+        expect(t.get("PET_NPROC_PER_NODE") == "1", f"{tag}: PET_NPROC_PER_NODE")
+        expect(t.get("PET_RDZV_BACKEND") == "c10d", f"{tag}: PET_RDZV_BACKEND")
+        expect((t.get("PET_RDZV_ENDPOINT") or "").startswith("127.0.0.1:"),
+               f"{tag}: PET_RDZV_ENDPOINT={t.get('PET_RDZV_ENDPOINT')} (the node relay)")
+        expect(t.get("PET_RDZV_CONF") == "is_host=0", f"{tag}: PET_RDZV_CONF")
+        expect(t.get("PET_RDZV_ID") == f"dlrt-{job}.{step}.0", f"{tag}: PET_RDZV_ID={t.get('PET_RDZV_ID')}")
+        expect(t.get("PET_MAX_RESTARTS") == "0", f"{tag}: PET_MAX_RESTARTS")
+        expect("RANK" not in t and "MASTER_ADDR" not in t, f"{tag}: worker variables set for an agent")
 elif runtime == "caffe2":
     expect(roles["master"] == 1 and by_role["master"][0]["SLURM_PROCID"] == "0", "task 0 is the master")
     run_ids = {t.get("RUN_ID") for t in tasks}

@@ -41,6 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dlrt_opts_init(&opts, &cfg);
 	dlrt_opts_set(&opts, &cfg, dlrt_opt_find("dl-servers"), field[4], &err);
 	dlrt_opts_set(&opts, &cfg, DLRT_OPT_RUNTIME, field[4], &err);
+	dlrt_opts_set_name(&opts, &cfg, "dl-elastic", field[4], &err);
+	dlrt_opts_set_name(&opts, &cfg, "dl-nproc-per-node", field[4], &err);
 	if (dlrt_layout_parse_dist(field[2], &dist, &plane, &err) == 0 &&
 	    dlrt_layout_init(&l, field[0], field[1], dist, plane ? plane : 1, &err) == 0) {
 		/* Keep role tables small enough for the fuzzer's speed. */

@@ -15,7 +15,8 @@ for client in srun sbatch salloc; do
 		like "$help" "--$opt +\[dlrt\]" "$client --help shows --$opt"
 	done
 done
-like "$(as_user srun --help 2>&1)" "mxnet, horovod, caffe2, torch" "the runtime usage lists the runtimes"
+like "$(as_user srun --dl-runtime=bogus true 2>&1)" "valid runtimes: mxnet, horovod, caffe2, torch, torchrun" \
+	"an unknown runtime's error lists the runtimes"
 # slurmd loaded the plugin cleanly: no SPANK error (loading, init, option
 # registration) and no dlrt error outside a step (plugstack.conf) in any node's log. Only SPANK lines count: per-step errors that
 # later tests provoke on purpose ("[job.step] error: dlrt: ...", the batch step's

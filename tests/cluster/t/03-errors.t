@@ -10,7 +10,7 @@ one_line_error() { # DESC REGEX: checks $RC and $ERR
 }
 
 run_srun --dl-runtime=bogus true
-one_line_error "srun --dl-runtime=bogus" "dlrt: --dl-runtime=bogus: unknown runtime; valid runtimes: mxnet, horovod, caffe2, torch, jax, tensorflow, infer$"
+one_line_error "srun --dl-runtime=bogus" "dlrt: --dl-runtime=bogus: unknown runtime; valid runtimes: mxnet, horovod, caffe2, torch, torchrun, jax, tensorflow, infer$"
 
 before=$(squeue -h | wc -l)
 as_user sbatch --dl-runtime=theano --wrap true >"$OUT" 2>"$ERR"; RC=$?

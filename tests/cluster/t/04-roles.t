@@ -4,7 +4,7 @@
 # expected values independently).
 . "$(dirname "$0")/../lib.sh"
 
-PRINT='echo HOST=$(hostname) $(env | grep -E "^(SLURM_PROCID|SLURM_LOCALID|SLURM_NODEID|SLURMD_NODENAME|SLURM_JOB_ID|DLRT_|DMLC_|HOROVOD_|RANK|WORLD_SIZE|LOCAL_|GROUP_|ROLE_|MASTER_|TORCHELASTIC_|SHARD_ID|NUM_SHARDS|RUN_ID|CAFFE2_CONFIG)" | tr "\n" " ")'
+PRINT='echo HOST=$(hostname) $(env | grep -E "^(SLURM_PROCID|SLURM_LOCALID|SLURM_NODEID|SLURMD_NODENAME|SLURM_JOB_ID|DLRT_|DMLC_|HOROVOD_|RANK|WORLD_SIZE|LOCAL_|GROUP_|ROLE_|MASTER_|TORCHELASTIC_|PET_|SLURM_STEP_ID|SHARD_ID|NUM_SHARDS|RUN_ID|CAFFE2_CONFIG)" | tr "\n" " ")'
 
 check() { # DESC RUNTIME SERVERS SRUN-ARGS...
 	local desc=$1 rt=$2 servers=$3
@@ -29,5 +29,6 @@ check "mxnet, 2 servers" mxnet 2 -N3 -n6 -c5 --dl-servers=2
 check "mxnet, more servers than nodes" mxnet 4 -N3 -n6 -c5 --dl-servers=4
 check "mxnet, one node" mxnet "" -N1 -n4
 check "torch, one task" torch "" -N1 -n1
+check "torchrun, one agent per node" torchrun "" -N3 --ntasks-per-node=1
 check "horovod, plane=2" horovod "" -N3 -n6 -c5 -m plane=2
 done_testing

@@ -40,7 +40,9 @@ for sec in NAME SYNOPSIS DESCRIPTION OPTIONS RUNTIMES ENVIRONMENT EXAMPLES; do
 	like "$man7" "^$sec" "dlrt(7) has $sec"
 done
 # Every runtime the plugin offers has an entry in RUNTIMES.
-for rt in $(as_user srun --help 2>&1 | sed -n 's/.*\[dlrt\] one of //p' | tr -d ','); do
+rts=$(as_user srun --dl-runtime=bogus true 2>&1 | sed -n 's/.*valid runtimes: //p' | tr -d ',')
+ok "$([ -n "$rts" ]; echo $?)" "the runtimes the plugin offers: $rts"
+for rt in $rts; do
 	like "$(sed -n '/^RUNTIMES/,/^ENVIRONMENT/p' <<<"$man7")" "^ {7}$rt( |$)" "dlrt(7) describes runtime $rt"
 done
 done_testing
