@@ -191,7 +191,8 @@ static int reencode(const struct dlrt_ip_frame *f, struct dlrt_buf *o, struct dl
 		return -1;
 	switch (f->type) {
 	case DLRT_IP_HELLO:
-		rc = dlrt_ip_get_hello(f->payload, f->len, &m->h, err) ?: dlrt_ip_put_hello(o, &m->h);
+		rc = dlrt_ip_get_hello(f->payload, f->len, &m->h, err) ?:
+		     dlrt_ip_put_hello(o, &m->h);
 		break;
 	case DLRT_IP_WELCOME:
 		rc = dlrt_ip_get_welcome(f->payload, f->len, &m->w, err) ?:
