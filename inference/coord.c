@@ -12,9 +12,7 @@
  * the deferred writes, and the frame handler table. The concerns live in
  * coord_*.c around the shared state of coord_int.h.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +63,8 @@ double dlrt_coord_tsec(struct coord *c, int64_t us)
 	return (double)(us - c->t0_us) / 1e6;
 }
 
+/* Deferred writes: the zero-delay timer that fills idle workers and flushes
+ * every connection marked dirty since it last ran. */
 static int64_t kick_timer(struct dlrt_evloop *loop, void *arg)
 {
 	struct coord *c = arg;
