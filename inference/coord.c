@@ -382,6 +382,121 @@ static int64_t journal_tick(struct dlrt_evloop *loop, void *arg)
 	return DLRT_JOURNAL_SYNC_MS;
 }
 
+/* The timeline files: a new pool starts them at t = 0; a continued one
+ * appends and keeps the pool's time (tsvlog.h). Without them the pool still
+ * serves (diagnostics only). */
+static void open_timeline(struct coord *c, bool continuing)
+{
+	struct dlrt_tsv_scan sc = { 0 };
+	struct dlrt_err e2;
+	char ev[64];
+
+	c->timeline = dlrt_tsv_open(c->pool, "timeline.tsv",
+				    "t\tjob\trate\tworkers\tshare\tdone\n", !continuing, &sc,
+				    &e2);
+	if (!c->timeline)
+		dlrt_coord_log(c, "no timeline: %s", e2.msg);
+	c->events = dlrt_tsv_open(c->pool, "events.tsv", "t\tjob\tevent\n", !continuing, &sc,
+				  &e2);
+	if (!c->events)
+		dlrt_coord_log(c, "no events: %s", e2.msg);
+	if (continuing) {
+		double t = dlrt_tsv_resume_t(&sc, dlrt_coord_wall_now());
+
+		c->t0_us = dlrt_now_us() - (int64_t)(t * 1e6) - 1;
+		dlrt_coord_log(c, "the timeline continues at pool time %.3f s",
+			       dlrt_coord_tsec(c, dlrt_now_us()));
+	}
+	/* Lets tools relate t to other clocks (failure benchmarks). */
+	snprintf(ev, sizeof(ev), "clock:%.6f",
+		 dlrt_coord_wall_now() - dlrt_coord_tsec(c, dlrt_now_us()));
+	dlrt_coord_event(c, 0, ev);
+	if (continuing) {
+		/* Marks the change of coordinator (dlrt-infer plot draws it). */
+		snprintf(ev, sizeof(ev), "%s:%llu", c->o->takeover ? "takeover" : "restart",
+			 (unsigned long long)c->epoch);
+		dlrt_coord_event(c, 0, ev);
+	}
+}
+
+/* Lets the standby go (it must not take over a pool that stops), removes
+ * this coordinator's access record and releases everything. */
+static void coord_close(struct coord *c)
+{
+	if (c->sb && !c->fenced) {
+		/* The standby must not take over a pool that stops. */
+		struct dlrt_err e3;
+		uint64_t none = 0;
+
+		/* What was answered reaches the standby, and the replies held for it
+		 * their peers, before the connections close. */
+		dlrt_coord_sb_drain(c);
+		while (c->ndirty) {
+			struct dlrt_conn *conn = c->dirty[--c->ndirty];
+
+			((struct peer *)conn->state)->dirty = false;
+			dlrt_conn_flush(conn);
+		}
+
+		dlrt_ip_put_empty(&c->sb->out, DLRT_IP_STOP);
+		dlrt_standby_push(c->sb, 0, 200, &none, &e3);
+	}
+	/* Remove our access record (not a newer coordinator's): workers then exit. */
+	{
+		struct dlrt_pool_access now;
+		struct dlrt_err e2;
+		char path[4200];
+
+		if (dlrt_pool_read_access(c->pool, &now, &e2) == 0 && now.epoch == c->epoch) {
+			snprintf(path, sizeof(path), "%s/access", c->pool);
+			unlink(path);
+		}
+	}
+	if (c->srv)
+		dlrt_tcpserver_stop(c->srv); /* before the files: on_close may still log events */
+	/* Running jobs' rows were flushed with their answers: nothing is left
+	 * to write, but a failing close is still worth a line. */
+	for (uint32_t i = 0; i < c->st.njobs; i++)
+		if (c->jr[i].csv && fclose(c->jr[i].csv) != 0)
+			dlrt_coord_log(c, "job %u: closing %s: %s", c->st.jobs[i].id, c->jr[i].out,
+				       strerror(errno));
+	if (c->timeline) {
+		if (c->fenced)
+			__fpurge(c->timeline);
+		if (fclose(c->timeline) != 0)
+			dlrt_coord_log(c, "closing timeline.tsv: %s: its last rows are lost",
+				       strerror(errno));
+	}
+	if (c->events) {
+		if (c->fenced)
+			__fpurge(c->events);
+		if (fclose(c->events) != 0)
+			dlrt_coord_log(c, "closing events.tsv: %s: its last rows are lost",
+				       strerror(errno));
+	}
+	if (c->sfd >= 0)
+		close(c->sfd);
+	if (c->loop)
+		dlrt_evloop_destroy(c->loop);
+	dlrt_journal_close(&c->jn);
+	dlrt_buf_free(&c->log);
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		free(c->workers[i]->known);
+		free(c->workers[i]);
+	}
+	free(c->workers);
+	for (uint32_t i = 0; i < c->st.njobs; i++) {
+		free(c->jr[i].requeue);
+		free(c->jr[i].waiters);
+		dlrt_attempts_free(&c->jr[i].att);
+	}
+	free(c->jr);
+	free(c->sj);
+	free(c->dirty);
+	free(c->held);
+	dlrt_infer_state_free(&c->st);
+}
+
 int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 {
 	struct coord c = { .o = o, .sfd = -1 };
@@ -496,40 +611,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	c.sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (c.sfd >= 0)
 		dlrt_evloop_add_fd(c.loop, c.sfd, DLRT_EV_READ, on_signal, &c);
-	{
-		/* A new pool starts new files at t = 0; a continued one appends and
-		 * keeps the pool's time (tsvlog.h). */
-		struct dlrt_tsv_scan sc = { 0 };
-		struct dlrt_err e2;
-		char ev[64];
-
-		c.timeline = dlrt_tsv_open(c.pool, "timeline.tsv",
-					   "t\tjob\trate\tworkers\tshare\tdone\n", !continuing, &sc,
-					   &e2);
-		if (!c.timeline)
-			dlrt_coord_log(&c, "no timeline: %s", e2.msg);
-		c.events = dlrt_tsv_open(c.pool, "events.tsv", "t\tjob\tevent\n", !continuing, &sc,
-					 &e2);
-		if (!c.events)
-			dlrt_coord_log(&c, "no events: %s", e2.msg);
-		if (continuing) {
-			double t = dlrt_tsv_resume_t(&sc, dlrt_coord_wall_now());
-
-			c.t0_us = dlrt_now_us() - (int64_t)(t * 1e6) - 1;
-			dlrt_coord_log(&c, "the timeline continues at pool time %.3f s",
-				       dlrt_coord_tsec(&c, dlrt_now_us()));
-		}
-		/* Lets tools relate t to other clocks (failure benchmarks). */
-		snprintf(ev, sizeof(ev), "clock:%.6f",
-			 dlrt_coord_wall_now() - dlrt_coord_tsec(&c, dlrt_now_us()));
-		dlrt_coord_event(&c, 0, ev);
-		if (continuing) {
-			/* Marks the change of coordinator (dlrt-infer plot draws it). */
-			snprintf(ev, sizeof(ev), "%s:%llu", o->takeover ? "takeover" : "restart",
-				 (unsigned long long)c.epoch);
-			dlrt_coord_event(&c, 0, ev);
-		}
-	}
+	open_timeline(&c, continuing);
 	dlrt_evloop_add_timer(c.loop, c.bucket_ms, dlrt_coord_tick, &c);
 	c.hb_last_check_ms = dlrt_now_ms();
 	dlrt_evloop_add_timer(c.loop, c.hb.check_ms, dlrt_coord_heartbeat_check, &c);
@@ -576,77 +658,6 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		dlrt_err_set(err, "%s", c.broken_msg);
 	}
 out:
-	if (c.sb && !c.fenced) {
-		/* The standby must not take over a pool that stops. */
-		struct dlrt_err e3;
-		uint64_t none = 0;
-
-		/* What was answered reaches the standby, and the replies held for it
-		 * their peers, before the connections close. */
-		dlrt_coord_sb_drain(&c);
-		while (c.ndirty) {
-			struct dlrt_conn *conn = c.dirty[--c.ndirty];
-
-			((struct peer *)conn->state)->dirty = false;
-			dlrt_conn_flush(conn);
-		}
-
-		dlrt_ip_put_empty(&c.sb->out, DLRT_IP_STOP);
-		dlrt_standby_push(c.sb, 0, 200, &none, &e3);
-	}
-	/* Remove our access record (not a newer coordinator's): workers then exit. */
-	{
-		struct dlrt_pool_access now;
-		struct dlrt_err e2;
-		char path[4200];
-
-		if (dlrt_pool_read_access(c.pool, &now, &e2) == 0 && now.epoch == c.epoch) {
-			snprintf(path, sizeof(path), "%s/access", c.pool);
-			unlink(path);
-		}
-	}
-	if (c.srv)
-		dlrt_tcpserver_stop(c.srv); /* before the files: on_close may still log events */
-	/* Running jobs' rows were flushed with their answers: nothing is left
-	 * to write, but a failing close is still worth a line. */
-	for (uint32_t i = 0; i < c.st.njobs; i++)
-		if (c.jr[i].csv && fclose(c.jr[i].csv) != 0)
-			dlrt_coord_log(&c, "job %u: closing %s: %s", c.st.jobs[i].id, c.jr[i].out,
-				       strerror(errno));
-	if (c.timeline) {
-		if (c.fenced)
-			__fpurge(c.timeline);
-		if (fclose(c.timeline) != 0)
-			dlrt_coord_log(&c, "closing timeline.tsv: %s: its last rows are lost",
-				       strerror(errno));
-	}
-	if (c.events) {
-		if (c.fenced)
-			__fpurge(c.events);
-		if (fclose(c.events) != 0)
-			dlrt_coord_log(&c, "closing events.tsv: %s: its last rows are lost",
-				       strerror(errno));
-	}
-	if (c.sfd >= 0)
-		close(c.sfd);
-	if (c.loop)
-		dlrt_evloop_destroy(c.loop);
-	dlrt_journal_close(&c.jn);
-	dlrt_buf_free(&c.log);
-	for (uint32_t i = 0; i < c.nworkers; i++) {
-		free(c.workers[i]->known);
-		free(c.workers[i]);
-	}
-	free(c.workers);
-	for (uint32_t i = 0; i < c.st.njobs; i++) {
-		free(c.jr[i].requeue);
-		free(c.jr[i].waiters);
-		dlrt_attempts_free(&c.jr[i].att);
-	}
-	free(c.jr);
-	free(c.sj);
-	free(c.dirty);
-	free(c.held);
-	dlrt_infer_state_free(&c.st);
+	coord_close(&c);
 	return rc;
 }
