@@ -832,9 +832,11 @@ static int run_worker(const char *name, const char *model_dir, int wait_s, const
 
 static int run_standby(uint32_t prefetch, double window, const char *name)
 {
-	struct dlrt_standby_opts o = { .prefetch = prefetch, .window = window };
+	struct dlrt_standby_opts o = { 0 };
 	struct dlrt_err err;
+	struct dlrt_buf log;
 	char dir[4096], nm[DLRT_IP_NAME_MAX + 1], host[64] = "";
+	int rc;
 
 	if (pool_dir(dir, sizeof(dir)) < 0)
 		return 1;
@@ -845,8 +847,22 @@ static int run_standby(uint32_t prefetch, double window, const char *name)
 		name = nm;
 	}
 	o.name = name;
-	if (dlrt_standby_run(&o, &err) < 0)
+	rc = dlrt_standby_run(&o, &log, &err);
+	if (rc < 0)
 		return die("%s", err.msg);
+	if (rc == DLRT_STANDBY_TAKEOVER) {
+		/* The coordinator is gone: this process becomes the next one,
+		 * from the changes the standby holds. */
+		struct dlrt_coord_opts co = { .pool = dir, .prefetch = prefetch, .window = window,
+					      .log = dlrt_buf_head(&log), .loglen = log.len,
+					      .takeover = true,
+					      .heartbeat = getenv("DLRT_INFER_HEARTBEAT") };
+
+		rc = dlrt_coord_run(&co, &err);
+		dlrt_buf_free(&log);
+		if (rc < 0)
+			return die("%s", err.msg);
+	}
 	return 0;
 }
 

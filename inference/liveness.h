@@ -1,4 +1,4 @@
-/* liveness.h - the pure rules of dlrt-infer's failure handling (coord.c and
+/* liveness.h - the pure rules of dlrt-infer's failure handling (coord_liveness.c and
  * worker.c apply them; tests/unit/test_infer_liveness.c checks them).
  *
  * Exactly once: every dispatch of a task gets its own attempt id, and a task

@@ -12,7 +12,8 @@ $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,inference/dlrt_infer_main.c))
 UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched \
               $(BUILD)/tests/test_infer_liveness $(BUILD)/tests/test_infer_auth \
               $(BUILD)/tests/test_infer_journal $(BUILD)/tests/test_infer_tsvlog \
-              $(BUILD)/tests/test_infer_gate $(BUILD)/tests/test_infer_poolarray
+              $(BUILD)/tests/test_infer_gate $(BUILD)/tests/test_infer_poolarray \
+              $(BUILD)/tests/test_infer_wire
 FUZZERS    += inferproto inferimage inferlive inferjournal infertsv inferarray
 MANPAGES   += docs/man/dlrt-infer.1
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dlrt_err.h"
+#include "proto_codec.h"
 
 const char *dlrt_ip_type_name(unsigned type)
 {
@@ -284,378 +285,80 @@ int dlrt_ip_wr_end(struct dlrt_ip_wr *w)
 	return 0;
 }
 
-/* ---- messages ------------------------------------------------------------------ */
+/* ---- messages: expanded from their field lists (proto_msgs.h) ------------------ */
 
-int dlrt_ip_put_hello(struct dlrt_buf *b, const struct dlrt_ip_hello *m)
+/* BYTES: n bytes the peer sent, copied into a buffer of their own (the
+ * count was checked before; the reader fails first if they are not there). */
+static void rd_bytes_copy(struct dlrt_ip_rd *r, uint8_t **dst, uint32_t n)
 {
-	struct dlrt_ip_wr w;
+	const uint8_t *q = dlrt_ip_rd_bytes(r, n);
 
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_HELLO);
-	dlrt_ip_wr_u8(&w, m->role);
-	dlrt_ip_wr_u64(&w, m->epoch);
-	dlrt_ip_wr_str(&w, m->name);
-	return dlrt_ip_wr_end(&w);
+	if (!q || !n)
+		return;
+	*dst = malloc(n);
+	if (!*dst)
+		rd_fail(r, "out of memory");
+	else
+		memcpy(*dst, q, n);
 }
 
-int dlrt_ip_get_hello(const uint8_t *p, size_t n, struct dlrt_ip_hello *m, struct dlrt_err *err)
+/* ANSWERS: n (prediction, score) pairs; the count was checked against the
+ * length before, so the allocation is what the frame holds. */
+static void rd_answers(struct dlrt_ip_rd *r, int32_t **pred, float **score, uint32_t n)
 {
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->role = dlrt_ip_rd_u8(&r);
-	m->epoch = dlrt_ip_rd_u64(&r);
-	dlrt_ip_rd_str(&r, m->name, DLRT_IP_NAME_MAX);
-	if (m->role != DLRT_IP_ROLE_WORKER && m->role != DLRT_IP_ROLE_CLIENT &&
-	    m->role != DLRT_IP_ROLE_STANDBY)
-		rd_fail(&r, "unknown role");
-	return dlrt_ip_rd_end(&r, "HELLO", err);
-}
-
-int dlrt_ip_put_welcome(struct dlrt_buf *b, const struct dlrt_ip_welcome *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_WELCOME);
-	dlrt_ip_wr_u64(&w, m->epoch);
-	dlrt_ip_wr_u32(&w, m->id);
-	dlrt_ip_wr_u32(&w, m->heartbeat_ms);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_welcome(const uint8_t *p, size_t n, struct dlrt_ip_welcome *m,
-			struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->epoch = dlrt_ip_rd_u64(&r);
-	m->id = dlrt_ip_rd_u32(&r);
-	m->heartbeat_ms = dlrt_ip_rd_u32(&r);
-	if (!r.bad && m->heartbeat_ms > 3600000)
-		rd_fail(&r, "heartbeat interval over an hour");
-	return dlrt_ip_rd_end(&r, "WELCOME", err);
-}
-
-int dlrt_ip_put_jobinfo(struct dlrt_buf *b, const struct dlrt_ip_jobinfo *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_JOBINFO);
-	dlrt_ip_wr_u32(&w, m->job);
-	dlrt_ip_wr_str(&w, m->model);
-	dlrt_ip_wr_str(&w, m->inputs);
-	dlrt_ip_wr_u32(&w, m->first);
-	dlrt_ip_wr_u32(&w, m->count);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_jobinfo(const uint8_t *p, size_t n, struct dlrt_ip_jobinfo *m,
-			struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->job = dlrt_ip_rd_u32(&r);
-	dlrt_ip_rd_str(&r, m->model, DLRT_IP_STR_MAX);
-	dlrt_ip_rd_str(&r, m->inputs, DLRT_IP_STR_MAX);
-	m->first = dlrt_ip_rd_u32(&r);
-	m->count = dlrt_ip_rd_u32(&r);
-	if (!r.bad && (m->count == 0 || m->count > DLRT_IP_MAX_QUERIES))
-		rd_fail(&r, "query count out of range");
-	return dlrt_ip_rd_end(&r, "JOBINFO", err);
-}
-
-int dlrt_ip_put_task(struct dlrt_buf *b, const struct dlrt_ip_task *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_TASK);
-	dlrt_ip_wr_u32(&w, m->job);
-	dlrt_ip_wr_u64(&w, m->task);
-	dlrt_ip_wr_u64(&w, m->attempt);
-	dlrt_ip_wr_u32(&w, m->first);
-	dlrt_ip_wr_u32(&w, m->n);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_task(const uint8_t *p, size_t n, struct dlrt_ip_task *m, struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->job = dlrt_ip_rd_u32(&r);
-	m->task = dlrt_ip_rd_u64(&r);
-	m->attempt = dlrt_ip_rd_u64(&r);
-	m->first = dlrt_ip_rd_u32(&r);
-	m->n = dlrt_ip_rd_u32(&r);
-	if (!r.bad && (m->n == 0 || m->n > DLRT_IP_MAX_BATCH))
-		rd_fail(&r, "task size out of range");
-	if (!r.bad && m->attempt == 0)
-		rd_fail(&r, "attempt 0 (every dispatch has one)");
-	return dlrt_ip_rd_end(&r, "TASK", err);
-}
-
-int dlrt_ip_put_result(struct dlrt_buf *b, const struct dlrt_ip_result *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_RESULT);
-	dlrt_ip_wr_u32(&w, m->job);
-	dlrt_ip_wr_u64(&w, m->task);
-	dlrt_ip_wr_u64(&w, m->attempt);
-	dlrt_ip_wr_u32(&w, m->busy_us);
-	dlrt_ip_wr_u32(&w, m->n);
-	for (uint32_t i = 0; i < m->n; i++) {
-		dlrt_ip_wr_u32(&w, (uint32_t)m->pred[i]);
-		dlrt_ip_wr_f32(&w, m->score[i]);
+	if (!r->bad) {
+		*pred = malloc(n * sizeof(**pred));
+		*score = malloc(n * sizeof(**score));
+		if (!*pred || !*score)
+			rd_fail(r, "out of memory");
 	}
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_result(const uint8_t *p, size_t n, struct dlrt_ip_result *m,
-		       struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->pred = NULL;
-	m->score = NULL;
-	m->job = dlrt_ip_rd_u32(&r);
-	m->task = dlrt_ip_rd_u64(&r);
-	m->attempt = dlrt_ip_rd_u64(&r);
-	m->busy_us = dlrt_ip_rd_u32(&r);
-	m->n = dlrt_ip_rd_u32(&r);
-	if (!r.bad && (m->n == 0 || m->n > DLRT_IP_MAX_BATCH))
-		rd_fail(&r, "answer count out of range");
-	/* Check the length before allocating what the peer claims. */
-	if (!r.bad && (size_t)m->n * 8 != r.len - r.off)
-		rd_fail(&r, "answer count does not match the length");
-	if (!r.bad) {
-		m->pred = malloc(m->n * sizeof(*m->pred));
-		m->score = malloc(m->n * sizeof(*m->score));
-		if (!m->pred || !m->score)
-			rd_fail(&r, "out of memory");
+	for (uint32_t i = 0; !r->bad && i < n; i++) {
+		(*pred)[i] = (int32_t)dlrt_ip_rd_u32(r);
+		(*score)[i] = dlrt_ip_rd_f32(r);
 	}
-	for (uint32_t i = 0; !r.bad && i < m->n; i++) {
-		m->pred[i] = (int32_t)dlrt_ip_rd_u32(&r);
-		m->score[i] = dlrt_ip_rd_f32(&r);
-	}
-	return dlrt_ip_rd_end(&r, "RESULT", err);
 }
 
-void dlrt_ip_result_free(struct dlrt_ip_result *m)
-{
-	free(m->pred);
-	free(m->score);
-	m->pred = NULL;
-	m->score = NULL;
-}
+DLRT_IPC_CODEC(hello, DLRT_IP_HELLO_FIELDS)
+DLRT_IPC_CODEC(welcome, DLRT_IP_WELCOME_FIELDS)
+DLRT_IPC_CODEC(jobinfo, DLRT_IP_JOBINFO_FIELDS)
+DLRT_IPC_CODEC(task, DLRT_IP_TASK_FIELDS)
+DLRT_IPC_CODEC(result, DLRT_IP_RESULT_FIELDS)
+DLRT_IPC_CODEC(taskfail, DLRT_IP_TASKFAIL_FIELDS)
+DLRT_IPC_CODEC(submit, DLRT_IP_SUBMIT_FIELDS)
+DLRT_IPC_CODEC(worker_info, DLRT_IP_WORKER_INFO_FIELDS)
+DLRT_IPC_CODEC(job_info, DLRT_IP_JOB_INFO_FIELDS)
+DLRT_IPC_CODEC(status, DLRT_IP_STATUS_FIELDS)
+DLRT_IPC_CODEC(drain, DLRT_IP_DRAIN_FIELDS)
+DLRT_IPC_CODEC(challenge, DLRT_IP_CHALLENGE_FIELDS)
+DLRT_IPC_CODEC(auth, DLRT_IP_AUTH_FIELDS)
+DLRT_IPC_CODEC(jobref, DLRT_IP_JOBREF_FIELDS)
+DLRT_IPC_CODEC(text, DLRT_IP_TEXT_FIELDS)
 
-int dlrt_ip_put_taskfail(struct dlrt_buf *b, const struct dlrt_ip_taskfail *m)
-{
-	struct dlrt_ip_wr w;
+DLRT_IPC_PUT_GET(hello, DLRT_IP_HELLO, "HELLO")
+DLRT_IPC_PUT_GET(welcome, DLRT_IP_WELCOME, "WELCOME")
+DLRT_IPC_PUT_GET(jobinfo, DLRT_IP_JOBINFO, "JOBINFO")
+DLRT_IPC_PUT_GET(task, DLRT_IP_TASK, "TASK")
+DLRT_IPC_PUT_GET(result, DLRT_IP_RESULT, "RESULT")
+DLRT_IPC_PUT_GET(taskfail, DLRT_IP_TASKFAIL, "TASKFAIL")
+DLRT_IPC_PUT_GET(submit, DLRT_IP_SUBMIT, "SUBMIT")
+DLRT_IPC_PUT_GET(status, DLRT_IP_STATUS, "STATUS")
+DLRT_IPC_PUT_GET(drain, DLRT_IP_DRAIN, "DRAIN")
+DLRT_IPC_PUT_GET(challenge, DLRT_IP_CHALLENGE, "CHALLENGE")
+DLRT_IPC_PUT_GET(auth, DLRT_IP_AUTH, "AUTH")
 
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_TASKFAIL);
-	dlrt_ip_wr_u32(&w, m->job);
-	dlrt_ip_wr_u64(&w, m->task);
-	dlrt_ip_wr_u64(&w, m->attempt);
-	dlrt_ip_wr_str(&w, m->error);
-	return dlrt_ip_wr_end(&w);
-}
+DLRT_IPC_FREE(result, DLRT_IP_RESULT_FIELDS)
+DLRT_IPC_FREE(submit, DLRT_IP_SUBMIT_FIELDS)
+DLRT_IPC_FREE(status, DLRT_IP_STATUS_FIELDS)
 
-int dlrt_ip_get_taskfail(const uint8_t *p, size_t n, struct dlrt_ip_taskfail *m,
-			 struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->job = dlrt_ip_rd_u32(&r);
-	m->task = dlrt_ip_rd_u64(&r);
-	m->attempt = dlrt_ip_rd_u64(&r);
-	dlrt_ip_rd_str(&r, m->error, DLRT_IP_STR_MAX);
-	return dlrt_ip_rd_end(&r, "TASKFAIL", err);
-}
-
-int dlrt_ip_put_submit(struct dlrt_buf *b, const struct dlrt_ip_submit *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_SUBMIT);
-	dlrt_ip_wr_str(&w, m->name);
-	dlrt_ip_wr_str(&w, m->model);
-	dlrt_ip_wr_str(&w, m->inputs);
-	dlrt_ip_wr_str(&w, m->out);
-	dlrt_ip_wr_u32(&w, m->first);
-	dlrt_ip_wr_u32(&w, m->count);
-	dlrt_ip_wr_u32(&w, m->batch);
-	dlrt_ip_wr_u32(&w, m->nlabels);
-	dlrt_ip_wr_bytes(&w, m->labels, m->nlabels);
-	dlrt_ip_wr_u64(&w, m->token);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_submit(const uint8_t *p, size_t n, struct dlrt_ip_submit *m,
-		       struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-	const uint8_t *lab;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->labels = NULL;
-	dlrt_ip_rd_str(&r, m->name, DLRT_IP_NAME_MAX);
-	dlrt_ip_rd_str(&r, m->model, DLRT_IP_STR_MAX);
-	dlrt_ip_rd_str(&r, m->inputs, DLRT_IP_STR_MAX);
-	dlrt_ip_rd_str(&r, m->out, DLRT_IP_STR_MAX);
-	m->first = dlrt_ip_rd_u32(&r);
-	m->count = dlrt_ip_rd_u32(&r);
-	m->batch = dlrt_ip_rd_u32(&r);
-	m->nlabels = dlrt_ip_rd_u32(&r);
-	if (!r.bad && (m->count == 0 || m->count > DLRT_IP_MAX_QUERIES))
-		rd_fail(&r, "query count out of range");
-	if (!r.bad && (m->batch == 0 || m->batch > DLRT_IP_MAX_BATCH))
-		rd_fail(&r, "batch size out of range");
-	if (!r.bad && m->nlabels && m->nlabels != m->count)
-		rd_fail(&r, "label count differs from the query count");
-	if (!r.bad && (m->model[0] == '\0' || m->inputs[0] == '\0'))
-		rd_fail(&r, "model or inputs missing");
-	lab = dlrt_ip_rd_bytes(&r, m->nlabels);
-	if (lab && m->nlabels) {
-		m->labels = malloc(m->nlabels);
-		if (!m->labels)
-			rd_fail(&r, "out of memory");
-		else
-			memcpy(m->labels, lab, m->nlabels);
-	}
-	m->token = dlrt_ip_rd_u64(&r);
-	return dlrt_ip_rd_end(&r, "SUBMIT", err);
-}
-
-void dlrt_ip_submit_free(struct dlrt_ip_submit *m)
-{
-	free(m->labels);
-	m->labels = NULL;
-}
-
-static void wr_job(struct dlrt_ip_wr *w, const struct dlrt_ip_job_info *j)
-{
-	dlrt_ip_wr_u32(w, j->id);
-	dlrt_ip_wr_str(w, j->name);
-	dlrt_ip_wr_str(w, j->model);
-	dlrt_ip_wr_str(w, j->out);
-	dlrt_ip_wr_str(w, j->error);
-	dlrt_ip_wr_u8(w, j->state);
-	dlrt_ip_wr_u32(w, j->batch);
-	dlrt_ip_wr_u32(w, j->total);
-	dlrt_ip_wr_u32(w, j->done);
-	dlrt_ip_wr_u32(w, j->labelled);
-	dlrt_ip_wr_u32(w, j->correct);
-	dlrt_ip_wr_f32(w, j->rate);
-	dlrt_ip_wr_f32(w, j->held);
-	dlrt_ip_wr_f32(w, j->share);
-	dlrt_ip_wr_f64(w, j->elapsed);
-}
-
-static void rd_job(struct dlrt_ip_rd *r, struct dlrt_ip_job_info *j)
-{
-	j->id = dlrt_ip_rd_u32(r);
-	dlrt_ip_rd_str(r, j->name, DLRT_IP_NAME_MAX);
-	dlrt_ip_rd_str(r, j->model, DLRT_IP_STR_MAX);
-	dlrt_ip_rd_str(r, j->out, DLRT_IP_STR_MAX);
-	dlrt_ip_rd_str(r, j->error, DLRT_IP_STR_MAX);
-	j->state = dlrt_ip_rd_u8(r);
-	j->batch = dlrt_ip_rd_u32(r);
-	j->total = dlrt_ip_rd_u32(r);
-	j->done = dlrt_ip_rd_u32(r);
-	j->labelled = dlrt_ip_rd_u32(r);
-	j->correct = dlrt_ip_rd_u32(r);
-	j->rate = dlrt_ip_rd_f32(r);
-	j->held = dlrt_ip_rd_f32(r);
-	j->share = dlrt_ip_rd_f32(r);
-	j->elapsed = dlrt_ip_rd_f64(r);
-	if (!r->bad && (j->state < DLRT_IP_JOB_RUNNING || j->state > DLRT_IP_JOB_FAILED))
-		rd_fail(r, "unknown job state");
-	if (!r->bad && (j->done > j->total || j->correct > j->labelled || j->labelled > j->done))
-		rd_fail(r, "inconsistent job counters");
-}
-
-int dlrt_ip_put_status(struct dlrt_buf *b, const struct dlrt_ip_status *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_STATUS);
-	dlrt_ip_wr_u64(&w, m->epoch);
-	dlrt_ip_wr_f64(&w, m->uptime);
-	dlrt_ip_wr_f64(&w, m->window);
-	dlrt_ip_wr_u32(&w, m->nworkers);
-	for (uint32_t i = 0; i < m->nworkers; i++) {
-		const struct dlrt_ip_worker_info *x = &m->workers[i];
-
-		dlrt_ip_wr_u32(&w, x->id);
-		dlrt_ip_wr_str(&w, x->name);
-		dlrt_ip_wr_u32(&w, x->job);
-		dlrt_ip_wr_u32(&w, x->inflight);
-		dlrt_ip_wr_u64(&w, x->tasks);
-	}
-	dlrt_ip_wr_u32(&w, m->njobs);
-	for (uint32_t i = 0; i < m->njobs; i++)
-		wr_job(&w, &m->jobs[i]);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_status(const uint8_t *p, size_t n, struct dlrt_ip_status *m,
-		       struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	memset(m, 0, sizeof(*m));
-	m->epoch = dlrt_ip_rd_u64(&r);
-	m->uptime = dlrt_ip_rd_f64(&r);
-	m->window = dlrt_ip_rd_f64(&r);
-	m->nworkers = dlrt_ip_rd_u32(&r);
-	if (!r.bad && m->nworkers > DLRT_IP_MAX_LIST)
-		rd_fail(&r, "too many workers");
-	if (!r.bad && m->nworkers) {
-		m->workers = calloc(m->nworkers, sizeof(*m->workers));
-		if (!m->workers)
-			rd_fail(&r, "out of memory");
-	}
-	for (uint32_t i = 0; !r.bad && i < m->nworkers; i++) {
-		struct dlrt_ip_worker_info *x = &m->workers[i];
-
-		x->id = dlrt_ip_rd_u32(&r);
-		dlrt_ip_rd_str(&r, x->name, DLRT_IP_NAME_MAX);
-		x->job = dlrt_ip_rd_u32(&r);
-		x->inflight = dlrt_ip_rd_u32(&r);
-		x->tasks = dlrt_ip_rd_u64(&r);
-	}
-	m->njobs = dlrt_ip_rd_u32(&r);
-	if (!r.bad && m->njobs > DLRT_IP_MAX_LIST)
-		rd_fail(&r, "too many jobs");
-	if (!r.bad && m->njobs) {
-		m->jobs = calloc(m->njobs, sizeof(*m->jobs));
-		if (!m->jobs)
-			rd_fail(&r, "out of memory");
-	}
-	for (uint32_t i = 0; !r.bad && i < m->njobs; i++)
-		rd_job(&r, &m->jobs[i]);
-	return dlrt_ip_rd_end(&r, "STATUS", err);
-}
-
-void dlrt_ip_status_free(struct dlrt_ip_status *m)
-{
-	free(m->workers);
-	free(m->jobs);
-	m->workers = NULL;
-	m->jobs = NULL;
-}
+/* ---- messages whose encoder takes a type or plain values ------------------------- */
 
 int dlrt_ip_put_jobref(struct dlrt_buf *b, uint16_t type, uint32_t job)
 {
+	struct dlrt_ip_jobref m = { .job = job };
 	struct dlrt_ip_wr w;
 
 	dlrt_ip_wr_begin(&w, b, type);
-	dlrt_ip_wr_u32(&w, job);
+	wr_jobref(&w, &m);
 	return dlrt_ip_wr_end(&w);
 }
 
@@ -665,7 +368,7 @@ int dlrt_ip_get_jobref(const uint8_t *p, size_t n, struct dlrt_ip_jobref *m,
 	struct dlrt_ip_rd r;
 
 	dlrt_ip_rd_init(&r, p, n);
-	m->job = dlrt_ip_rd_u32(&r);
+	rd_jobref(&r, m);
 	return dlrt_ip_rd_end(&r, "job reference", err);
 }
 
@@ -674,7 +377,7 @@ int dlrt_ip_put_jobend(struct dlrt_buf *b, const struct dlrt_ip_job_info *m)
 	struct dlrt_ip_wr w;
 
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_JOBEND);
-	wr_job(&w, m);
+	wr_job_info(&w, m);
 	return dlrt_ip_wr_end(&w);
 }
 
@@ -684,18 +387,19 @@ int dlrt_ip_get_jobend(const uint8_t *p, size_t n, struct dlrt_ip_job_info *m,
 	struct dlrt_ip_rd r;
 
 	dlrt_ip_rd_init(&r, p, n);
-	rd_job(&r, m);
+	rd_job_info(&r, m);
 	return dlrt_ip_rd_end(&r, "JOBEND", err);
 }
 
+/* Cut to the limit the decoder allows, so an over-long text still goes out. */
 int dlrt_ip_put_error(struct dlrt_buf *b, const char *text)
 {
+	struct dlrt_ip_text m;
 	struct dlrt_ip_wr w;
-	char t[DLRT_IP_STR_MAX + 1];
 
-	snprintf(t, sizeof(t), "%s", text);
+	snprintf(m.text, sizeof(m.text), "%s", text);
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_ERROR);
-	dlrt_ip_wr_str(&w, t);
+	wr_text(&w, &m);
 	return dlrt_ip_wr_end(&w);
 }
 
@@ -704,7 +408,7 @@ int dlrt_ip_get_error(const uint8_t *p, size_t n, struct dlrt_ip_text *m, struct
 	struct dlrt_ip_rd r;
 
 	dlrt_ip_rd_init(&r, p, n);
-	dlrt_ip_rd_str(&r, m->text, DLRT_IP_STR_MAX);
+	rd_text(&r, m);
 	return dlrt_ip_rd_end(&r, "ERROR", err);
 }
 
@@ -722,77 +426,4 @@ int dlrt_ip_get_empty(const uint8_t *p, size_t n, struct dlrt_err *err)
 
 	dlrt_ip_rd_init(&r, p, n);
 	return dlrt_ip_rd_end(&r, "empty", err);
-}
-
-int dlrt_ip_put_drain(struct dlrt_buf *b, const struct dlrt_ip_drain *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_DRAIN);
-	dlrt_ip_wr_u32(&w, m->left_s);
-	dlrt_ip_wr_str(&w, m->why);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_drain(const uint8_t *p, size_t n, struct dlrt_ip_drain *m, struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->left_s = dlrt_ip_rd_u32(&r);
-	dlrt_ip_rd_str(&r, m->why, DLRT_IP_NAME_MAX);
-	return dlrt_ip_rd_end(&r, "DRAIN", err);
-}
-
-int dlrt_ip_put_challenge(struct dlrt_buf *b, const struct dlrt_ip_challenge *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_CHALLENGE);
-	dlrt_ip_wr_u8(&w, m->mode);
-	dlrt_ip_wr_bytes(&w, m->nonce, DLRT_IP_NONCE);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_challenge(const uint8_t *p, size_t n, struct dlrt_ip_challenge *m,
-			  struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-	const uint8_t *q;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->mode = dlrt_ip_rd_u8(&r);
-	q = dlrt_ip_rd_bytes(&r, DLRT_IP_NONCE);
-	if (q)
-		memcpy(m->nonce, q, DLRT_IP_NONCE);
-	if (!r.bad && (m->mode < 1 || m->mode > 2))
-		rd_fail(&r, "unknown authentication mode");
-	return dlrt_ip_rd_end(&r, "CHALLENGE", err);
-}
-
-int dlrt_ip_put_auth(struct dlrt_buf *b, const struct dlrt_ip_auth *m)
-{
-	struct dlrt_ip_wr w;
-
-	dlrt_ip_wr_begin(&w, b, DLRT_IP_AUTH);
-	dlrt_ip_wr_u8(&w, m->mode);
-	dlrt_ip_wr_bytes(&w, m->nonce, DLRT_IP_NONCE);
-	dlrt_ip_wr_str(&w, m->proof);
-	return dlrt_ip_wr_end(&w);
-}
-
-int dlrt_ip_get_auth(const uint8_t *p, size_t n, struct dlrt_ip_auth *m, struct dlrt_err *err)
-{
-	struct dlrt_ip_rd r;
-	const uint8_t *q;
-
-	dlrt_ip_rd_init(&r, p, n);
-	m->mode = dlrt_ip_rd_u8(&r);
-	q = dlrt_ip_rd_bytes(&r, DLRT_IP_NONCE);
-	if (q)
-		memcpy(m->nonce, q, DLRT_IP_NONCE);
-	dlrt_ip_rd_str(&r, m->proof, DLRT_IP_PROOF_MAX);
-	if (!r.bad && (m->mode < 1 || m->mode > 2))
-		rd_fail(&r, "unknown authentication mode");
-	return dlrt_ip_rd_end(&r, "AUTH", err);
 }

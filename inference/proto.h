@@ -5,9 +5,10 @@
  *   u32 length    bytes after this field (version + type + payload), 4..16 MiB
  *   u16 version   DLRT_IP_VERSION; any other value closes the connection
  *   u16 type      enum dlrt_ip_type
- *   payload       the message's fields, in the order of its struct below;
- *                 strings are u32 length + bytes (no NUL), at most a
- *                 per-field limit; a payload must be consumed exactly
+ *   payload       the message's fields, in the order of its field list
+ *                 (proto_msgs.h); strings are u32 length + bytes (no
+ *                 NUL), at most a per-field limit; a payload must be
+ *                 consumed exactly
  *
  * Each message has an encoder (appends a whole frame to a dlrt_buf) and a
  * decoder (from the payload of one frame into a struct). Decoders validate
@@ -104,126 +105,30 @@ int dlrt_ip_frame_peek(const uint8_t *buf, size_t len, struct dlrt_ip_frame *f,
 
 /* ---- messages -------------------------------------------------------------------- */
 
-struct dlrt_ip_hello {
-	uint8_t role;                       /* enum dlrt_ip_role */
-	uint64_t epoch;                     /* from the access record */
-	char name[DLRT_IP_NAME_MAX + 1];    /* worker: host/array index; client: anything */
-};
-
 #define DLRT_IP_NONCE 32
 #define DLRT_IP_PROOF_MAX 4096
 
-struct dlrt_ip_challenge {
-	uint8_t mode;                  /* enum dlrt_auth_mode */
-	uint8_t nonce[DLRT_IP_NONCE];  /* fresh for each connection */
-};
+/* Each struct is expanded from its message's field list in proto_msgs.h,
+ * which documents the fields. */
+#include "proto_msgs.h"
 
-struct dlrt_ip_auth {
-	uint8_t mode;
-	uint8_t nonce[DLRT_IP_NONCE];        /* the peer's own */
-	char proof[DLRT_IP_PROOF_MAX + 1];   /* MUNGE credential or HMAC in hex */
-};
-
-struct dlrt_ip_welcome {
-	uint64_t epoch;
-	uint32_t id; /* worker id (1, 2, ...); 0 for clients */
-	uint32_t heartbeat_ms; /* workers: send HEARTBEAT this often (0 = never) */
-};
-
-struct dlrt_ip_jobinfo {
-	uint32_t job;
-	char model[DLRT_IP_STR_MAX + 1];
-	char inputs[DLRT_IP_STR_MAX + 1];
-	uint32_t first; /* input index of query 0 */
-	uint32_t count;
-};
-
-/* Every dispatch of a task has its own attempt id (never 0, never reused by a
- * coordinator); RESULT and TASKFAIL name it, and the coordinator records an
- * answer only from the dispatch the task is currently assigned to (liveness.h). */
-struct dlrt_ip_task {
-	uint32_t job;
-	uint64_t task;
-	uint64_t attempt;
-	uint32_t first; /* query index within the job */
-	uint32_t n;
-};
-
-struct dlrt_ip_result {
-	uint32_t job;
-	uint64_t task;
-	uint64_t attempt; /* of the TASK it answers */
-	uint32_t busy_us; /* the worker's compute time for the task */
-	uint32_t n;
-	int32_t *pred;    /* [n]: points into the frame's payload copy (decoder allocates) */
-	float *score;
-};
-
-struct dlrt_ip_taskfail {
-	uint32_t job;
-	uint64_t task;
-	uint64_t attempt;
-	char error[DLRT_IP_STR_MAX + 1];
-};
-
-struct dlrt_ip_submit {
-	char name[DLRT_IP_NAME_MAX + 1];
-	char model[DLRT_IP_STR_MAX + 1];
-	char inputs[DLRT_IP_STR_MAX + 1];
-	char out[DLRT_IP_STR_MAX + 1];  /* CSV path ("" = the pool's results folder) */
-	uint32_t first;
-	uint32_t count;
-	uint32_t batch;
-	uint32_t nlabels;                /* 0 or count */
-	uint8_t *labels;                 /* [nlabels] (decoder allocates) */
-	uint64_t token;                  /* the client's random id of this submission: a
-					  * SUBMIT re-sent after a failover gives the same job */
-};
-
-struct dlrt_ip_worker_info {
-	uint32_t id;
-	char name[DLRT_IP_NAME_MAX + 1];
-	uint32_t job;      /* the job of its current (or last) task, 0 = none */
-	uint32_t inflight;
-	uint64_t tasks;
-};
-
-struct dlrt_ip_job_info {
-	uint32_t id;
-	char name[DLRT_IP_NAME_MAX + 1];
-	char model[DLRT_IP_STR_MAX + 1];
-	char out[DLRT_IP_STR_MAX + 1];
-	char error[DLRT_IP_STR_MAX + 1];
-	uint8_t state;     /* enum dlrt_ip_job_state */
-	uint32_t batch;
-	uint32_t total;
-	uint32_t done;
-	uint32_t labelled; /* answered queries with a known label */
-	uint32_t correct;
-	float rate;        /* queries/s over the last window */
-	float held;        /* workers running its tasks, averaged over the window */
-	float share;       /* the scheduler's target, in workers */
-	double elapsed;    /* seconds since submission (until the end if ended) */
-};
-
-struct dlrt_ip_status {
-	uint64_t epoch;
-	double uptime;
-	double window;     /* rate window, seconds */
-	uint32_t nworkers;
-	struct dlrt_ip_worker_info *workers;
-	uint32_t njobs;
-	struct dlrt_ip_job_info *jobs;
-};
-
-struct dlrt_ip_drain {
-	uint32_t left_s;                 /* seconds to the worker's time limit */
-	char why[DLRT_IP_NAME_MAX + 1];  /* e.g. "Slurm time limit" */
-};
-
-struct dlrt_ip_jobref { uint32_t job; };   /* CANCEL, WAIT, DROP, SUBMITTED */
-struct dlrt_ip_ack { uint32_t job; uint64_t task; };  /* ACK */
-struct dlrt_ip_text { char text[DLRT_IP_STR_MAX + 1]; }; /* ERROR */
+DLRT_IP_STRUCT(hello, DLRT_IP_HELLO_FIELDS);
+DLRT_IP_STRUCT(challenge, DLRT_IP_CHALLENGE_FIELDS);
+DLRT_IP_STRUCT(auth, DLRT_IP_AUTH_FIELDS);
+DLRT_IP_STRUCT(welcome, DLRT_IP_WELCOME_FIELDS);
+DLRT_IP_STRUCT(jobinfo, DLRT_IP_JOBINFO_FIELDS);
+DLRT_IP_STRUCT(task, DLRT_IP_TASK_FIELDS);
+DLRT_IP_STRUCT(result, DLRT_IP_RESULT_FIELDS);
+DLRT_IP_STRUCT(taskfail, DLRT_IP_TASKFAIL_FIELDS);
+DLRT_IP_STRUCT(submit, DLRT_IP_SUBMIT_FIELDS);
+DLRT_IP_STRUCT(worker_info, DLRT_IP_WORKER_INFO_FIELDS);
+DLRT_IP_STRUCT(job_info, DLRT_IP_JOB_INFO_FIELDS);
+DLRT_IP_STRUCT(status, DLRT_IP_STATUS_FIELDS);
+DLRT_IP_STRUCT(drain, DLRT_IP_DRAIN_FIELDS);
+DLRT_IP_STRUCT(jobref, DLRT_IP_JOBREF_FIELDS);
+DLRT_IP_STRUCT(ack, DLRT_IP_ACK_FIELDS);
+DLRT_IP_STRUCT(text, DLRT_IP_TEXT_FIELDS);
+DLRT_IP_STRUCT(seq, DLRT_IP_SEQ_FIELDS);
 
 /* Encoders append one whole frame; -1 only if `b` hits its limit. */
 int dlrt_ip_put_hello(struct dlrt_buf *b, const struct dlrt_ip_hello *m);

@@ -1,13 +1,19 @@
-/* proto_ha.c - the hot standby's messages of the dlrt-infer protocol (proto.h). */
+/* proto_ha.c - the hot standby's messages of the dlrt-infer protocol (proto.h),
+ * expanded from their field lists (proto_msgs.h). */
 #include "proto.h"
+
+#include "proto_codec.h"
+
+DLRT_IPC_CODEC(ack, DLRT_IP_ACK_FIELDS)
+DLRT_IPC_CODEC(seq, DLRT_IP_SEQ_FIELDS)
 
 int dlrt_ip_put_ack(struct dlrt_buf *b, uint32_t job, uint64_t task)
 {
+	struct dlrt_ip_ack m = { .job = job, .task = task };
 	struct dlrt_ip_wr w;
 
 	dlrt_ip_wr_begin(&w, b, DLRT_IP_ACK);
-	dlrt_ip_wr_u32(&w, job);
-	dlrt_ip_wr_u64(&w, task);
+	wr_ack(&w, &m);
 	return dlrt_ip_wr_end(&w);
 }
 
@@ -16,26 +22,28 @@ int dlrt_ip_get_ack(const uint8_t *p, size_t n, struct dlrt_ip_ack *m, struct dl
 	struct dlrt_ip_rd r;
 
 	dlrt_ip_rd_init(&r, p, n);
-	m->job = dlrt_ip_rd_u32(&r);
-	m->task = dlrt_ip_rd_u64(&r);
+	rd_ack(&r, m);
 	return dlrt_ip_rd_end(&r, "ACK", err);
 }
 
 int dlrt_ip_put_seq(struct dlrt_buf *b, uint16_t type, uint64_t seq)
 {
+	struct dlrt_ip_seq m = { .seq = seq };
 	struct dlrt_ip_wr w;
 
 	dlrt_ip_wr_begin(&w, b, type);
-	dlrt_ip_wr_u64(&w, seq);
+	wr_seq(&w, &m);
 	return dlrt_ip_wr_end(&w);
 }
 
 int dlrt_ip_get_seq(const uint8_t *p, size_t n, uint64_t *seq, struct dlrt_err *err)
 {
+	struct dlrt_ip_seq m;
 	struct dlrt_ip_rd r;
 
 	dlrt_ip_rd_init(&r, p, n);
-	*seq = dlrt_ip_rd_u64(&r);
+	rd_seq(&r, &m);
+	*seq = m.seq;
 	return dlrt_ip_rd_end(&r, "SYNC/SEQACK", err);
 }
 

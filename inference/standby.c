@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "evloop.h"
-#include "infer.h"
 #include "journal.h"
 #include "pool.h"
 #include "proto.h"
@@ -131,10 +130,9 @@ static bool more_buffered(const struct dlrt_ipc *c)
 	return dlrt_ip_frame_peek(dlrt_buf_head(&c->in) + skip, c->in.len - skip, &f, &err) == 1;
 }
 
-int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err)
+int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_buf *log, struct dlrt_err *err)
 {
 	struct dlrt_infer_state st;
-	struct dlrt_buf log;
 	struct dlrt_ipc c;
 	struct dlrt_pool_access a;
 	int tmo = dlrt_standby_timeout_ms(), rc = -1;
@@ -145,7 +143,7 @@ int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err)
 
 	signal(SIGPIPE, SIG_IGN);
 	dlrt_infer_state_init(&st);
-	dlrt_buf_init(&log, (size_t)-1);
+	dlrt_buf_init(log, (size_t)-1);
 	for (;;) {
 		if (dlrt_ipc_open(&c, o->pool, DLRT_IP_ROLE_STANDBY, o->name, 2000, err) == 0)
 			break;
@@ -191,7 +189,7 @@ int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err)
 				 dlrt_infer_state_apply(&st, &ch, &e2) == 0;
 
 			dlrt_infer_change_free(&ch);
-			if (!ok || dlrt_buf_append(&log, f.payload - DLRT_IP_HDR, f.frame_len) < 0) {
+			if (!ok || dlrt_buf_append(log, f.payload - DLRT_IP_HDR, f.frame_len) < 0) {
 				/* A copy that diverged is no standby: the coordinator picks another. */
 				dlrt_err_set(err, "the coordinator's change does not apply here: %s",
 					     ok ? "out of memory" : e2.msg);
@@ -248,16 +246,12 @@ int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err)
 		     "at wall %.6f", (unsigned long long)epoch, why, (unsigned long long)st.seq,
 		     (double)ts.tv_sec + ts.tv_nsec / 1e9);
 	}
-	{
-		struct dlrt_coord_opts co = { .pool = o->pool, .prefetch = o->prefetch,
-					      .window = o->window, .log = dlrt_buf_head(&log),
-					      .loglen = log.len, .takeover = true,
-					      .heartbeat = getenv("DLRT_INFER_HEARTBEAT") };
-
-		rc = dlrt_coord_run(&co, err);
-	}
+	/* The caller starts the coordinator from the log: the standby never
+	 * calls into it. */
+	dlrt_infer_state_free(&st);
+	return DLRT_STANDBY_TAKEOVER;
 out:
 	dlrt_infer_state_free(&st);
-	dlrt_buf_free(&log);
+	dlrt_buf_free(log);
 	return rc;
 }

@@ -7,15 +7,16 @@
  * coordinator makes it, and answers SEQACK for whatever it read (one for a
  * group of changes). Nobody hears of a change (the worker's ACK, the client's
  * reply) before a SEQACK covers it; the coordinator holds those replies
- * meanwhile and goes on serving (group commit, coord.c), so the standby
+ * meanwhile and goes on serving (group commit, coord_replication.c), so the standby
  * always holds everything that was acknowledged.
  *
  * The coordinator also sends SYNC every DLRT_STANDBY_BEAT_MS. When the
  * connection drops, or nothing arrives for the takeover bound
  * (DLRT_INFER_TAKEOVER_MS, default 1000 ms), the standby checks the access
  * record: gone means the pool stopped (it exits); a newer epoch means
- * someone else took over (it exits); otherwise it becomes the coordinator
- * with its log (infer.h), writing the access record with a higher epoch.
+ * someone else took over (it exits); otherwise it returns "take over" with
+ * its log, and its caller (dlrt-infer standby) runs the coordinator from that
+ * log (infer.h), which writes the access record with a higher epoch.
  *
  * Fencing: a coordinator that loses its standby, or whose standby does not
  * answer within the bound, reads the access record; if its epoch is no longer
@@ -29,6 +30,7 @@
 
 #include <stdint.h>
 
+#include "buf.h"
 #include "dlrt_err.h"
 #include "tcpserver.h"
 
@@ -48,12 +50,19 @@ int dlrt_standby_push(struct dlrt_conn *conn, uint64_t seq, int timeout_ms, uint
 struct dlrt_standby_opts {
 	const char *pool;
 	const char *name;
-	uint32_t prefetch;
-	double window;
 };
 
-/* Runs a standby until the pool stops, another standby takes over, or this
- * one took over and its coordinator ended. */
-int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_err *err);
+/* How a standby's run ended, short of an error (-1). */
+enum dlrt_standby_end {
+	DLRT_STANDBY_DONE = 0,     /* not needed, the pool stopped, or another took over */
+	DLRT_STANDBY_TAKEOVER = 1, /* the coordinator is gone: run one from *log */
+};
+
+/* Runs a standby until the pool stops, another standby takes over, or the
+ * coordinator is gone. DLRT_STANDBY_TAKEOVER: *log holds every change (CHANGE
+ * frames) for dlrt_coord_opts.log; the caller frees it with dlrt_buf_free()
+ * once the coordinator ended. Otherwise *log is freed already. */
+int dlrt_standby_run(const struct dlrt_standby_opts *o, struct dlrt_buf *log,
+		     struct dlrt_err *err);
 
 #endif

@@ -1,0 +1,243 @@
+/* coord_int.h - the coordinator's shared state, for its files only.
+ *
+ * coord.c is the loop and its wiring; each concern has its file:
+ * coord_requests.c (handshake, clients), coord_dispatch.c (tasks out),
+ * coord_results.c (answers in), coord_replication.c (commit, journal,
+ * standby), coord_jobs.c (a job's start, end and resume),
+ * coord_liveness.c (lost workers), coord_timeline.c (rates, shares,
+ * timeline files). Functions named dlrt_coord_* here are for those files
+ * only; dlrt_coord_run() (infer.h) is the way in.
+ */
+#ifndef DLRT_INFER_COORD_INT_H
+#define DLRT_INFER_COORD_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "auth.h"
+#include "buf.h"
+#include "dlrt_err.h"
+#include "evloop.h"
+#include "gate.h"
+#include "infer.h"
+#include "journal.h"
+#include "liveness.h"
+#include "pool.h"
+#include "proto.h"
+#include "sched.h"
+#include "state.h"
+#include "tcpserver.h"
+
+#define NB 20               /* buckets per rate window */
+#define MAX_PREFETCH 64
+/* The input limit of an authenticated peer: one whole frame. */
+#define MAX_REQUEST (DLRT_IP_MAX_FRAME + 64)
+/* A worker with this many answers whose ACK waits for the standby gets no
+ * new task: it keeps every unacknowledged answer to send again after a
+ * failover, and keeps at most 256 (worker.c). */
+#define MAX_HELD_ACKS 128
+
+struct inflight {
+	uint32_t job;
+	uint64_t task;
+	uint64_t attempt;  /* this dispatch's id (liveness.h) */
+	int64_t sent_us;
+	bool warmup; /* the worker's first task of the job: it loads the model first */
+};
+
+struct wk {
+	uint32_t id;
+	char name[DLRT_IP_NAME_MAX + 1];
+	struct dlrt_conn *conn; /* NULL once gone */
+	int cur;                /* job index it is held by, -1 = none */
+	uint32_t n;             /* tasks in flight */
+	struct inflight fl[MAX_PREFETCH];
+	uint64_t tasks;
+	int64_t last_done_us;
+	uint32_t *known;        /* jobs it got JOBINFO for */
+	uint32_t nknown, capknown;
+	int64_t last_seen_ms;   /* last frame from it */
+	bool lost;              /* silent past the heartbeat bound: no tasks until it speaks */
+	bool draining;          /* near its time limit: no new tasks */
+};
+
+struct jrt {
+	uint64_t next_task;     /* tasks below were handed out at least once */
+	uint64_t *requeue;      /* handed out, then their worker left */
+	uint32_t nrequeue, caprequeue;
+	uint32_t inflight;
+	int64_t bucket[NB];     /* bucket number each slot holds */
+	uint32_t bq[NB];        /* queries answered */
+	uint32_t bqc[NB];       /* of which count for the cost (not warm-up tasks) */
+	double bocc[NB];        /* worker-seconds spent on those */
+	double bhold[NB];       /* worker-seconds the job held workers (see dlrt_coord_accrue) */
+	double bheld[NB];       /* sum of held samples */
+	uint32_t bsamples[NB];
+	double rate, held_avg;
+	int64_t first_dispatch_us, first_result_us;
+	bool answered_before;   /* resumed with answers: its first_task/first_result are logged */
+	FILE *csv;              /* rows are flushed before their answer is recorded */
+	off_t csv_len;          /* bytes written to it (where the next rows start) */
+	char out[DLRT_IP_STR_MAX + 1];
+	char csv_err[DLRT_IP_STR_MAX + 1]; /* why its results cannot be stored ("" = they can) */
+	struct dlrt_conn **waiters;
+	uint32_t nwaiters, capwaiters;
+	struct dlrt_attempts att; /* the dispatch each task is assigned to */
+	bool nrequeue_popped;     /* pop_task returned a requeued task */
+};
+
+struct peer {
+	uint8_t role;           /* 0 until authenticated */
+	bool challenged;        /* HELLO seen, CHALLENGE sent: AUTH next */
+	uint8_t nonce[DLRT_AUTH_NONCE];
+	struct dlrt_ip_hello hello;
+	struct wk *w;
+	bool dirty;
+	struct dlrt_gate_ent gate; /* queued until authenticated (gate.h) */
+	/* Group commit: replies that tell of changes the standby has not
+	 * acknowledged yet wait here, then go out behind conn->out. */
+	struct dlrt_buf held;
+	uint64_t held_seq;      /* the newest change they tell of */
+	uint32_t held_acks;     /* worker ACKs among them (dispatch stops at MAX_HELD_ACKS) */
+	bool in_held;           /* on the coordinator's held list */
+};
+
+struct coord {
+	const struct dlrt_coord_opts *o;
+	struct dlrt_evloop *loop;
+	struct dlrt_tcpserver *srv;
+	struct dlrt_infer_state st;
+	uint64_t epoch;
+	char secret[DLRT_POOL_SECRET_LEN + 1];
+	char pool[4096];
+	struct wk **workers;    /* by id - 1, never freed while running */
+	uint32_t nworkers, capworkers, alive;
+	struct jrt *jr;         /* parallel to st.jobs */
+	struct dlrt_sched_job *sj;
+	uint32_t capjobs;
+	struct dlrt_conn **dirty;
+	uint32_t ndirty, capdirty;
+	bool kick_pending;
+	int64_t start_us, last_accrue_us, bucket_ms;
+	int64_t t0_us;          /* pool time 0 of the timeline files (tsvlog.h), on our clock */
+	int64_t tl_fence_ms;    /* the timeline's last fence check */
+	int64_t regime_us;      /* when the set of jobs last changed */
+	FILE *timeline, *events;
+	bool stopping;
+	int sfd;
+	struct dlrt_buf log;    /* every change so far, as CHANGE frames (for a new standby) */
+	struct dlrt_hb hb;      /* heartbeat bound and periods */
+	int64_t hb_last_check_ms;
+	uint64_t next_attempt;  /* id of the next dispatch */
+	uint64_t late_dropped;  /* answers not recorded: late or from a void dispatch */
+	uint8_t auth_mode;      /* enum dlrt_auth_mode */
+	struct dlrt_journal jn;
+	/* hot standby (standby.h) */
+	struct dlrt_conn *sb;   /* the attached standby, NULL = none */
+	bool sb_ready;          /* it holds the whole log: every commit waits for it */
+	uint64_t sb_acked, sb_ready_seq;
+	uint64_t sb_sent;       /* the newest change queued for it */
+	uint64_t sb_wrote;      /* the newest change of the group last written to it */
+	struct dlrt_conn **held; /* connections with replies held for the standby */
+	uint32_t nheld;
+	int64_t sb_ack_ms;      /* its last SEQACK */
+	int64_t promote_ms;     /* when to ask a worker for a standby (0 = not now) */
+	uint32_t promoted;      /* the worker asked last */
+	int sb_tmo;
+	bool fenced;            /* a newer epoch took over: acknowledge nothing more */
+	uint32_t beats, resent;
+	bool first_answer;      /* logged the first answer since a takeover */
+	char host[64];
+	struct dlrt_gate gate;  /* connections not authenticated yet */
+	uint32_t gate_evicted;  /* closed since the last gate_tick because too many waited */
+	bool broken;            /* the journal failed: nothing more is acknowledged */
+	bool reserve_warned;    /* logged that the journal's space ahead ran out */
+	char broken_msg[DLRT_ERR_MAX];
+};
+
+/* coord.c */
+double dlrt_coord_wall_now(void);
+void dlrt_coord_log(struct coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double dlrt_coord_tsec(struct coord *c, int64_t us);
+void dlrt_coord_kick(struct coord *c);
+void dlrt_coord_mark_dirty(struct coord *c, struct dlrt_conn *conn);
+
+/* coord_timeline.c */
+bool dlrt_coord_job_runnable(struct coord *c, uint32_t ji);
+void dlrt_coord_retarget(struct coord *c);
+void dlrt_coord_regime_change(struct coord *c);
+void dlrt_coord_tl_flush(struct coord *c, FILE **fp);
+void dlrt_coord_tl_row(struct coord *c, uint32_t ji, int64_t t);
+void dlrt_coord_event(struct coord *c, uint32_t job, const char *what);
+void dlrt_coord_accrue(struct coord *c);
+void dlrt_coord_bucket_add(struct coord *c, struct jrt *r, uint32_t q, double occ,
+			   bool cost);
+int64_t dlrt_coord_tick(struct dlrt_evloop *loop, void *arg);
+
+/* coord_replication.c */
+struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn);
+void dlrt_coord_release_held(struct coord *c, bool all);
+void dlrt_coord_held_forget(struct coord *c, struct dlrt_conn *conn);
+void dlrt_coord_put_ack(struct coord *c, struct dlrt_conn *conn, uint32_t job, uint64_t task);
+bool dlrt_coord_fence_check(struct coord *c);
+void dlrt_coord_standby_acked(struct coord *c, uint64_t seq);
+void dlrt_coord_sb_drain(struct coord *c);
+int64_t dlrt_coord_ha_tick(struct dlrt_evloop *loop, void *arg);
+void dlrt_coord_break(struct coord *c, const char *msg);
+int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch);
+int dlrt_coord_standby_attach(struct coord *c, struct dlrt_conn *conn,
+			      const struct dlrt_ip_hello *h);
+
+/* coord_jobs.c */
+int dlrt_coord_grow_jobs(struct coord *c);
+void dlrt_coord_fill_job_info(struct coord *c, uint32_t ji, struct dlrt_ip_job_info *o);
+void dlrt_coord_end_job(struct coord *c, uint32_t ji, uint8_t state, const char *error);
+int dlrt_coord_job_open(struct coord *c, uint32_t ji, bool open_csv, bool rebuild);
+int dlrt_coord_resume_jobs(struct coord *c);
+void dlrt_coord_fail_unstorable(struct coord *c);
+
+/* coord_results.c */
+void dlrt_coord_csv_fail(struct coord *c, uint32_t ji, const char *what, int e);
+void dlrt_coord_job_complete(struct coord *c, uint32_t ji);
+int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch);
+
+/* coord_dispatch.c */
+void dlrt_coord_requeue(struct coord *c, uint32_t ji, uint64_t task);
+void dlrt_coord_fill_worker(struct coord *c, struct wk *w);
+
+/* coord_liveness.c */
+void dlrt_coord_worker_lost(struct coord *c, struct wk *w, const char *how);
+int64_t dlrt_coord_heartbeat_check(struct dlrt_evloop *loop, void *arg);
+void dlrt_coord_worker_seen(struct coord *c, struct wk *w);
+
+/* coord_requests.c */
+void dlrt_coord_reply_error(struct dlrt_conn *conn, const char *msg);
+int dlrt_coord_handshake(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+			 struct dlrt_err *err);
+int dlrt_coord_on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h);
+
+/* One handler per frame type an authenticated peer sends (the table in
+ * coord.c names the role that may send it). -1 with err: the connection
+ * closes with that line logged. */
+typedef int (*dlrt_coord_handler)(struct coord *c, struct dlrt_conn *conn,
+				  const struct dlrt_ip_frame *f, struct dlrt_err *err);
+
+#define DLRT_COORD_HANDLER(name) \
+	int name(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f, \
+		 struct dlrt_err *err)
+
+DLRT_COORD_HANDLER(dlrt_coord_on_seqack);    /* coord_replication.c */
+DLRT_COORD_HANDLER(dlrt_coord_on_heartbeat); /* coord_liveness.c */
+DLRT_COORD_HANDLER(dlrt_coord_on_drain);
+DLRT_COORD_HANDLER(dlrt_coord_on_result);    /* coord_results.c */
+DLRT_COORD_HANDLER(dlrt_coord_on_resent);
+DLRT_COORD_HANDLER(dlrt_coord_on_taskfail);  /* coord_dispatch.c */
+DLRT_COORD_HANDLER(dlrt_coord_on_submit);    /* coord_requests.c */
+DLRT_COORD_HANDLER(dlrt_coord_on_statusreq);
+DLRT_COORD_HANDLER(dlrt_coord_on_cancel);
+DLRT_COORD_HANDLER(dlrt_coord_on_wait);
+DLRT_COORD_HANDLER(dlrt_coord_on_stop);
+
+#endif

@@ -1,0 +1,369 @@
+/* coord_replication.c - the coordinator's durable changes and its hot
+ * standby (standby.h): commit (journal, then the standby), the group commit
+ * that holds replies until the standby acknowledged what they tell of,
+ * fencing by a newer epoch, asking a worker for a standby, and the stop of
+ * the pool when the journal fails.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "coord_int.h"
+#include "clock.h"
+#include "standby.h"
+
+/* Group commit. A change is journaled and queued for the standby at once,
+ * and the standby's link is written once per loop iteration, so every change
+ * of an iteration travels in one write and comes back in one SEQACK. What
+ * tells anyone of a change (a worker's ACK, a client's reply, a waiter's
+ * JOBEND) waits in its peer's `held` buffer until the standby acknowledged
+ * the newest change queued before it: the standby still holds everything
+ * that was acknowledged, while the loop goes on serving (a worker gets its
+ * next task at once; only the ACK of its answer waits). Without a ready
+ * standby nothing waits: the journal alone is the record, as before. */
+static bool sb_pending(const struct coord *c)
+{
+	return c->sb && c->sb_ready && c->sb_acked < c->sb_sent;
+}
+
+/* Where a reply that tells of the changes so far goes: behind earlier held
+ * replies of its peer, or held when the standby lags, else out at once. */
+struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn)
+{
+	struct peer *p = conn->state;
+
+	if (!p->held.len && !sb_pending(c))
+		return &conn->out;
+	p->held_seq = c->sb_sent;
+	if (!p->in_held) {
+		/* Room for every connection was made at start: this never fails. */
+		c->held[c->nheld++] = conn;
+		p->in_held = true;
+	}
+	return &p->held;
+}
+
+/* Sends the held replies the standby now holds the changes of (all: the
+ * standby is gone and the journal alone is the record). */
+void dlrt_coord_release_held(struct coord *c, bool all)
+{
+	for (uint32_t i = 0; i < c->nheld; i++) {
+		struct dlrt_conn *conn = c->held[i];
+		struct peer *p = conn->state;
+
+		if (!all && p->held_seq > c->sb_acked)
+			continue;
+		if (dlrt_buf_append(&conn->out, dlrt_buf_head(&p->held), p->held.len) < 0)
+			dlrt_coord_log(c,
+				       "a peer's replies exceed its output limit: %zu bytes dropped "
+				       "(it reads too slowly)", p->held.len);
+		dlrt_buf_consume(&p->held, p->held.len);
+		p->held_acks = 0;
+		p->in_held = false;
+		c->held[i--] = c->held[--c->nheld];
+		/* A worker with tasks in flight answers soon, and the reply to that
+		 * carries these ACKs: a write and a wake-up of the worker fewer per
+		 * group. ACKs only let the worker forget answers it keeps. */
+		if (!p->w || !p->w->n || all)
+			dlrt_coord_mark_dirty(c, conn);
+	}
+}
+
+void dlrt_coord_held_forget(struct coord *c, struct dlrt_conn *conn)
+{
+	struct peer *p = conn->state;
+
+	for (uint32_t i = 0; p->in_held && i < c->nheld; i++)
+		if (c->held[i] == conn) {
+			c->held[i] = c->held[--c->nheld];
+			break;
+		}
+	p->in_held = false;
+	dlrt_buf_free(&p->held);
+}
+
+/* A worker's ACK for an answer: out with the group's SEQACK. */
+void dlrt_coord_put_ack(struct coord *c, struct dlrt_conn *conn, uint32_t job, uint64_t task)
+{
+	struct dlrt_buf *b = dlrt_coord_reply_buf(c, conn);
+
+	if (dlrt_ip_put_ack(b, job, task) == 0 && b != &conn->out)
+		((struct peer *)conn->state)->held_acks++;
+}
+
+/* Is there a newer coordinator? Then this one stops at once. */
+bool dlrt_coord_fence_check(struct coord *c)
+{
+	struct dlrt_pool_access a;
+	struct dlrt_err err;
+
+	if (c->fenced)
+		return true;
+	if (dlrt_pool_read_access(c->pool, &a, &err) == 0 && a.epoch > c->epoch) {
+		dlrt_coord_log(c,
+			       "fenced out: the coordinator of epoch %llu took over; this one (epoch %llu) "
+			       "stops without acknowledging anything more",
+			       (unsigned long long)a.epoch, (unsigned long long)c->epoch);
+		c->fenced = true;
+		dlrt_evloop_stop(c->loop);
+	}
+	return c->fenced;
+}
+
+/* Lets the standby go: told so (it must not take over a live coordinator),
+ * then hung up; the server closes it. A new one is asked for at once. */
+static void standby_lost(struct coord *c, const char *why)
+{
+	struct dlrt_conn *conn = c->sb;
+
+	if (!conn)
+		return;
+	c->sb = NULL;
+	c->sb_ready = false;
+	dlrt_coord_log(c, "standby lost: %s", why);
+	dlrt_buf_consume(&conn->out, conn->out.len);
+	if (dlrt_ip_put_error(&conn->out, "the coordinator let this standby go") == 0 &&
+	    send(conn->fd, dlrt_buf_head(&conn->out), conn->out.len, MSG_NOSIGNAL | MSG_DONTWAIT) > 0)
+		dlrt_buf_consume(&conn->out, conn->out.len);
+	shutdown(conn->fd, SHUT_RDWR);
+	if (!dlrt_coord_fence_check(c)) {
+		c->promote_ms = dlrt_now_ms();
+		dlrt_coord_release_held(c, true);
+	}
+}
+
+void dlrt_coord_standby_acked(struct coord *c, uint64_t seq)
+{
+	if (seq > c->sb_acked)
+		c->sb_acked = seq;
+	c->sb_ack_ms = dlrt_now_ms();
+	if (!c->sb_ready && c->sb_acked >= c->sb_ready_seq) {
+		c->sb_ready = true;
+		dlrt_coord_log(c,
+			       "standby ready: it holds all %llu changes; every change now reaches it "
+			       "before it is acknowledged", (unsigned long long)c->sb_acked);
+	}
+	if (c->sb->out.len && c->sb_acked >= c->sb_wrote) {
+		c->sb_wrote = c->sb_sent; /* the next group */
+		dlrt_coord_mark_dirty(c, c->sb);
+	}
+	dlrt_coord_release_held(c, false);
+}
+
+/* Waits (blocking, up to the takeover bound) until the standby holds every
+ * change queued for it, and sends what was held: before the pool stops,
+ * whose replies must not be lost with the loop. */
+void dlrt_coord_sb_drain(struct coord *c)
+{
+	struct dlrt_err err;
+
+	if (!sb_pending(c))
+		return;
+	if (dlrt_standby_push(c->sb, c->sb_sent, c->sb_tmo, &c->sb_acked, &err) < 0) {
+		standby_lost(c, err.msg);
+		return;
+	}
+	dlrt_coord_standby_acked(c, c->sb_acked);
+}
+
+/* Asks a worker to start a standby next to it: preferably on another node
+ * than this coordinator's, then array element 1, then not the one asked last. */
+static void promote(struct coord *c)
+{
+	struct wk *best = NULL;
+	int bs = -1;
+
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		struct wk *w = c->workers[i];
+		const char *slash = strchr(w->name, '/');
+		size_t hl = slash ? (size_t)(slash - w->name) : strlen(w->name), nl = strlen(w->name);
+		int sc = 0;
+
+		if (!w->conn)
+			continue;
+		if (strlen(c->host) != hl || strncmp(w->name, c->host, hl))
+			sc += 4;
+		if (nl >= 2 && !strcmp(w->name + nl - 2, "_1"))
+			sc += 2;
+		if (w->id != c->promoted)
+			sc += 1;
+		if (sc > bs) {
+			bs = sc;
+			best = w;
+		}
+	}
+	if (!best) {
+		c->promote_ms = dlrt_now_ms() + 500;
+		return;
+	}
+	dlrt_ip_put_empty(&best->conn->out, DLRT_IP_PROMOTE);
+	dlrt_coord_mark_dirty(c, best->conn);
+	c->promoted = best->id;
+	c->promote_ms = dlrt_now_ms() + 5000; /* another one if none attaches by then */
+	dlrt_coord_log(c, "asked worker %u (%s) to start a standby", best->id, best->name);
+}
+
+int64_t dlrt_coord_ha_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+	int64_t now = dlrt_now_ms();
+
+	(void)loop;
+	if (++c->beats % 10 == 0 && dlrt_coord_fence_check(c))
+		return -1;
+	if (c->sb) {
+		if (now - c->sb_ack_ms > (c->sb_ready ? c->sb_tmo : 10000)) {
+			standby_lost(c, "it stopped answering");
+		} else {
+			dlrt_ip_put_seq(&c->sb->out, DLRT_IP_SYNC, c->st.seq);
+			dlrt_coord_mark_dirty(c, c->sb);
+		}
+	} else if (c->promote_ms && now >= c->promote_ms) {
+		promote(c);
+	}
+	return DLRT_STANDBY_BEAT_MS;
+}
+
+/* The journal cannot take a change: nothing more can be acknowledged, since
+ * a restart would not know it. Going on without the journal would let a
+ * restart replay an older state (job ids handed out twice, answers the
+ * clients were told about missing). So the pool stops, as `pool stop` does,
+ * and every waiter hears that its job failed and why; the journal holds
+ * exactly what was acknowledged, so `pool restart` resumes the running jobs. */
+void dlrt_coord_break(struct coord *c, const char *msg)
+{
+	if (c->broken)
+		return;
+	c->broken = true;
+	snprintf(c->broken_msg, sizeof(c->broken_msg), "%s", msg);
+	dlrt_coord_sb_drain(c); /* the changes before this one were recorded: their replies go out */
+	dlrt_coord_log(c, "%s; the pool stops (running jobs resume from the journal after dlrt-infer pool "
+	      "restart)", msg);
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct jrt *r = &c->jr[ji];
+		struct dlrt_ip_job_info info;
+
+		if (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING)
+			continue;
+		dlrt_coord_fill_job_info(c, ji, &info);
+		info.state = DLRT_IP_JOB_FAILED;
+		snprintf(info.error, sizeof(info.error), "the pool stopped: %s", msg);
+		for (uint32_t i = 0; i < r->nwaiters; i++) {
+			dlrt_ip_put_jobend(dlrt_coord_reply_buf(c, r->waiters[i]), &info);
+			dlrt_coord_mark_dirty(c, r->waiters[i]);
+		}
+		r->nwaiters = 0;
+	}
+	if (c->sb) {
+		dlrt_ip_put_empty(&c->sb->out, DLRT_IP_STOP); /* it must not take over */
+		dlrt_coord_mark_dirty(c, c->sb);
+	}
+	c->stopping = true;
+	dlrt_coord_kick(c);
+}
+
+/* Makes an applied change durable before anyone hears of it: appended to the
+ * journal (journal.h has the fsync policy) and queued for the standby, whose
+ * acknowledgement the replies telling of it wait for (group commit above).
+ * -1 if it is not: the journal failed (the pool stops), or this coordinator
+ * was fenced out meanwhile. */
+static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t kind, uint64_t seq)
+{
+	struct dlrt_err err;
+
+	if (dlrt_journal_append(&c->jn, frame, n, kind != DLRT_CH_TASK_DONE, &err) < 0) {
+		dlrt_coord_break(c, err.msg);
+		return -1;
+	}
+	if (c->jn.reserve_errno && c->jn.reserve_errno != EOPNOTSUPP && !c->reserve_warned) {
+		c->reserve_warned = true; /* once: it is retried on every 64 KiB */
+		dlrt_coord_log(c,
+			       "the journal cannot hold disk space ahead (%s): the pool folder is "
+			       "almost full; free space there before the journal runs out and the pool stops",
+			       strerror(c->jn.reserve_errno));
+	}
+	if (!c->sb)
+		return c->fenced ? -1 : 0;
+	if (dlrt_buf_append(&c->sb->out, frame, n) < 0) {
+		standby_lost(c, "it fell too far behind");
+	} else {
+		/* Written at the end of this loop iteration with the rest of the
+		 * group, or, while a group is on its way, with the next group when
+		 * its SEQACK comes (dlrt_coord_standby_acked): the busier the pool, the larger
+		 * the groups. The replies telling of it wait for its SEQACK. */
+		c->sb_sent = seq;
+		if (!c->sb_ready || c->sb_acked >= c->sb_wrote) {
+			c->sb_wrote = seq;
+			dlrt_coord_mark_dirty(c, c->sb);
+		}
+	}
+	return c->fenced ? -1 : 0;
+}
+
+/* Applies a change to the durable state, keeps its frame in the log and
+ * replicates it; only then may the caller act on it. */
+int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch)
+{
+	struct dlrt_err err;
+	size_t at = c->log.len;
+
+	if (c->fenced || c->broken)
+		return -1;
+	ch->epoch = c->epoch;
+	ch->seq = c->st.seq + 1;
+	ch->wall = dlrt_coord_wall_now();
+	if (dlrt_infer_change_put(&c->log, ch) < 0) {
+		dlrt_coord_log(c, "cannot keep a state change: out of memory");
+		return -1;
+	}
+	if (dlrt_infer_state_apply(&c->st, ch, &err) < 0) {
+		c->log.len = at;
+		dlrt_coord_log(c, "refused a state change: %s", err.msg);
+		return -1;
+	}
+	return replicate(c, dlrt_buf_head(&c->log) + at, c->log.len - at, ch->kind, ch->seq);
+}
+
+/* A standby attaches: it gets the whole log now, and each change from then on. */
+int dlrt_coord_standby_attach(struct coord *c, struct dlrt_conn *conn,
+			      const struct dlrt_ip_hello *h)
+{
+	struct dlrt_ip_welcome wel = { .epoch = c->epoch, .id = 0 };
+
+	if (c->sb) {
+		dlrt_coord_reply_error(conn, "the pool already has a standby");
+		return -1;
+	}
+	((struct peer *)conn->state)->role = DLRT_IP_ROLE_STANDBY;
+	c->sb = conn;
+	c->sb_ready = false;
+	c->sb_ready_seq = c->st.seq;
+	c->sb_acked = 0;
+	c->sb_sent = c->sb_wrote = c->st.seq;
+	c->sb_ack_ms = dlrt_now_ms();
+	c->promote_ms = 0;
+	if (dlrt_ip_put_welcome(&conn->out, &wel) < 0 ||
+	    dlrt_buf_append(&conn->out, dlrt_buf_head(&c->log), c->log.len) < 0 ||
+	    dlrt_ip_put_seq(&conn->out, DLRT_IP_SYNC, c->st.seq) < 0) {
+		c->sb = NULL;
+		c->promote_ms = dlrt_now_ms() + 1000;
+		return -1;
+	}
+	dlrt_coord_log(c, "standby %s attached; it gets the %llu changes so far", h->name,
+		       (unsigned long long)c->st.seq);
+	return 0;
+}
+
+/* SEQACK: the standby holds every change up to seq. */
+int dlrt_coord_on_seqack(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+			 struct dlrt_err *err)
+{
+	uint64_t seq;
+
+	(void)conn;
+	if (dlrt_ip_get_seq(f->payload, f->len, &seq, err) < 0)
+		return -1;
+	dlrt_coord_standby_acked(c, seq);
+	return 0;
+}
