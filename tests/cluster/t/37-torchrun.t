@@ -20,6 +20,17 @@ cp "$HERE/../progs/torchrun/train_elastic.py" "$WORK/train.py"
 field() { # field NAME LINES: the values of NAME=... in RESULT lines, one a line
 	grep -oE "(^| )$1=[^ ]+" <<<"$2" | sed "s/^ *$1=//"
 }
+# "same" when every rank's parameters agree to 1e-5 (relative): gloo's ring
+# allreduce sums the gradients in a different order on each rank, so only the
+# last bits may differ; a rank that trained apart differs in the first digits.
+params_spread() {
+	field params "$1" | /usr/bin/python3 -c '
+import sys
+rows = [[float(v) for v in l.split(",")] for l in sys.stdin if l.strip()]
+ok = len(rows) > 0 and all(len(r) == len(rows[0]) for r in rows) and all(
+    abs(a - b) <= 1e-5 * max(1.0, abs(a)) for r in rows for a, b in zip(r, rows[0]))
+print("same" if ok else "differ: %s" % rows)'
+}
 
 # 1. One agent per node.
 run_srun -N1 -n2 --dl-runtime=torchrun /usr/bin/torchrun "$WORK/train.py"
@@ -40,8 +51,7 @@ out=$(grep '^RESULT ' "$OUT")
 is "$(field rank "$out" | sort -n | tr '\n' ' ')" "0 1 2 3 4 5 " "ranks 0-5 reported"
 is "$(field world "$out" | sort -u)" 6 "world size 3 nodes x 2 workers"
 is "$(field host "$out" | sort | uniq -c | awk '{print $1}' | sort -u)" 2 "two workers on each node"
-is "$(field params_sha256 "$out" | sort -u | wc -l | tr -d ' ')" 1 \
-	"the parameters are bit-identical on all ranks"
+is "$(params_spread "$out")" same "the parameters are the same on all ranks (to 1e-5)"
 like "$(field rdzv "$out" | sort -u | tr '\n' ' ')" "^(127\.0\.0\.1:[0-9]+ )+$" \
 	"every agent's rendezvous endpoint is its node's relay"
 fall=$(awk '/^RESULT/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
@@ -78,6 +88,5 @@ is "$(field host "$out" | sort | tr '\n' ' ')" "n1 n2 " "the run finished on n1 
 	fail_detail "$(tail -30 "$ERR")"
 is "$(field attempt "$out" | sort -u),$(field world "$out" | sort -u)" "1,2" \
 	"after the loss, the second attempt trained in a world of 2"
-is "$(field params_sha256 "$out" | sort -u | wc -l | tr -d ' ')" 1 \
-	"the two survivors' parameters are bit-identical"
+is "$(params_spread "$out")" same "the parameters are the same on n1 and n2 (to 1e-5)"
 done_testing
