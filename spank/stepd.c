@@ -309,10 +309,36 @@ static bool program_takes_exchange(spank_t sp, bool say)
 	return true;
 }
 
+/* The exchange policy of this task, decided once: the dry run, the failure
+ * publication, the checks and the exchange itself all ask, and the answer may
+ * cost a read of the program's ELF file. task_init runs in the task's own
+ * process, so a static is per task; slurmstepd's node-level decision
+ * (start_service) is separate because it runs before the tasks exist. */
+enum exchange_policy {
+	XP_UNDECIDED,
+	XP_NOT_NEEDED, /* neither the runtime nor a node service needs the root's address */
+	XP_RUN,        /* learn it through PMIx before exec */
+	XP_SKIPPED,    /* the program does its own wire-up (MPI, DLRT_EXCHANGE=none) */
+};
+
+static enum exchange_policy task_policy = XP_UNDECIDED;
+
+static enum exchange_policy exchange_policy(spank_t sp, uint32_t rank)
+{
+	if (task_policy != XP_UNDECIDED)
+		return task_policy;
+	if (!needs_exchange())
+		task_policy = XP_NOT_NEEDED;
+	else if (program_takes_exchange(sp, dlrt_plugin.opts.verbose && rank == 0))
+		task_policy = XP_RUN;
+	else
+		task_policy = XP_SKIPPED;
+	return task_policy;
+}
+
 static bool exchange_wanted(spank_t sp, uint32_t rank)
 {
-	return needs_exchange() &&
-	       program_takes_exchange(sp, dlrt_plugin.opts.verbose && rank == 0);
+	return exchange_policy(sp, rank) == XP_RUN;
 }
 
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
