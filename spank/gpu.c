@@ -393,6 +393,11 @@ static void replan(spank_t sp)
 	free(cpus);
 }
 
+bool dlrt_stepd_gpu_planned(void)
+{
+	return g.plan != NULL;
+}
+
 int dlrt_stepd_gpu_task_env(spank_t sp, int local, struct dlrt_env *env, struct dlrt_err *err)
 {
 	struct env_ctx c = { sp, env };

@@ -448,11 +448,14 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 			fprintf(stderr, "dlrt: %s\n", err.msg);
 		fflush(stdout);
 	}
-	/* Each node plans its own GPUs: its first task prints that part, and
-	 * the whole environment of each task of the node. */
+	/* Each node plans its own GPUs: its first task prints that part and,
+	 * with a plan, the whole environment of each task of the node (the
+	 * GPU plan's layer is only known there). Without one the table above
+	 * is the whole environment already. */
 	if (local == 0) {
 		dlrt_stepd_gpu_print(sp, stdout);
-		print_node_env(sp, &mine, stdout);
+		if (dlrt_stepd_gpu_planned())
+			print_node_env(sp, &mine, stdout);
 		fflush(stdout);
 	}
 	_exit(0);
