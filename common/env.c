@@ -20,21 +20,23 @@ void dlrt_env_free(struct dlrt_env *env)
 	dlrt_env_init(env);
 }
 
-static void env_vset(struct dlrt_env *env, bool keep_user, const char *name,
-		     const char *fmt, va_list ap)
+/* Takes `value` (malloc'd). */
+static void env_put(struct dlrt_env *env, enum dlrt_env_layer layer, bool keep_user,
+		    const char *name, char *value)
 {
-	char *value = NULL;
+	char *n;
 	size_t i;
 
-	if (vasprintf(&value, fmt, ap) < 0) {
-		env->failed = true;
-		return;
-	}
 	for (i = 0; i < env->n; i++) {
 		if (!strcmp(env->vars[i].name, name)) {
+			if (env->vars[i].layer < layer) {
+				free(value); /* the lower layer wins */
+				return;
+			}
 			free(env->vars[i].value);
 			env->vars[i].value = value;
 			env->vars[i].keep_user = keep_user;
+			env->vars[i].layer = layer;
 			return;
 		}
 	}
@@ -50,15 +52,56 @@ static void env_vset(struct dlrt_env *env, bool keep_user, const char *name,
 		env->vars = p;
 		env->cap = cap;
 	}
-	env->vars[env->n].name = strdup(name);
-	if (!env->vars[env->n].name) {
+	n = strdup(name);
+	if (!n) {
 		free(value);
 		env->failed = true;
 		return;
 	}
-	env->vars[env->n].value = value;
-	env->vars[env->n].keep_user = keep_user;
-	env->n++;
+	env->vars[env->n++] = (struct dlrt_env_var){ .name = n, .value = value,
+						     .keep_user = keep_user, .layer = layer };
+}
+
+static void env_vset(struct dlrt_env *env, bool keep_user, const char *name,
+		     const char *fmt, va_list ap)
+{
+	char *value = NULL;
+
+	if (vasprintf(&value, fmt, ap) < 0) {
+		env->failed = true;
+		return;
+	}
+	env_put(env, DLRT_ENV_RUNTIME, keep_user, name, value);
+}
+
+void dlrt_env_add(struct dlrt_env *env, enum dlrt_env_layer layer, bool keep_user,
+		  const char *name, const char *value)
+{
+	char *v = strdup(value);
+
+	if (!v) {
+		env->failed = true;
+		return;
+	}
+	env_put(env, layer, keep_user, name, v);
+}
+
+void dlrt_env_resolve(struct dlrt_env *env, dlrt_env_user_fn user, void *ctx)
+{
+	for (size_t i = 0; i < env->n; i++) {
+		struct dlrt_env_var *v = &env->vars[i];
+		char *mine = NULL;
+
+		if (!v->keep_user || v->from_user || user(ctx, v->name, &mine) != 1)
+			continue;
+		v->from_user = true;
+		if (!mine) {
+			v->unread = true;
+			continue;
+		}
+		free(v->value);
+		v->value = mine;
+	}
 }
 
 void dlrt_env_set(struct dlrt_env *env, const char *name, const char *fmt, ...)

@@ -3,7 +3,8 @@
 #include <string.h>
 
 int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_step_info *step,
-		    const struct dlrt_addrs *addrs, struct dlrt_err *err)
+		    const struct dlrt_addrs *addrs, dlrt_env_user_fn user, void *user_ctx,
+		    struct dlrt_err *err)
 {
 	const struct dlrt_layout *l = plan->layout;
 	struct dlrt_companion comp;
@@ -44,9 +45,12 @@ int dlrt_plan_print(FILE *f, const struct dlrt_plan *plan, const struct dlrt_ste
 			dlrt_env_free(&env);
 			return -1;
 		}
+		if (user)
+			dlrt_env_resolve(&env, user, user_ctx);
 		fprintf(f, "      env:");
 		for (size_t i = 0; i < env.n; i++)
-			fprintf(f, " %s=%s", env.vars[i].name, env.vars[i].value);
+			fprintf(f, " %s=%s", env.vars[i].name,
+				env.vars[i].unread ? "(the user's, too long to show)" : env.vars[i].value);
 		fprintf(f, "\n");
 		dlrt_env_free(&env);
 	}

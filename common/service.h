@@ -22,7 +22,8 @@
  *                        (dlrt-relay, common/relay.h) hold it.
  *   [--verbose]          log to stderr
  * Service programs parse it with struct dlrt_service_args (below), so that
- * every service reads, checks and applies it in the same way.
+ * every service reads, checks and applies it in the same way; their main()
+ * is dlrt_service_main() (service_run.h) with their protocol.
  * The plugin's side is pure here (no SPANK symbol, no process handling: that
  * is spank/service.c); the functions from dlrt_service_write_ready on are the
  * service programs' side, shared so that every service ends with its step in
@@ -41,6 +42,16 @@
 #include "svcauth.h"
 
 #define DLRT_SERVICE_MAX_ARGS 32
+
+/* The exit codes of every service program (dlrt_service_main, service_run.h;
+ * their man pages say the same). */
+enum {
+	DLRT_SERVICE_EXIT_OK = 0,     /* the step ended: lifetime fd at EOF, parent gone, a signal */
+	DLRT_SERVICE_EXIT_FAIL = 1,   /* runtime failure: out of memory, the event loop */
+	DLRT_SERVICE_EXIT_USAGE = 2,  /* bad command line */
+	DLRT_SERVICE_EXIT_LISTEN = 3, /* cannot bind or listen */
+	DLRT_SERVICE_EXIT_READY = 4,  /* cannot write the port to --ready-fd */
+};
 
 struct dlrt_service_spec {
 	const char *program; /* file name in <prefix>/libexec/dlrt, e.g. "dlrt-hvd-driver" */

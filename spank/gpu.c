@@ -3,8 +3,9 @@
  * user_init (once per node, before the tasks fork) loads the topology, reads
  * the step's GPUs as Slurm exposes them and plans every local task; the
  * tasks inherit the plan through fork. task_init (in each task, just before
- * exec) sets that task's CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER and NIC
- * variables and, with --dl-cpu-bind=gpu, moves it onto its GPU's cores.
+ * exec) adds that task's CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER and NIC
+ * variables to its environment (the GPU plan's layer, env.h) and, with
+ * --dl-cpu-bind=gpu, moves it onto its GPU's cores.
  *
  * Each task's CPUs: the list of srun --cpu-bind=mask_cpu:/map_cpu: when the
  * user gave one (task/affinity applies exactly that), else the step's cores
@@ -324,8 +325,9 @@ int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err)
 	return 0;
 }
 
-struct setenv_ctx {
+struct env_ctx {
 	spank_t sp;
+	struct dlrt_env *env;
 };
 
 /* Slurm gives every GPU visibility variable of the step the same list as
@@ -335,25 +337,23 @@ struct setenv_ctx {
 static const char *const visibility_vars[] = { "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
 					       "GPU_DEVICE_ORDINAL" };
 
-/* CUDA_* and the visibility variables replace what Slurm set step-wide; NIC
- * variables the user (or the runtime, from --dl-iface or the route to task 0)
- * already set are kept. */
-static int set_one(void *ctx, const char *name, const char *value)
+/* The GPU plan's layer of the task's environment (env.h has the precedence):
+ * CUDA_* and the visibility variables replace what Slurm set step-wide; NIC
+ * variables the user exported or the runtime set (--dl-iface, the route to
+ * task 0) win over the plan's. */
+static int add_one(void *ctx, const char *name, const char *value)
 {
-	struct setenv_ctx *c = ctx;
+	struct env_ctx *c = ctx;
 	char cur[VAL_MAX];
-	int overwrite = !strncmp(name, "CUDA_", 5) || !strcmp(name, "ROCR_VISIBLE_DEVICES") ||
-			!strcmp(name, "HIP_VISIBLE_DEVICES");
-	spank_err_t rc = spank_setenv(c->sp, name, value, overwrite);
+	bool replace = !strncmp(name, "CUDA_", 5) || !strcmp(name, "ROCR_VISIBLE_DEVICES") ||
+		       !strcmp(name, "HIP_VISIBLE_DEVICES");
 
-	if (rc != ESPANK_SUCCESS && !(!overwrite && rc == ESPANK_ENV_EXISTS))
-		return -1;
+	dlrt_env_add(c->env, DLRT_ENV_GPU, !replace, name, value);
 	if (strcmp(name, "CUDA_VISIBLE_DEVICES") != 0)
 		return 0;
 	for (size_t i = 0; i < sizeof(visibility_vars) / sizeof(visibility_vars[0]); i++)
-		if (getenv_step(c->sp, visibility_vars[i], cur, sizeof(cur)) == 0 &&
-		    spank_setenv(c->sp, visibility_vars[i], value, 1) != ESPANK_SUCCESS)
-			return -1;
+		if (getenv_step(c->sp, visibility_vars[i], cur, sizeof(cur)) == 0)
+			dlrt_env_add(c->env, DLRT_ENV_GPU, false, visibility_vars[i], value);
 	return 0;
 }
 
@@ -385,23 +385,39 @@ static void replan(spank_t sp)
 		g.plan = p;
 		g.cpus_from = "Slurm's task binding";
 	}
+	/* Once per list: the dry run asks for every task of the node. */
+	snprintf(g.bind_type, sizeof(g.bind_type), "%s", type);
+	snprintf(g.bind_list, sizeof(g.bind_list), "%s", list);
 	for (int i = 0; cpus && i < n; i++)
 		hwloc_bitmap_free(cpus[i]);
 	free(cpus);
 }
 
+bool dlrt_stepd_gpu_planned(void)
+{
+	return g.plan != NULL;
+}
+
+int dlrt_stepd_gpu_task_env(spank_t sp, int local, struct dlrt_env *env, struct dlrt_err *err)
+{
+	struct env_ctx c = { sp, env };
+
+	if (!g.plan)
+		return 0;
+	replan(sp);
+	if (dlrt_gpuplan_env(g.plan, g.topo, local, add_one, &c, err) < 0)
+		return -1;
+	return dlrt_env_check(env, err);
+}
+
 int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
 {
-	struct setenv_ctx c = { sp };
-
 	if (g.skipped[0] && local == 0 && dlrt_plugin.opts.verbose)
 		fprintf(stderr, "dlrt: %s: GPU binding skipped, Slurm's CUDA_VISIBLE_DEVICES "
 			"stays: %s\n", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id], g.skipped);
 	if (!g.plan)
 		return 0;
 	replan(sp);
-	if (dlrt_gpuplan_env(g.plan, g.topo, local, set_one, &c, err) < 0)
-		return -1;
 	if (dlrt_plugin.opts.cpu_bind_gpu && dlrt_gpuplan_bind_self(g.plan, local, err) < 0)
 		return -1;
 	if (dlrt_plugin.opts.verbose && local < g.plan->ntasks) {
@@ -441,7 +457,9 @@ void dlrt_stepd_gpu_print(spank_t sp, FILE *f)
 	fprintf(f, "%sGPU plan (topology %s, task CPUs from %s%s)\n", prefix,
 		g.topo_path[0] ? g.topo_path : "of this node", g.cpus_from,
 		dlrt_plugin.opts.cpu_bind_gpu ? ", --dl-cpu-bind=gpu" : "");
-	dlrt_gpuplan_print(f, prefix, g.plan, g.topo, &g.alloc, g.ranks, 1);
+	/* Without the plan's own variables: the dry run prints each task's whole
+	 * environment after this, the plan's variables as they win or lose. */
+	dlrt_gpuplan_print(f, prefix, g.plan, g.topo, &g.alloc, g.ranks, 0);
 }
 
 void dlrt_stepd_gpu_free(void)

@@ -88,6 +88,11 @@ void dlrt_stepd_exit(void);
 
 /* gpu.c: slurmstepd GPU/NIC binding (--dl-gpu-bind, --dl-cpu-bind, --dl-topology) */
 int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err);
+/* The GPU plan's variables of local task `local`, added to env (env.h). */
+int dlrt_stepd_gpu_task_env(spank_t sp, int local, struct dlrt_env *env, struct dlrt_err *err);
+/* Whether this node has a GPU plan (its variables are in the tasks' env). */
+bool dlrt_stepd_gpu_planned(void);
+/* --dl-cpu-bind=gpu and --dl-verbose's lines, in the task. */
 int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err);
 int dlrt_stepd_gpu_count(int local);
 void dlrt_stepd_gpu_print(spank_t sp, FILE *f);

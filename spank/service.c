@@ -195,8 +195,9 @@ static const char *exit_reason(int status, char *buf, size_t len)
 		return buf;
 	}
 	switch (WEXITSTATUS(status)) {
-	case 2: return "exit 2: bad arguments";
-	case 3: return "exit 3: cannot listen on the node's address";
+	case DLRT_SERVICE_EXIT_USAGE: return "exit 2: bad arguments";
+	case DLRT_SERVICE_EXIT_LISTEN: return "exit 3: cannot listen on the node's address";
+	case DLRT_SERVICE_EXIT_READY: return "exit 4: cannot write its port to --ready-fd";
 	case 120: return "could not switch to the job user";
 	case 121: return "could not tie its life to slurmstepd";
 	case 122: return "could not set up its descriptors";

@@ -334,10 +334,114 @@ static bool program_takes_exchange(spank_t sp, bool say)
 	return true;
 }
 
+/* The exchange policy of this task, decided once: the dry run, the failure
+ * publication, the checks and the exchange itself all ask, and the answer may
+ * cost a read of the program's ELF file. task_init runs in the task's own
+ * process, so a static is per task; slurmstepd's node-level decision
+ * (start_service) is separate because it runs before the tasks exist. */
+enum exchange_policy {
+	XP_UNDECIDED,
+	XP_NOT_NEEDED, /* neither the runtime nor a node service needs the root's address */
+	XP_RUN,        /* learn it through PMIx before exec */
+	XP_SKIPPED,    /* the program does its own wire-up (MPI, DLRT_EXCHANGE=none) */
+};
+
+static enum exchange_policy task_policy = XP_UNDECIDED;
+
+static enum exchange_policy exchange_policy(spank_t sp, uint32_t rank)
+{
+	if (task_policy != XP_UNDECIDED)
+		return task_policy;
+	if (!needs_exchange())
+		task_policy = XP_NOT_NEEDED;
+	else if (program_takes_exchange(sp, dlrt_plugin.opts.verbose && rank == 0))
+		task_policy = XP_RUN;
+	else
+		task_policy = XP_SKIPPED;
+	return task_policy;
+}
+
 static bool exchange_wanted(spank_t sp, uint32_t rank)
 {
-	return needs_exchange() &&
-	       program_takes_exchange(sp, dlrt_plugin.opts.verbose && rank == 0);
+	return exchange_policy(sp, rank) == XP_RUN;
+}
+
+/* What the user exported into the step (the task's environment before dlrt),
+ * for dlrt_env_resolve: read whole, up to 1 MiB. */
+static int user_value(void *ctx, const char *name, char **value)
+{
+	spank_t sp = ctx;
+	size_t len = 256;
+
+	*value = NULL;
+	for (;;) {
+		char *buf = malloc(len);
+		spank_err_t e;
+
+		if (!buf)
+			return 1; /* exists or not, the task keeps what it has */
+		e = spank_getenv(sp, name, buf, (int)len);
+		if (e == ESPANK_SUCCESS) {
+			*value = buf;
+			return 1;
+		}
+		free(buf);
+		if (e != ESPANK_NOSPACE)
+			return 0;
+		if (len >= (1u << 20))
+			return 1;
+		len *= 4;
+	}
+}
+
+/* The one environment of task `rank` (local task `local` of this node), in
+ * env.h's precedence: the runtime's layer (DLRT_*, the contract, --dl-iface),
+ * the GPU plan's, then what the user exported wins where dlrt only suggests.
+ * The real task and the dry run both take it from here. */
+static int task_env(spank_t sp, uint32_t rank, int local, const struct dlrt_addrs *addrs,
+		    struct dlrt_env *env, struct dlrt_err *err)
+{
+	dlrt_env_init(env);
+	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, addrs, env, err) < 0 ||
+	    dlrt_stepd_gpu_task_env(sp, local, env, err) < 0)
+		return -1;
+	dlrt_env_resolve(env, user_value, sp);
+	return dlrt_env_check(env, err);
+}
+
+/* The dry run's part of a node's first task: each local task's environment,
+ * exactly as task_init would set it. Tasks learn the service through their
+ * own node's relay. */
+static void print_node_env(spank_t sp, const struct dlrt_addrs *mine, FILE *f)
+{
+	const struct dlrt_layout *l = &dlrt_plugin.layout;
+	const char *node = l->nodes.names[dlrt_plugin.node_id];
+	struct dlrt_addrs a = *mine;
+	struct dlrt_env env;
+	struct dlrt_err err;
+
+	if (a.valid && dlrt_plugin.relay.pid > 0) {
+		snprintf(a.root_ip, sizeof(a.root_ip), "127.0.0.1");
+		a.root_port = dlrt_plugin.relay.port;
+	}
+	fprintf(f, "%s: environment of each task as it starts (the user's exported values "
+		"kept, then --dl-iface's, then the GPU plan's)\n", node);
+	for (uint32_t r = 0; r < l->ntasks; r++) {
+		if (l->task_node[r] != dlrt_plugin.node_id)
+			continue;
+		if (task_env(sp, r, (int)l->task_local[r], &a, &env, &err) < 0) {
+			fprintf(f, "%s: task %u: %s\n", node, r, err.msg);
+			dlrt_env_free(&env);
+			continue;
+		}
+		fprintf(f, "%s: task %u env:", node, r);
+		for (size_t i = 0; i < env.n; i++)
+			fprintf(f, " %s=%s", env.vars[i].name,
+				env.vars[i].unread ? "(the user's, too long to show)" :
+				env.vars[i].value);
+		fprintf(f, "\n");
+		dlrt_env_free(&env);
+	}
 }
 
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
@@ -346,7 +450,7 @@ static bool exchange_wanted(spank_t sp, uint32_t rank)
  * runs as for real, so the table shows the real addresses. */
 static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exchange_req *req)
 {
-	struct dlrt_addrs mine, *all = NULL;
+	struct dlrt_addrs mine = { .valid = false }, *all = NULL;
 	struct dlrt_err err;
 
 	if (exchange_wanted(sp, rank) && dlrt_exchange_possible(sp)) {
@@ -364,13 +468,19 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 		all[t].root_port = dlrt_plugin.relay.port;
 	}
 	if (rank == 0) {
-		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all, &err) < 0)
+		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all,
+				    user_value, sp, &err) < 0)
 			fprintf(stderr, "dlrt: %s\n", err.msg);
 		fflush(stdout);
 	}
-	/* Each node plans its own GPUs: its first task prints that part. */
+	/* Each node plans its own GPUs: its first task prints that part and,
+	 * with a plan, the whole environment of each task of the node (the
+	 * GPU plan's layer is only known there). Without one the table above
+	 * is the whole environment already. */
 	if (local == 0) {
 		dlrt_stepd_gpu_print(sp, stdout);
+		if (dlrt_stepd_gpu_planned())
+			print_node_env(sp, &mine, stdout);
 		fflush(stdout);
 	}
 	_exit(0);
@@ -546,13 +656,13 @@ int dlrt_stepd_task_init(spank_t sp)
 	}
 	free((void *)req.local_tasks);
 
-	dlrt_env_init(&env);
-	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, &addrs, &env, &err) < 0)
+	if (task_env(sp, rank, local, &addrs, &env, &err) < 0)
 		task_fail(local, err.msg);
 	for (size_t i = 0; i < env.n; i++) {
-		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value,
-				 !env.vars[i].keep_user) != ESPANK_SUCCESS &&
-		    !env.vars[i].keep_user) {
+		/* The user's own value is there already. */
+		if (env.vars[i].from_user)
+			continue;
+		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value, 1) != ESPANK_SUCCESS) {
 			dlrt_err_set(&err, "cannot set %s in the task environment", env.vars[i].name);
 			task_fail(local, err.msg);
 		}

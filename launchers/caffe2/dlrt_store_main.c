@@ -21,6 +21,7 @@
 #include "kvstore.h"
 #include "store_session.h"
 #include "service.h"
+#include "service_run.h"
 #include "svcauth.h"
 #include "tcpserver.h"
 
@@ -39,14 +40,11 @@ struct sconn {
 struct app {
 	struct dlrt_evloop *loop;
 	struct dlrt_kv *kv;
-	struct dlrt_tcpserver *srv;
 	struct sconn *conns;
 	size_t max_value, max_args, max_memory, reply_pause;
 	int64_t stall_ms;    /* a client silent this long in the middle of a request */
 	int64_t max_idle_ms; /* a client silent this long between requests (0 = never) */
-	struct dlrt_service_watch watch;
 	bool verbose;
-	const char *stop_reason;
 };
 
 static void usage(FILE *f)
@@ -74,20 +72,12 @@ static void usage(FILE *f)
 		"  --secret-fd FD       read the step secret (32 bytes) from FD: every client must\n"
 		"                       prove it first (dlrt-relay does)\n"
 		"  --verbose            log connections and every command with its latency to stderr\n"
-		"  --help               this text\n",
+		"  --help               this text\n"
+		"\n"
+		"exit status: 0 the step ended (lifetime fd EOF, parent gone, SIGTERM/SIGINT/SIGHUP);\n"
+		"1 runtime failure; 2 bad arguments; 3 cannot listen; 4 cannot write --ready-fd\n",
 		DLRT_RESP_DEFAULT_MAX_BULK, DLRT_RESP_DEFAULT_MAX_ARGS,
 		DLRT_KV_DEFAULT_MAX_MEMORY, DEFAULT_REPLY_PAUSE);
-}
-
-static int parse_u64(const char *opt, const char *s, uint64_t max, uint64_t *out)
-{
-	struct dlrt_err err;
-
-	if (dlrt_service_parse_u64(opt, s, 0, max, out, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- logging (the library never prints; this program does) ------------- */
@@ -212,9 +202,118 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 
 static const struct dlrt_proto store_proto = { on_data, on_open, on_close };
 
+enum { O_MAXVAL = 256, O_MAXARGS, O_IDLE, O_MAXIDLE, O_MAXMEM, O_PAUSE };
+
+/* A number from `min` up to `max` for option `opt`; below min, the fix says
+ * how much at least (`unit`). */
+static int option_at_least(const char *opt, const char *arg, uint64_t min, uint64_t max,
+			   const char *unit, uint64_t *out, struct dlrt_err *err)
+{
+	if (dlrt_service_parse_u64(opt, arg, 0, max, out, err) < 0)
+		return -1;
+	if (*out < min)
+		return dlrt_err_set(err, "%s %s is too small: use at least %s", opt, arg, unit);
+	return 0;
+}
+
+static int store_option(void *ctx, int opt, const char *arg, struct dlrt_err *err)
+{
+	struct app *app = ctx;
+	uint64_t v;
+
+	switch (opt) {
+	case O_MAXVAL:
+		if (option_at_least("--max-value", arg, 512, (uint64_t)1 << 32, "512 bytes", &v,
+				    err) < 0)
+			return -1;
+		app->max_value = v;
+		return 0;
+	case O_MAXARGS:
+		if (option_at_least("--max-args", arg, 3, 1u << 30, "3", &v, err) < 0)
+			return -1;
+		app->max_args = v;
+		return 0;
+	case O_MAXMEM:
+		if (option_at_least("--max-memory", arg, 1024 * 1024, (uint64_t)1 << 40,
+				    "1048576 bytes (1 MiB)", &v, err) < 0)
+			return -1;
+		app->max_memory = v;
+		return 0;
+	case O_PAUSE:
+		if (option_at_least("--reply-pause", arg, 4096, (uint64_t)1 << 32, "4096 bytes",
+				    &v, err) < 0)
+			return -1;
+		app->reply_pause = v;
+		return 0;
+	case O_IDLE:
+		if (dlrt_service_parse_u64("--idle-timeout-ms", arg, 0, INT32_MAX, &v, err) < 0)
+			return -1;
+		app->stall_ms = (int64_t)v;
+		return 0;
+	case O_MAXIDLE:
+		if (dlrt_service_parse_u64("--max-idle-ms", arg, 0, INT32_MAX, &v, err) < 0)
+			return -1;
+		app->max_idle_ms = (int64_t)v;
+		return 0;
+	default:
+		return dlrt_err_set(err, "unknown option: see " PROG " --help");
+	}
+}
+
+static int store_init(void *ctx, struct dlrt_evloop *loop, const struct dlrt_service_args *args,
+		      struct dlrt_tcpserver_cfg *cfg, const struct dlrt_proto **proto,
+		      struct dlrt_err *err)
+{
+	struct app *app = ctx;
+
+	app->loop = loop;
+	app->verbose = args->verbose;
+	app->kv = dlrt_kv_create(app->max_value);
+	if (!app->kv)
+		return dlrt_err_set(err, "cannot set up the event loop: out of memory or file "
+				    "descriptors");
+	dlrt_kv_set_max_memory(app->kv, app->max_memory);
+	/* One request may hold a few values of --max-value; replies likewise
+	 * (MGET). Beyond that a client is closed, as Redis's buffer limits do.
+	 * A client that does not read its replies is not read from once
+	 * --reply-pause bytes of them wait (its pipeline waits in its socket). */
+	cfg->max_request = 2 * app->max_value + 1024 * 1024;
+	cfg->max_reply = 4 * app->max_value + 16 * 1024 * 1024;
+	cfg->out_pause = app->reply_pause;
+	cfg->idle_timeout_ms = 0; /* our own sweep knows requests from silence */
+	cfg->max_conns = 4096;
+	dlrt_evloop_add_timer(loop, 100, sweep, app);
+	*proto = &store_proto;
+	return 0;
+}
+
+static void store_listening(void *ctx, struct dlrt_tcpserver *srv,
+			    const struct dlrt_tcpserver_cfg *cfg)
+{
+	struct app *app = ctx;
+
+	fprintf(stderr, PROG ": listening on %s:%u; at most %u connections (descriptor "
+		"limit %lu), %zu bytes of keys and values\n", cfg->bind_addr,
+		dlrt_tcpserver_port(srv), dlrt_tcpserver_max_conns(srv),
+		dlrt_tcpserver_nofile(srv), app->max_memory);
+}
+
+static void store_stopped(void *ctx, const char *why)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": exiting: %s\n", why);
+}
+
+static void store_teardown(void *ctx)
+{
+	struct app *app = ctx;
+
+	dlrt_kv_destroy(app->kv);
+	app->kv = NULL;
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_MAXVAL = 256, O_MAXARGS, O_IDLE, O_MAXIDLE, O_HELP, O_MAXMEM, O_PAUSE };
 	static const struct option opts[] = {
 		{ "max-value", required_argument, NULL, O_MAXVAL },
 		{ "max-args", required_argument, NULL, O_MAXARGS },
@@ -222,10 +321,20 @@ int main(int argc, char **argv)
 		{ "reply-pause", required_argument, NULL, O_PAUSE },
 		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
 		{ "max-idle-ms", required_argument, NULL, O_MAXIDLE },
-		DLRT_SERVICE_OPTIONS,
-		DLRT_SERVICE_OPTION_ALLOW_ANY,
-		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
+	};
+	static const struct dlrt_service_protocol proto = {
+		.prog = PROG,
+		.what = "the store",
+		.bind = "127.0.0.1",
+		.allow_any = true,
+		.options = opts,
+		.usage = usage,
+		.option = store_option,
+		.init = store_init,
+		.listening = store_listening,
+		.stopped = store_stopped,
+		.teardown = store_teardown,
 	};
 	struct app app = {
 		.max_value = DLRT_RESP_DEFAULT_MAX_BULK,
@@ -233,143 +342,7 @@ int main(int argc, char **argv)
 		.max_memory = DLRT_KV_DEFAULT_MAX_MEMORY,
 		.reply_pause = DEFAULT_REPLY_PAUSE,
 		.stall_ms = 60000,
-		.watch = DLRT_SERVICE_WATCH_NONE,
 	};
-	struct dlrt_tcpserver_cfg cfg = { 0 };
-	struct dlrt_service_args args;
-	int sfd = -1, rc = 1, o;
-	struct dlrt_err err = { { 0 } };
-	uint64_t v;
 
-	dlrt_service_args_init(&args, "127.0.0.1");
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (dlrt_service_args_option(&args, o, optarg, &err)) {
-		case 1:
-			continue;
-		case -1:
-			fprintf(stderr, PROG ": %s\n", err.msg);
-			return 2;
-		}
-		switch (o) {
-		case O_MAXVAL:
-			if (parse_u64("--max-value", optarg, (uint64_t)1 << 32, &v) < 0)
-				return 2;
-			if (v < 512) {
-				fprintf(stderr, PROG ": --max-value %s is too small: use at least 512 bytes\n", optarg);
-				return 2;
-			}
-			app.max_value = v;
-			break;
-		case O_MAXARGS:
-			if (parse_u64("--max-args", optarg, 1u << 30, &v) < 0)
-				return 2;
-			if (v < 3) {
-				fprintf(stderr, PROG ": --max-args %s is too small: use at least 3\n", optarg);
-				return 2;
-			}
-			app.max_args = v;
-			break;
-		case O_MAXMEM:
-			if (parse_u64("--max-memory", optarg, (uint64_t)1 << 40, &v) < 0)
-				return 2;
-			if (v < 1024 * 1024) {
-				fprintf(stderr, PROG ": --max-memory %s is too small: use at least 1048576 bytes (1 MiB)\n", optarg);
-				return 2;
-			}
-			app.max_memory = v;
-			break;
-		case O_PAUSE:
-			if (parse_u64("--reply-pause", optarg, (uint64_t)1 << 32, &v) < 0)
-				return 2;
-			if (v < 4096) {
-				fprintf(stderr, PROG ": --reply-pause %s is too small: use at least 4096 bytes\n", optarg);
-				return 2;
-			}
-			app.reply_pause = v;
-			break;
-		case O_IDLE:
-			if (parse_u64("--idle-timeout-ms", optarg, INT32_MAX, &v) < 0)
-				return 2;
-			app.stall_ms = (int64_t)v;
-			break;
-		case O_MAXIDLE:
-			if (parse_u64("--max-idle-ms", optarg, INT32_MAX, &v) < 0)
-				return 2;
-			app.max_idle_ms = (int64_t)v;
-			break;
-		case O_HELP:
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s': see " PROG " --help\n", argv[optind]);
-		return 2;
-	}
-	if (dlrt_service_args_check(&args, "the store", &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		dlrt_service_args_free(&args);
-		return 2;
-	}
-	app.verbose = args.verbose;
-
-	signal(SIGPIPE, SIG_IGN);
-	app.loop = dlrt_evloop_create();
-	app.kv = dlrt_kv_create(app.max_value);
-	if (!app.loop || !app.kv ||
-	    (sfd = dlrt_service_stop_on_signals(app.loop, &app.stop_reason)) < 0) {
-		fprintf(stderr, PROG ": cannot set up the event loop: out of memory or file descriptors\n");
-		goto out;
-	}
-	dlrt_kv_set_max_memory(app.kv, app.max_memory);
-
-	/* One request may hold a few values of --max-value; replies likewise
-	 * (MGET). Beyond that a client is closed, as Redis's buffer limits do.
-	 * A client that does not read its replies is not read from once
-	 * --reply-pause bytes of them wait (its pipeline waits in its socket). */
-	cfg.max_request = 2 * app.max_value + 1024 * 1024;
-	cfg.max_reply = 4 * app.max_value + 16 * 1024 * 1024;
-	cfg.out_pause = app.reply_pause;
-	cfg.idle_timeout_ms = 0; /* our own sweep knows requests from silence */
-	cfg.max_conns = 4096;
-	dlrt_service_args_server(&args, &cfg);
-	if (dlrt_tcpserver_start(&app.srv, app.loop, &cfg, &store_proto, &app, &err) < 0) {
-		fprintf(stderr, PROG ": %s: pass --bind an address of this node and a free --port "
-			"(0 picks one)\n", err.msg);
-		goto out;
-	}
-	dlrt_evloop_add_timer(app.loop, 100, sweep, &app);
-	if (dlrt_service_args_watch(&args, &app.watch, app.loop, &app.stop_reason, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		goto out;
-	}
-	if (app.verbose)
-		fprintf(stderr, PROG ": listening on %s:%u; at most %u connections (descriptor "
-			"limit %lu), %zu bytes of keys and values\n", cfg.bind_addr,
-			dlrt_tcpserver_port(app.srv), dlrt_tcpserver_max_conns(app.srv),
-			dlrt_tcpserver_nofile(app.srv), app.max_memory);
-	if (dlrt_service_args_ready(&args, dlrt_tcpserver_port(app.srv), "the store", &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		goto out;
-	}
-	if (dlrt_evloop_run(app.loop) < 0) {
-		fprintf(stderr, PROG ": the event loop failed: %s\n", strerror(errno));
-		goto out;
-	}
-	if (app.verbose)
-		fprintf(stderr, PROG ": exiting: %s\n",
-			app.stop_reason ? app.stop_reason : "stopped");
-	rc = 0;
-out:
-	dlrt_tcpserver_stop(app.srv);
-	dlrt_kv_destroy(app.kv);
-	dlrt_evloop_destroy(app.loop);
-	dlrt_service_watch_end(&app.watch);
-	if (sfd >= 0)
-		close(sfd);
-	dlrt_service_args_free(&args);
-	return rc;
+	return dlrt_service_main(argc, argv, &proto, &app);
 }

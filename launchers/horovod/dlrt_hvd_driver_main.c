@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,24 +26,22 @@
 #include "hvd_plan.h"
 #include "rendezvous.h"
 #include "service.h"
+#include "service_run.h"
 #include "svcauth.h"
 #include "tcpserver.h"
 
 #define PROG "dlrt-hvd-driver"
 
-enum {
-	EXIT_USAGE = 2,  /* bad command line */
-	EXIT_LISTEN = 3, /* cannot bind or listen */
-	EXIT_READY = 4,  /* cannot report readiness on --ready-fd */
-};
-
 struct driver {
 	struct dlrt_evloop *loop;
 	struct dlrt_hvd_store *store;
 	struct dlrt_http_limits lim;
-	struct dlrt_service_watch watch;
+	struct dlrt_hvd_plan plan;
+	bool have_plan;
+	unsigned long long max_store;
+	unsigned max_conns;
+	int64_t idle_ms;
 	bool verbose;
-	const char *why_stop;
 	unsigned long requests;
 };
 
@@ -78,16 +75,17 @@ static void usage(FILE *f)
 "  --verbose            one line per request on stderr, with timing\n"
 "  --help               this text\n"
 "\n"
-"exit status: 0 the step ended (lifetime fd EOF, parent gone, SIGTERM/SIGINT);\n"
+"exit status: 0 the step ended (lifetime fd EOF, parent gone, SIGTERM/SIGINT/SIGHUP);\n"
 "1 runtime failure; 2 bad arguments; 3 cannot listen; 4 cannot write --ready-fd\n");
 }
 
-static int usage_error(const char *fmt, const char *arg)
+static int __attribute__((format(printf, 2, 0))) usage_error(struct dlrt_err *err,
+							       const char *fmt, const char *arg)
 {
-	fprintf(stderr, PROG ": ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, " (see " PROG " --help)\n");
-	return EXIT_USAGE;
+	char what[DLRT_ERR_MAX];
+
+	snprintf(what, sizeof(what), fmt, arg);
+	return dlrt_err_set(err, "%s (see " PROG " --help)", what);
 }
 
 static int parse_num(const char *s, unsigned long long max, unsigned long long *out)
@@ -191,200 +189,138 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 	return DLRT_PROTO_CLOSE;
 }
 
-/* Forked from slurmstepd, the driver would otherwise keep the step's own
- * descriptors (task stdio pipes, slurmd sockets) open for its whole life. */
-static void close_other_fds(int keep1, int keep2)
+enum { O_HOSTS = 256, O_MAXBODY, O_MAXSTORE, O_MAXCONNS, O_IDLE };
+
+static int driver_option(void *ctx, int opt, const char *arg, struct dlrt_err *err)
 {
-	int lo = 3;
+	struct driver *d = ctx;
+	unsigned long long v;
 
-	for (;;) {
-		int hi = INT_MAX;
+	switch (opt) {
+	case O_HOSTS:
+		/* The last --hosts counts, as for every other option. */
+		if (d->have_plan)
+			dlrt_hvd_plan_free(&d->plan);
+		d->have_plan = false;
+		if (dlrt_hvd_plan_parse(&d->plan, arg, err) < 0) {
+			struct dlrt_err why = *err;
 
-		if (keep1 >= lo && keep1 < hi)
-			hi = keep1;
-		if (keep2 >= lo && keep2 < hi)
-			hi = keep2;
-		if (hi > lo && close_range((unsigned)lo, (unsigned)hi - 1, 0) < 0)
-			for (int fd = lo; fd < hi && fd < 65536; fd++)
-				close(fd);
-		if (hi == INT_MAX)
-			return;
-		lo = hi + 1;
+			return dlrt_err_set(err, "--hosts: %s", why.msg);
+		}
+		d->have_plan = true;
+		return 0;
+	case O_MAXBODY:
+		if (parse_num(arg, 1ull << 32, &v))
+			return usage_error(err, "--max-body '%s' is not a byte count up to 4 GiB", arg);
+		d->lim.max_body = (size_t)v;
+		return 0;
+	case O_MAXSTORE:
+		if (parse_num(arg, ULLONG_MAX, &v))
+			return usage_error(err, "--max-store '%s' is not a byte count", arg);
+		d->max_store = v;
+		return 0;
+	case O_MAXCONNS:
+		if (parse_num(arg, 1u << 20, &v) || v == 0)
+			return usage_error(err, "--max-conns '%s' is not a count from 1 to 1048576", arg);
+		d->max_conns = (unsigned)v;
+		return 0;
+	case O_IDLE:
+		if (parse_num(arg, 86400000, &v))
+			return usage_error(err, "--idle-timeout-ms '%s' is not a number of milliseconds", arg);
+		d->idle_ms = (int64_t)v;
+		return 0;
+	default:
+		return dlrt_err_set(err, "unknown option: see " PROG " --help");
 	}
 }
 
-/* slurm_spank_user_init runs with only the effective ids switched to the
- * user: a child that kept real uid 0 could switch back. Make the switch
- * permanent before reading a byte from the network. */
-static int drop_privileges(void)
-{
-	gid_t g = getegid();
-	uid_t u = geteuid();
+static const struct dlrt_proto driver_proto = {
+	.on_data = on_data, .on_open = on_open, .on_close = on_close,
+};
 
-	if (getgid() != g && setresgid(g, g, g) < 0)
+static int driver_init(void *ctx, struct dlrt_evloop *loop, const struct dlrt_service_args *args,
+		       struct dlrt_tcpserver_cfg *cfg, const struct dlrt_proto **proto,
+		       struct dlrt_err *err)
+{
+	struct driver *d = ctx;
+
+	d->loop = loop;
+	d->verbose = args->verbose;
+	if (dlrt_hvd_store_create(&d->store, d->have_plan ? &d->plan : NULL, (size_t)d->max_store,
+				  err) < 0)
 		return -1;
-	if (getuid() != u && setresuid(u, u, u) < 0)
-		return -1;
+	cfg->max_request = d->lim.max_head + d->lim.max_body + 4096;
+	cfg->max_reply = d->lim.max_body + 512;
+	cfg->max_conns = d->max_conns;
+	cfg->idle_timeout_ms = d->idle_ms;
+	*proto = &driver_proto;
 	return 0;
 }
 
-static void raise_nofile(void)
+static void driver_listening(void *ctx, struct dlrt_tcpserver *srv,
+			     const struct dlrt_tcpserver_cfg *cfg)
 {
-	struct rlimit rl;
+	struct driver *d = ctx;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	fprintf(stderr, PROG ": listening on %s:%u, %zu ranks on %zu hosts, %zu allowed peers besides loopback\n",
+		cfg->bind_addr, dlrt_tcpserver_port(srv), d->plan.nslots, d->plan.nhosts,
+		cfg->nallow - 1);
+	fprintf(stderr, PROG ": at most %u connections (descriptor limit %lu)\n",
+		dlrt_tcpserver_max_conns(srv), dlrt_tcpserver_nofile(srv));
+}
+
+static void driver_stopped(void *ctx, const char *why)
+{
+	struct driver *d = ctx;
+
+	fprintf(stderr, PROG ": exiting (%s) after %lu requests\n", why, d->requests);
+}
+
+static void driver_teardown(void *ctx)
+{
+	struct driver *d = ctx;
+
+	dlrt_hvd_store_destroy(d->store);
+	d->store = NULL;
+	if (d->have_plan)
+		dlrt_hvd_plan_free(&d->plan);
+	d->have_plan = false;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "hosts", required_argument, NULL, 'H' },
-		{ "max-body", required_argument, NULL, 'B' },
-		{ "max-store", required_argument, NULL, 'S' },
-		{ "max-conns", required_argument, NULL, 'C' },
-		{ "idle-timeout-ms", required_argument, NULL, 'i' },
-		DLRT_SERVICE_OPTIONS,
-		{ "help", no_argument, NULL, 'h' },
+		{ "hosts", required_argument, NULL, O_HOSTS },
+		{ "max-body", required_argument, NULL, O_MAXBODY },
+		{ "max-store", required_argument, NULL, O_MAXSTORE },
+		{ "max-conns", required_argument, NULL, O_MAXCONNS },
+		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct driver d = { .watch = DLRT_SERVICE_WATCH_NONE };
-	struct dlrt_tcpserver_cfg cfg = {
-		.idle_timeout_ms = 3000,
-		.max_conns = 1024,
+	static const struct dlrt_service_protocol proto = {
+		.prog = PROG,
+		.what = "the driver",
+		.bind = "0.0.0.0",
+		/* Without --lifetime-fd or --parent-pid, die with the process that started us. */
+		.watch_parent = true,
+		.options = opts,
+		.usage = usage,
+		.option = driver_option,
+		.init = driver_init,
+		.listening = driver_listening,
+		.stopped = driver_stopped,
+		.teardown = driver_teardown,
 	};
-	struct dlrt_proto proto = { .on_data = on_data, .on_open = on_open, .on_close = on_close };
-	struct dlrt_hvd_plan plan = { 0 };
-	struct dlrt_tcpserver *srv = NULL;
-	struct dlrt_err err = { { 0 } };
-	unsigned long long v, max_store = 512ull << 20;
-	struct dlrt_service_args args;
-	const char *hosts = NULL;
-	int sfd = -1, rv = 1, c;
-	bool have_plan = false;
+	struct driver d = {
+		.lim = {
+			.max_head = DLRT_HTTP_DEFAULT_MAX_HEAD,
+			.max_headers = DLRT_HTTP_DEFAULT_MAX_HEADERS,
+			.max_body = 16u << 20,
+		},
+		.max_store = 512ull << 20,
+		.max_conns = 1024,
+		.idle_ms = 3000,
+	};
 
-	d.lim.max_head = DLRT_HTTP_DEFAULT_MAX_HEAD;
-	d.lim.max_headers = DLRT_HTTP_DEFAULT_MAX_HEADERS;
-	d.lim.max_body = 16u << 20;
-	dlrt_service_args_init(&args, "0.0.0.0");
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (dlrt_service_args_option(&args, c, optarg, &err)) {
-		case 1:
-			continue;
-		case -1:
-			fprintf(stderr, PROG ": %s\n", err.msg);
-			return EXIT_USAGE;
-		}
-		switch (c) {
-		case 'H':
-			hosts = optarg;
-			break;
-		case 'B':
-			if (parse_num(optarg, 1ull << 32, &v))
-				return usage_error("--max-body '%s' is not a byte count up to 4 GiB", optarg);
-			d.lim.max_body = (size_t)v;
-			break;
-		case 'S':
-			if (parse_num(optarg, ULLONG_MAX, &v))
-				return usage_error("--max-store '%s' is not a byte count", optarg);
-			max_store = v;
-			break;
-		case 'C':
-			if (parse_num(optarg, 1u << 20, &v) || v == 0)
-				return usage_error("--max-conns '%s' is not a count from 1 to 1048576", optarg);
-			cfg.max_conns = (unsigned)v;
-			break;
-		case 'i':
-			if (parse_num(optarg, 86400000, &v))
-				return usage_error("--idle-timeout-ms '%s' is not a number of milliseconds", optarg);
-			cfg.idle_timeout_ms = (int64_t)v;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, PROG ": see " PROG " --help\n");
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	/* Without --lifetime-fd or --parent-pid, die with the process that started us. */
-	if (args.lifetime_fd < 0 && args.parent_pid == 0)
-		args.parent_pid = getppid();
-	if (dlrt_service_args_check(&args, "the driver", &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		dlrt_service_args_free(&args);
-		return EXIT_USAGE;
-	}
-	d.verbose = args.verbose;
-	if (drop_privileges() < 0) {
-		fprintf(stderr, PROG ": cannot drop to uid %d: %s\n", (int)geteuid(), strerror(errno));
-		return 1;
-	}
-	close_other_fds(args.lifetime_fd, args.ready_fd);
-	if (hosts) {
-		if (dlrt_hvd_plan_parse(&plan, hosts, &err) < 0) {
-			fprintf(stderr, PROG ": --hosts: %s\n", err.msg);
-			return EXIT_USAGE;
-		}
-		have_plan = true;
-	}
-	raise_nofile();
-	signal(SIGPIPE, SIG_IGN);
-	if (dlrt_hvd_store_create(&d.store, have_plan ? &plan : NULL, (size_t)max_store, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		goto out;
-	}
-	d.loop = dlrt_evloop_create();
-	if (!d.loop || (sfd = dlrt_service_stop_on_signals(d.loop, &d.why_stop)) < 0) {
-		fprintf(stderr, PROG ": cannot set up the event loop: %s\n", strerror(errno));
-		goto out;
-	}
-	if (dlrt_service_args_watch(&args, &d.watch, d.loop, &d.why_stop, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		goto out;
-	}
-	cfg.max_request = d.lim.max_head + d.lim.max_body + 4096;
-	cfg.max_reply = d.lim.max_body + 512;
-	dlrt_service_args_server(&args, &cfg);
-	if (dlrt_tcpserver_start(&srv, d.loop, &cfg, &proto, &d, &err) < 0) {
-		fprintf(stderr, PROG ": %s: pass a local address to --bind and a free port (or 0) to --port\n",
-			err.msg);
-		rv = EXIT_LISTEN;
-		goto out;
-	}
-	if (d.verbose)
-		fprintf(stderr, PROG ": listening on %s:%u, %zu ranks on %zu hosts, %zu allowed peers besides loopback\n",
-			cfg.bind_addr, dlrt_tcpserver_port(srv), plan.nslots, plan.nhosts,
-			cfg.nallow - 1);
-	if (d.verbose)
-		fprintf(stderr, PROG ": at most %u connections (descriptor limit %lu)\n",
-			dlrt_tcpserver_max_conns(srv), dlrt_tcpserver_nofile(srv));
-	if (dlrt_service_args_ready(&args, dlrt_tcpserver_port(srv), "the driver", &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		rv = EXIT_READY;
-		goto out;
-	}
-	if (dlrt_evloop_run(d.loop) < 0) {
-		fprintf(stderr, PROG ": the event loop failed: %s\n", strerror(errno));
-		goto out;
-	}
-	if (d.verbose)
-		fprintf(stderr, PROG ": exiting (%s) after %lu requests\n",
-			d.why_stop ? d.why_stop : "stopped", d.requests);
-	rv = 0;
-out:
-	dlrt_tcpserver_stop(srv);
-	dlrt_evloop_destroy(d.loop);
-	dlrt_hvd_store_destroy(d.store);
-	if (have_plan)
-		dlrt_hvd_plan_free(&plan);
-	dlrt_service_args_free(&args);
-	if (sfd >= 0)
-		close(sfd);
-	dlrt_service_watch_end(&d.watch);
-	return rv;
+	return dlrt_service_main(argc, argv, &proto, &d);
 }

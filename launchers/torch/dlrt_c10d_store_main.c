@@ -21,6 +21,7 @@
 #include "dlrt_err.h"
 #include "evloop.h"
 #include "service.h"
+#include "service_run.h"
 #include "svcauth.h"
 #include "tcpserver.h"
 #include "tcpstore.h"
@@ -38,15 +39,12 @@ struct sconn {
 struct app {
 	struct dlrt_evloop *loop;
 	struct dlrt_tcpstore *store;
-	struct dlrt_tcpserver *srv;
 	struct dlrt_tcpstore_limits lim;
 	struct sconn *conns;
 	struct sconn *woken;
 	int64_t resume_timer;
 	int64_t stall_ms;
-	struct dlrt_service_watch watch;
 	bool verbose;
-	const char *stop_reason;
 };
 
 static void usage(FILE *f)
@@ -72,20 +70,12 @@ static void usage(FILE *f)
 		"  --secret-fd FD       read the step secret (32 bytes) from FD: every client must\n"
 		"                       prove it first (dlrt-relay does)\n"
 		"  --verbose            log connections and every query to stderr\n"
-		"  --help               this text\n",
+		"  --help               this text\n"
+		"\n"
+		"exit status: 0 the step ended (lifetime fd EOF, parent gone, SIGTERM/SIGINT/SIGHUP);\n"
+		"1 runtime failure; 2 bad arguments; 3 cannot listen; 4 cannot write --ready-fd\n",
 		DLRT_TCPSTORE_DEFAULT_MAX_KEY, DLRT_TCPSTORE_DEFAULT_MAX_VALUE,
 		DLRT_TCPSTORE_DEFAULT_MAX_STORE, DLRT_TCPSTORE_DEFAULT_MAX_WAIT_KEYS);
-}
-
-static int parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max, uint64_t *out)
-{
-	struct dlrt_err err;
-
-	if (dlrt_service_parse_u64(opt, s, min, max, out, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		return -1;
-	}
-	return 0;
 }
 
 static void log_query(void *arg, const struct dlrt_tcpstore_client *c, unsigned q,
@@ -244,19 +234,115 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 
 static const struct dlrt_proto c10d_proto = { on_data, on_open, on_close };
 
+enum { O_MAXKEY = 256, O_MAXVAL, O_MAXSTORE, O_MAXWAIT, O_IDLE };
+
+static int c10d_option(void *ctx, int opt, const char *arg, struct dlrt_err *err)
+{
+	struct app *app = ctx;
+	uint64_t v;
+
+	switch (opt) {
+	case O_MAXKEY:
+		if (dlrt_service_parse_u64("--max-key", arg, 64, 1u << 20, &v, err) < 0)
+			return -1;
+		app->lim.max_key = v;
+		return 0;
+	case O_MAXVAL:
+		if (dlrt_service_parse_u64("--max-value", arg, 512, 1u << 30, &v, err) < 0)
+			return -1;
+		app->lim.max_value = v;
+		return 0;
+	case O_MAXSTORE:
+		if (dlrt_service_parse_u64("--max-store", arg, 4096, (uint64_t)1 << 40, &v, err) < 0)
+			return -1;
+		app->lim.max_store = v;
+		return 0;
+	case O_MAXWAIT:
+		if (dlrt_service_parse_u64("--max-wait-keys", arg, 1, 1u << 20, &v, err) < 0)
+			return -1;
+		app->lim.max_wait_keys = v;
+		return 0;
+	case O_IDLE:
+		if (dlrt_service_parse_u64("--idle-timeout-ms", arg, 0, INT32_MAX, &v, err) < 0)
+			return -1;
+		app->stall_ms = (int64_t)v;
+		return 0;
+	default:
+		return dlrt_err_set(err, "unknown option: see " PROG " --help");
+	}
+}
+
+static int c10d_init(void *ctx, struct dlrt_evloop *loop, const struct dlrt_service_args *args,
+		     struct dlrt_tcpserver_cfg *cfg, const struct dlrt_proto **proto,
+		     struct dlrt_err *err)
+{
+	struct app *app = ctx;
+
+	app->loop = loop;
+	app->verbose = args->verbose;
+	app->store = dlrt_tcpstore_create(&app->lim, on_wake, app);
+	if (!app->store)
+		return dlrt_err_set(err, "cannot set up the event loop: out of memory or file "
+				    "descriptors");
+	/* One request holds at most two values and a key (COMPARE_SET) or a key
+	 * list; one reply at most one value. Beyond that a client is closed. */
+	cfg->max_request = 2 * (app->lim.max_value + 8) + app->lim.max_key + 64;
+	if (cfg->max_request < app->lim.max_wait_keys * (app->lim.max_key + 8) + 64)
+		cfg->max_request = app->lim.max_wait_keys * (app->lim.max_key + 8) + 64;
+	cfg->max_reply = 2 * (app->lim.max_value + 8) + 4096;
+	cfg->idle_timeout_ms = 0; /* our sweep knows requests from silence */
+	cfg->max_conns = 4096;
+	dlrt_evloop_add_timer(loop, 1000, sweep, app);
+	*proto = &c10d_proto;
+	return 0;
+}
+
+static void c10d_listening(void *ctx, struct dlrt_tcpserver *srv,
+			   const struct dlrt_tcpserver_cfg *cfg)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": listening on %s:%u%s\n", cfg->bind_addr, dlrt_tcpserver_port(srv),
+		cfg->secret ? " (step secret required)" : "");
+}
+
+static void c10d_stopped(void *ctx, const char *why)
+{
+	struct app *app = ctx;
+
+	fprintf(stderr, PROG ": exiting: %s (%zu keys, %zu bytes)\n", why,
+		dlrt_tcpstore_nkeys(app->store), dlrt_tcpstore_bytes(app->store));
+}
+
+static void c10d_teardown(void *ctx)
+{
+	struct app *app = ctx;
+
+	dlrt_tcpstore_destroy(app->store);
+	app->store = NULL;
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_MAXKEY = 256, O_MAXVAL, O_MAXSTORE, O_MAXWAIT, O_IDLE, O_HELP };
 	static const struct option opts[] = {
 		{ "max-key", required_argument, NULL, O_MAXKEY },
 		{ "max-value", required_argument, NULL, O_MAXVAL },
 		{ "max-store", required_argument, NULL, O_MAXSTORE },
 		{ "max-wait-keys", required_argument, NULL, O_MAXWAIT },
 		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
-		DLRT_SERVICE_OPTIONS,
-		DLRT_SERVICE_OPTION_ALLOW_ANY,
-		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
+	};
+	static const struct dlrt_service_protocol proto = {
+		.prog = PROG,
+		.what = "the store",
+		.bind = "127.0.0.1",
+		.allow_any = true,
+		.options = opts,
+		.usage = usage,
+		.option = c10d_option,
+		.init = c10d_init,
+		.listening = c10d_listening,
+		.stopped = c10d_stopped,
+		.teardown = c10d_teardown,
 	};
 	struct app app = {
 		.lim = {
@@ -266,119 +352,7 @@ int main(int argc, char **argv)
 			.max_wait_keys = DLRT_TCPSTORE_DEFAULT_MAX_WAIT_KEYS,
 		},
 		.stall_ms = 60000,
-		.watch = DLRT_SERVICE_WATCH_NONE,
 	};
-	struct dlrt_tcpserver_cfg cfg = { 0 };
-	struct dlrt_service_args args;
-	int sfd = -1, rc = 1, o;
-	struct dlrt_err err = { { 0 } };
-	uint64_t v;
 
-	dlrt_service_args_init(&args, "127.0.0.1");
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (dlrt_service_args_option(&args, o, optarg, &err)) {
-		case 1:
-			continue;
-		case -1:
-			fprintf(stderr, PROG ": %s\n", err.msg);
-			return 2;
-		}
-		switch (o) {
-		case O_MAXKEY:
-			if (parse_u64("--max-key", optarg, 64, 1u << 20, &v) < 0)
-				return 2;
-			app.lim.max_key = v;
-			break;
-		case O_MAXVAL:
-			if (parse_u64("--max-value", optarg, 512, 1u << 30, &v) < 0)
-				return 2;
-			app.lim.max_value = v;
-			break;
-		case O_MAXSTORE:
-			if (parse_u64("--max-store", optarg, 4096, (uint64_t)1 << 40, &v) < 0)
-				return 2;
-			app.lim.max_store = v;
-			break;
-		case O_MAXWAIT:
-			if (parse_u64("--max-wait-keys", optarg, 1, 1u << 20, &v) < 0)
-				return 2;
-			app.lim.max_wait_keys = v;
-			break;
-		case O_IDLE:
-			if (parse_u64("--idle-timeout-ms", optarg, 0, INT32_MAX, &v) < 0)
-				return 2;
-			app.stall_ms = (int64_t)v;
-			break;
-		case O_HELP:
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, PROG ": unexpected argument '%s': see " PROG " --help\n", argv[optind]);
-		return 2;
-	}
-	if (dlrt_service_args_check(&args, "the store", &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		dlrt_service_args_free(&args);
-		return 2;
-	}
-	app.verbose = args.verbose;
-
-	signal(SIGPIPE, SIG_IGN);
-	app.loop = dlrt_evloop_create();
-	app.store = dlrt_tcpstore_create(&app.lim, on_wake, &app);
-	if (!app.loop || !app.store ||
-	    (sfd = dlrt_service_stop_on_signals(app.loop, &app.stop_reason)) < 0) {
-		fprintf(stderr, PROG ": cannot set up the event loop: out of memory or file descriptors\n");
-		goto out;
-	}
-
-	/* One request holds at most two values and a key (COMPARE_SET) or a key
-	 * list; one reply at most one value. Beyond that a client is closed. */
-	cfg.max_request = 2 * (app.lim.max_value + 8) + app.lim.max_key + 64;
-	if (cfg.max_request < app.lim.max_wait_keys * (app.lim.max_key + 8) + 64)
-		cfg.max_request = app.lim.max_wait_keys * (app.lim.max_key + 8) + 64;
-	cfg.max_reply = 2 * (app.lim.max_value + 8) + 4096;
-	cfg.idle_timeout_ms = 0; /* our sweep knows requests from silence */
-	cfg.max_conns = 4096;
-	dlrt_service_args_server(&args, &cfg);
-	if (dlrt_tcpserver_start(&app.srv, app.loop, &cfg, &c10d_proto, &app, &err) < 0) {
-		fprintf(stderr, PROG ": %s: pass --bind an address of this node and a free --port "
-			"(0 picks one)\n", err.msg);
-		goto out;
-	}
-	dlrt_evloop_add_timer(app.loop, 1000, sweep, &app);
-	if (dlrt_service_args_watch(&args, &app.watch, app.loop, &app.stop_reason, &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		goto out;
-	}
-	if (app.verbose)
-		fprintf(stderr, PROG ": listening on %s:%u%s\n", cfg.bind_addr,
-			dlrt_tcpserver_port(app.srv), cfg.secret ? " (step secret required)" : "");
-	if (dlrt_service_args_ready(&args, dlrt_tcpserver_port(app.srv), "the store", &err) < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		goto out;
-	}
-	if (dlrt_evloop_run(app.loop) < 0) {
-		fprintf(stderr, PROG ": the event loop failed: %s\n", strerror(errno));
-		goto out;
-	}
-	if (app.verbose)
-		fprintf(stderr, PROG ": exiting: %s (%zu keys, %zu bytes)\n",
-			app.stop_reason ? app.stop_reason : "stopped",
-			dlrt_tcpstore_nkeys(app.store), dlrt_tcpstore_bytes(app.store));
-	rc = 0;
-out:
-	dlrt_tcpserver_stop(app.srv);
-	dlrt_tcpstore_destroy(app.store);
-	dlrt_evloop_destroy(app.loop);
-	dlrt_service_watch_end(&app.watch);
-	if (sfd >= 0)
-		close(sfd);
-	dlrt_service_args_free(&args);
-	return rc;
+	return dlrt_service_main(argc, argv, &proto, &app);
 }

@@ -6,7 +6,7 @@
 #  1. A step with two tasks on a node, or an elastic range that does not fit the
 #     step, is refused with one line.
 #  2. Non-elastic, 3 nodes x 2 workers: a small data-parallel training run
-#     (gloo, CPU); 6 ranks, world 6, bit-identical parameters, loss falls.
+#     (gloo, CPU); 6 ranks, world 6, the same parameters everywhere, loss falls.
 #  3. --dl-elastic=2:3 under srun --no-kill: every worker pauses at step 5;
 #     the agent on n3 (not the store's node) and its worker are SIGKILLed
 #     like a lost node; the survivors' next allreduce fails, their agents
