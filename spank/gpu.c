@@ -433,7 +433,7 @@ int dlrt_stepd_gpu_task_init(spank_t sp, int local, struct dlrt_err *err)
 	return 0;
 }
 
-/* After dlrt_stepd_gpu_task_init: how many GPUs the plan gave local task
+/* How many GPUs the plan gave local task
  * `local` (its CUDA_VISIBLE_DEVICES), or -1 when dlrt planned none. */
 int dlrt_stepd_gpu_count(int local)
 {

@@ -402,9 +402,17 @@ static int task_env(spank_t sp, uint32_t rank, int local, const struct dlrt_addr
 		    struct dlrt_env *env, struct dlrt_err *err)
 {
 	dlrt_env_init(env);
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	int ngpus;
+
 	if (dlrt_plan_task_env(&dlrt_plugin.plan, rank, &dlrt_plugin.step, addrs, env, err) < 0 ||
 	    dlrt_stepd_gpu_task_env(sp, local, env, err) < 0)
 		return -1;
+	/* The runtime's variables that follow the GPUs the plan gave this task
+	 * (JAX's local device ids), in the same environment as the rest. */
+	ngpus = dlrt_stepd_gpu_count(local);
+	if (rt->gpu_env && ngpus >= 0)
+		rt->gpu_env(&dlrt_plugin.plan, rank, ngpus, env);
 	dlrt_env_resolve(env, user_value, sp);
 	return dlrt_env_check(env, err);
 }
@@ -560,28 +568,6 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 	addrs->root_port = dlrt_plugin.relay.port;
 }
 
-/* The runtime's variables that follow the GPUs the plan gave this task. */
-static int runtime_gpu_env(spank_t sp, uint32_t rank, int local, struct dlrt_err *err)
-{
-	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
-	int ngpus = dlrt_stepd_gpu_count(local);
-	struct dlrt_env env;
-	int rc = 0;
-
-	if (!rt->gpu_env || ngpus < 0)
-		return 0;
-	dlrt_env_init(&env);
-	rt->gpu_env(&dlrt_plugin.plan, rank, ngpus, &env);
-	rc = dlrt_env_check(&env, err);
-	for (size_t i = 0; rc == 0 && i < env.n; i++)
-		if (spank_setenv(sp, env.vars[i].name, env.vars[i].value, !env.vars[i].keep_user) !=
-		    ESPANK_SUCCESS && !env.vars[i].keep_user)
-			rc = dlrt_err_set(err, "cannot set %s in the task environment",
-					  env.vars[i].name);
-	dlrt_env_free(&env);
-	return rc;
-}
-
 int dlrt_stepd_task_init(spank_t sp)
 {
 	uint32_t rank = 0;
@@ -668,8 +654,6 @@ int dlrt_stepd_task_init(spank_t sp)
 		}
 	}
 	if (dlrt_stepd_gpu_task_init(sp, local, &err) < 0)
-		task_fail(local, err.msg);
-	if (runtime_gpu_env(sp, rank, local, &err) < 0)
 		task_fail(local, err.msg);
 	/* Last: from here on the task's output goes to its log too. */
 	if (dlrt_logs_task_start(sp, rank, &err) < 0)
