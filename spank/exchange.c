@@ -17,7 +17,7 @@
  * deadline, so no PMIx wait can outlive exchange_timeout by more than a few
  * seconds.
  *
- * Runtimes whose every task listens (TensorFlow, needs_task_ports) also get
+ * Runtimes whose every task listens (needs_task_ports) also get
  * a port per task: each node's first task checks one free port for each of
  * its node's tasks and publishes them next to its address ("tports"); every
  * node's first task reads them all. Other runtimes run the exchange as
@@ -298,8 +298,8 @@ static char **env_plus(char **env, const char *name, const char *value, char **v
 }
 
 /* One free port for each of this node's tasks, all held open at once so
- * they differ, bound on every address (0.0.0.0) because that is where
- * TensorFlow's gRPC server binds its task's port (grpc_server_lib.cc). */
+ * they differ, bound on every address (0.0.0.0) because that is where a
+ * framework's per-task server binds it (docs/contracts.md). */
 static int free_task_ports(uint32_t n, uint16_t *ports, struct dlrt_err *err)
 {
 	int *fds = malloc(n * sizeof(*fds));

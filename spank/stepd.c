@@ -409,7 +409,7 @@ static int task_env(spank_t sp, uint32_t rank, int local, const struct dlrt_addr
 	    dlrt_stepd_gpu_task_env(sp, local, env, err) < 0)
 		return -1;
 	/* The runtime's variables that follow the GPUs the plan gave this task
-	 * (JAX's local device ids), in the same environment as the rest. */
+	 * (e.g. a framework's local device ids), in the same environment as the rest. */
 	ngpus = dlrt_stepd_gpu_count(local);
 	if (rt->gpu_env && ngpus >= 0)
 		rt->gpu_env(&dlrt_plugin.plan, rank, ngpus, env);
