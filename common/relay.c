@@ -355,6 +355,18 @@ static int pair_connect(struct pair *p)
 		p->ufd = -1;
 		goto fail;
 	}
+	if (r->cfg.no_challenge) {
+		/* Bytes sent before the connect completes wait in c2u (send says
+		 * EAGAIN until then); a failed connect ends the pair as a reset. */
+		if (p->cfd >= 0) {
+			p->st = FORWARD;
+		} else {
+			p->st = SPARE;
+			p->deadline_ms = dlrt_now_ms() + r->cfg.spare_max_age_ms;
+		}
+		pair_update(p);
+		return 0;
+	}
 	p->st = CHALLENGE;
 	p->deadline_ms = dlrt_now_ms() + r->cfg.connect_timeout_ms;
 	return 0;

@@ -38,6 +38,11 @@ struct dlrt_relay_cfg {
 	int64_t connect_timeout_ms;  /* connect + challenge (0 = 10 s) */
 	int spares;                  /* spare upstream connections (0 = 8, -1 = none) */
 	int64_t spare_max_age_ms;    /* a spare unused this long is closed (0 = 1 s) */
+	/* The service sends no challenge: forward from the connect on, the
+	 * secret unused. Only to measure the relay in front of a server without
+	 * dlrt's challenge (bench/bench_resp_store.sh fronts a redis-server);
+	 * admission (the peer-uid check) is unchanged. */
+	bool no_challenge;
 	/* Optional: one line on each refused client and each failed connection
 	 * to the service (dlrt-relay --verbose writes them to its log). */
 	void (*note)(const char *line, void *arg);

@@ -43,6 +43,8 @@ static void usage(FILE *f)
 "  --max-conns N        clients at once (default 1024)\n"
 "  --spares N           connections to the service kept connected and\n"
 "                       authenticated for the next clients (default 8, 0: none)\n"
+"  --no-challenge       the service sends no challenge (a benchmark's redis-server):\n"
+"                       forward at once; the secret in the line is not used\n"
 "  --verbose            log to stderr\n"
 "  --help               this text\n"
 "Only sockets owned by this process's user are admitted.\n");
@@ -124,6 +126,7 @@ int main(int argc, char **argv)
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "max-conns", required_argument, NULL, 'm' },
 		{ "spares", required_argument, NULL, 's' },
+		{ "no-challenge", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -173,6 +176,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			cfg.spares = v ? (int)v : -1;
+			break;
+		case 'n':
+			cfg.no_challenge = true;
 			break;
 		case 'v':
 			a.verbose = true;

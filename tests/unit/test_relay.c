@@ -200,6 +200,13 @@ int main(void)
 	struct dlrt_tcpserver_cfg icfg = scfg;
 	struct dlrt_tcpserver *isrv = NULL;
 	struct dlrt_relay *irelay = NULL;
+	/* A service without dlrt's challenge (a redis-server in the benchmark)
+	 * behind a --no-challenge relay, and such a relay in front of a service
+	 * that does challenge. */
+	struct dlrt_tcpserver_cfg pcfg = scfg;
+	struct dlrt_tcpserver *psrv = NULL;
+	struct dlrt_relay_cfg ncfg = rcfg;
+	struct dlrt_relay *nrelay = NULL, *nauth = NULL;
 	struct dlrt_relay_cfg other = { .uid = getuid() + 1 };
 	struct dlrt_proto proto = { .on_data = echo };
 	struct dlrt_relay_stats st;
@@ -230,6 +237,14 @@ int main(void)
 	TAP_OK(dlrt_relay_start(&early, loop, &rcfg, &err) == 0, "a relay without a target starts");
 	late = (struct late){ early, dlrt_tcpserver_port(srv) };
 	dlrt_evloop_add_timer(loop, 300, set_target_late, &late);
+	pcfg.secret = NULL;
+	ncfg.no_challenge = true;
+	TAP_OK(dlrt_tcpserver_start(&psrv, loop, &pcfg, &proto, NULL, &err) == 0 &&
+	       dlrt_relay_start(&nrelay, loop, &ncfg, &err) == 0 &&
+	       dlrt_relay_start(&nauth, loop, &ncfg, &err) == 0,
+	       "a service without a secret and two no-challenge relays start");
+	dlrt_relay_set_target(nrelay, "127.0.0.1", dlrt_tcpserver_port(psrv), secret);
+	dlrt_relay_set_target(nauth, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
 	pthread_create(&th, NULL, run, loop);
 
 	fd = dial(dlrt_relay_port(early));
@@ -288,8 +303,30 @@ int main(void)
 	       "a relay admitting another uid closes this user's connection at once");
 	close(fd);
 
+	fd = dial(dlrt_relay_port(nrelay));
+	TAP_OK(fd >= 0 && roundtrip(fd, (const uint8_t *)"plain", 5, in, big) == 5 &&
+	       !memcmp(in, "plain", 5), "no challenge: a small request comes back");
+	close(fd);
+	fd = dial(dlrt_relay_port(nrelay));
+	TAP_OK(fd >= 0 && roundtrip(fd, out, big, in, big + 1) == big && !memcmp(in, out, big),
+	       "no challenge: 1 MiB comes back intact on a spare, then EOF");
+	close(fd);
+	/* The mode skips the relay's answer, never the service's check. */
+	fd = dial(dlrt_relay_port(nauth));
+	TAP_OK(fd >= 0 && roundtrip(fd, out, 64, in, big) == 32,
+	       "no challenge in front of a service with a secret: only its challenge "
+	       "comes back, no byte of the protocol");
+	close(fd);
+
 	dlrt_evloop_stop(loop);
 	pthread_join(th, NULL);
+	dlrt_relay_stats(nrelay, &st);
+	TAP_IS_INT(st.admitted, 2, "no challenge: both clients admitted");
+	TAP_OK(st.spare_used >= 1, "no challenge: the second client got a spare (%llu of 2)",
+	       (unsigned long long)st.spare_used);
+	dlrt_relay_stop(nrelay);
+	dlrt_relay_stop(nauth);
+	dlrt_tcpserver_stop(psrv);
 	dlrt_relay_stats(closed, &st);
 	TAP_IS_INT(st.refused, 1, "the refusal is counted");
 	TAP_IS_INT(st.admitted, 0, "nothing admitted");
