@@ -2,7 +2,7 @@
 # infer-fairness.sh - IDunno's table (benchmark b): how fast a second
 # job starts and how fast the two jobs' query rates come within 10%.
 #
-# One dlrt-infer pool of 6 workers on 3 nodes. For each batch size (2 4 6 8 10)
+# One dlrt-infer pool of WORKERS workers (default 6 on 3 nodes). For each batch size (2 4 6 8 10)
 # and RUNS runs: job 1 (lenet5, the 60,000 training images) runs alone until it
 # has answered 6,000 queries; then job 2 (deepcnn, 8x the cost per query; the
 # 10,000 test images) is submitted with the same batch size. From the
@@ -15,12 +15,16 @@
 # Mean and standard deviation over the runs. IDunno reports 6-23 s
 # to converge. Timings are never pass/fail.
 #
-# Environment: BATCHES (default "2 4 6 8 10"), RUNS (5), KEEP (a folder to keep the pool in).
+# Environment: BATCHES (default "2 4 6 8 10"), RUNS (5), KEEP (a folder to keep the pool in),
+# WORKERS (6), CPUS (CPUs per pool element, sbatch -c; 5), NODES (for the title; default
+# DLRT_CLUSTER_NODES or 3). 16 nodes of 16 CPUs: DLRT_CLUSTER_NODES=16 WORKERS=64 CPUS=4.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 eval "$(tests/cluster/cluster.sh env)"
 U=${DLRT_TEST_USER:-dlrtu}
 BATCHES=${BATCHES:-2 4 6 8 10} RUNS=${RUNS:-5}
+WORKERS=${WORKERS:-6} CPUS=${CPUS:-5} NODES=${NODES:-${DLRT_CLUSTER_NODES:-3}}
+export WORKERS NODES
 D=/usr/share/datasets/fashion-mnist
 W=$(mktemp -d "$DLRT_CLUSTER_DIR/work/bench-fair.XXXX")
 chown "$U": "$W"
@@ -29,9 +33,9 @@ POOL=$W/pool
 infer() { timeout -k 5 300 runuser -u "$U" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" HOME="$W" \
 	DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
 
-arr=$(infer pool start --workers 6 -- -c 5)
-for _ in $(seq 1 240); do
-	[ "$(infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/')" -ge 6 ] && break
+arr=$(infer pool start --workers "$WORKERS" -- -c "$CPUS")
+for _ in $(seq 1 $((240 + 5 * WORKERS))); do
+	[ "$(infer status 2>/dev/null | grep -cE '^[0-9]+ +n[0-9]+/')" -ge "$WORKERS" ] && break
 	sleep 0.5
 done
 : >"$W/runs"
@@ -53,7 +57,7 @@ infer pool stop >/dev/null
 for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$arr" 2>/dev/null)" ] && break; sleep 0.5; done
 
 python3 - "$W/runs" "$POOL/events.tsv" "$POOL/timeline.tsv" <<'PY'
-import statistics as st, sys
+import os, statistics as st, sys
 runs = [l.split() for l in open(sys.argv[1])]
 ev = {}
 for l in open(sys.argv[2]).readlines()[1:]:
@@ -101,8 +105,8 @@ def ms(v, scale=1.0, fmt='%.2f'):
         return 'n/a'
     sd = st.stdev(v) if len(v) > 1 else 0.0
     return (fmt + ' ± ' + fmt) % (st.mean(v), sd)
-print('fairness: 6 workers, job 1 lenet5 (60000 queries), job 2 deepcnn (10000) submitted '
-      'after 6000 of job 1; mean ± sd over runs')
+print('fairness: %s workers on %s nodes, job 1 lenet5 (60000 queries), job 2 deepcnn (10000) '
+      'submitted after 6000 of job 1; mean ± sd over runs' % (os.environ['WORKERS'], os.environ['NODES']))
 print()
 print('| batch | runs | job 2 start (ms) | job 2 first answer (ms) | converge within 10% (s) '
       '| converged runs | median gap after |')
