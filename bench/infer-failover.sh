@@ -121,6 +121,8 @@ double() { # double RUN
 	sb=$(pgrep -u "$U" -f "dlrt-infer standby --pool $P" | head -1)
 	w=$(as_user env DLRT_INFER_POOL="$P" dlrt-infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/')
 	t0=$(now)
+	# Both stopped first: the standby must not start taking over in between.
+	kill -STOP "$pid" "$sb"
 	kill -9 "$pid" "$sb"
 	for _ in $(seq 1 1500); do
 		log=$(grep -l "epoch $((e + 1)) serves since wall" "$P"/element-*.log 2>/dev/null | head -1)

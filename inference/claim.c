@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pool.h"
@@ -141,6 +142,16 @@ int dlrt_claim_take(const char *pool, uint64_t epoch, struct dlrt_err *err)
 out:
 	unlink(tmp);
 	return rc;
+}
+
+bool dlrt_claim_stale(const char *pool, uint64_t epoch, int age_s)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s/epoch-%llu", pool, DLRT_CLAIM_DIR,
+		 (unsigned long long)epoch);
+	return lstat(path, &st) == 0 && time(NULL) - st.st_mtime > age_s;
 }
 
 int dlrt_claim_clear(const char *pool, struct dlrt_err *err)

@@ -16,6 +16,7 @@
 #ifndef DLRT_INFER_CLAIM_H
 #define DLRT_INFER_CLAIM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -39,6 +40,12 @@ int dlrt_claim_highest(const char *pool, uint64_t *epoch, struct dlrt_err *err);
  * first)? One stat(2): the coordinator asks before every batch of replies
  * and scans only when the answer is yes. */
 int dlrt_claim_changed(const char *pool, struct stat *seen);
+
+/* Was `epoch` claimed more than age_s seconds ago (wall clock of the
+ * shared filesystem) and so by a claimer that died before it served? A
+ * claimer replaying a large journal is younger: going past it would make two
+ * coordinators replace the same files. */
+bool dlrt_claim_stale(const char *pool, uint64_t epoch, int age_s);
 
 /* pool start begins a new history: removes every claim. 0, or -1 with err. */
 int dlrt_claim_clear(const char *pool, struct dlrt_err *err);

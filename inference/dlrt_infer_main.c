@@ -852,8 +852,10 @@ static int run_worker(const char *name, const char *model_dir, int wait_s, const
 		if (rc != DLRT_COORD_YIELDED)
 			return 0;
 		fprintf(stderr, "dlrt-infer worker: another coordinator serves the pool: working on\n");
-		/* If that one dies before it serves, the next attempt goes past it. */
-		if (dlrt_claim_highest(dir, &high, &err) == 0)
+		/* If that one died before it served, a later attempt goes past
+		 * its claim, once the claim is a minute old. */
+		if (dlrt_claim_highest(dir, &high, &err) == 0 && high &&
+		    dlrt_claim_stale(dir, high, 60))
 			min_epoch = high + 1;
 	}
 }

@@ -2,7 +2,9 @@
  * epoch-N count; each epoch is won once; a claim below a higher one is lost;
  * the highest claim is found; a claims directory that is a link or open to
  * others is refused; a change of the directory is seen; clear removes them. */
+#include <fcntl.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,6 +48,16 @@ int main(void)
 	TAP_OK(dlrt_claim_take(pool, 2, &err) == 1, "epoch 2 below a claim of 3: lost");
 	TAP_OK(dlrt_claim_highest(pool, &e, &err) == 0 && e == 3, "highest is 3");
 	TAP_OK(dlrt_claim_take(pool, 0, &err) < 0, "epoch 0 refused");
+	TAP_OK(!dlrt_claim_stale(pool, 3, 60) && !dlrt_claim_stale(pool, 9, 0),
+	       "a fresh claim, and a missing one, are not stale");
+	{
+		char p3[300];
+		struct timespec old[2] = { { .tv_sec = time(NULL) - 120 }, { .tv_sec = time(NULL) - 120 } };
+
+		snprintf(p3, sizeof(p3), "%s/claims/epoch-3", pool);
+		utimensat(AT_FDCWD, p3, old, AT_SYMLINK_NOFOLLOW);
+		TAP_OK(dlrt_claim_stale(pool, 3, 60), "a claim two minutes old is stale");
+	}
 
 	/* Eight processes race for epoch 4: exactly one wins. */
 	for (int i = 0; i < 8; i++)

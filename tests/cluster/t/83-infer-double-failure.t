@@ -54,6 +54,8 @@ ok "$([ "${d:-0}" -ge $((N1 / 5)) ] && [ "$d" -lt $N1 ]; echo $?)" "job 1 under 
 pid=$(field pid) sb=$(standby_pid)
 ok "$([ -n "$pid" ] && [ -n "$sb" ]; echo $?)" "coordinator ($pid) and standby ($sb) found"
 t_kill=$(now)
+# Both stopped first: the standby must not start taking over in between.
+kill -STOP "$pid" "$sb"
 kill -9 "$pid" "$sb"
 wait_epoch 2
 ok $? "a worker took over with no command typed: epoch 2 serves the pool"
