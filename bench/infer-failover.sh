@@ -110,11 +110,12 @@ stop_pool "$P" "$ARR"
 # The double failure: coordinator and standby killed together.
 P=$W/pool-double
 ARR=$(start_pool "$P")
-J=$(as_user env DLRT_INFER_POOL="$P" dlrt-infer submit --model deepcnn --inputs $T --batch 10 --no-labels)
 : >"$W/runs-double"
 double() { # double RUN
 	local e pid sb t0 log srv ans w clk pre nrm
 	wait_ready || { echo "double run $1: no standby became ready" >&2; return 1; }
+	# A job of its own per run: a whole deepcnn job lasts some 10 s.
+	J=$(as_user env DLRT_INFER_POOL="$P" dlrt-infer submit --model deepcnn --inputs $T --batch 10 --no-labels)
 	sleep 3
 	e=$(field epoch)
 	pid=$(field pid)
@@ -139,13 +140,15 @@ double() { # double RUN
 		$2 != j { next }
 		{ t = c + $1 }
 		t < t0 && t >= t0 - 3 { sum += $3; n++ }
-		t > s && n && $3 >= 0.9 * (sum / n) * (w - 1) / w { print t; exit }' "$P/timeline.tsv")
+		t > s && n && $3 >= 0.9 * (sum / n) * (w - 1) / w { printf "%.6f\n", t; exit }' "$P/timeline.tsv")
 	awk -v t0="$t0" -v a="$srv" -v b="$ans" -v c="${nrm:-0}" \
-		'BEGIN { printf "%.4f %.4f %.4f\n", a - t0, b - t0, c > 0 ? c - t0 : -1 }' | tee -a "$W/runs-double" |
+		'BEGIN { printf "%.4f %.4f %.4f\n", a - t0, b - t0, (c > 0 ? c - t0 : -1) }' | tee -a "$W/runs-double" |
 		sed "s/^/# double run $1 (epoch $e -> $((e + 1)), $w workers before): serving, first answer, back to normal (s): /" >&2
 }
-for r in $(seq 1 "$DRUNS"); do double "$r"; done
-as_user env DLRT_INFER_POOL="$P" dlrt-infer cancel "$J" >/dev/null 2>&1
+for r in $(seq 1 "$DRUNS"); do
+	double "$r"
+	as_user env DLRT_INFER_POOL="$P" dlrt-infer cancel "$J" >/dev/null 2>&1
+done
 stop_pool "$P" "$ARR"
 
 row() { # row FILE: the three columns' statistics
