@@ -13,6 +13,15 @@
 #    chose takes over). Mean and standard deviation; IDunno needed
 #    12.89 s (sd 3.82) to be back to normal; HyperQueue needs a manual restart
 #    from its journal and its workers restarted.
+#    Then the double failure, DRUNS times (default 2) in a fresh pool of 4
+#    workers: kill -9 of the coordinator and its standby together; a worker
+#    takes over from the journal after its bound (3 x DLRT_INFER_TAKEOVER_MS
+#    + 250 ms per element index), from the failure:
+#      serving    - the worker's coordinator serves under the next epoch
+#      first      - the first answer to a task it dispatched is recorded
+#      normal     - the job's rate (timeline.tsv) is back to 90% of its rate
+#                   in the 3 s before the failure, scaled by the workers left
+#                   (the new coordinator was one)
 # 2. Dispatch rate of N no-op tasks (one query each, --prefetch 1, 4 workers),
 #    then of N/10 lenet5 tasks of 10 queries (real work), with neither journal
 #    nor standby, the journal only, and both: the cost of replication (one
@@ -21,12 +30,12 @@
 # Timings are never pass/fail.
 #
 #   bench/infer-failover.sh     (from bench/run-all.sh, or with the cluster's env)
-# Environment: RUNS (5), N (20000).
+# Environment: RUNS (5), DRUNS (2), N (20000), RATES (1; 0 skips part 2).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 eval "$(tests/cluster/cluster.sh env)"
 U=${DLRT_TEST_USER:-dlrtu}
-RUNS=${RUNS:-5} N=${N:-20000}
+RUNS=${RUNS:-5} DRUNS=${DRUNS:-2} N=${N:-20000} RATES=${RATES:-1}
 T=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 W=$(mktemp -d "$DLRT_CLUSTER_DIR/work/bench-failover.XXXX")
 chown "$U": "$W"
@@ -98,6 +107,50 @@ for r in $(seq 1 "$RUNS"); do failover stop "$r"; done
 as_user env DLRT_INFER_POOL="$P" dlrt-infer cancel "$J" >/dev/null 2>&1
 stop_pool "$P" "$ARR"
 
+# The double failure: coordinator and standby killed together.
+P=$W/pool-double
+ARR=$(start_pool "$P")
+: >"$W/runs-double"
+double() { # double RUN
+	local e pid sb t0 log srv ans w clk pre nrm
+	wait_ready || { echo "double run $1: no standby became ready" >&2; return 1; }
+	# A job of its own per run: a whole deepcnn job lasts some 10 s.
+	J=$(as_user env DLRT_INFER_POOL="$P" dlrt-infer submit --model deepcnn --inputs $T --batch 10 --no-labels)
+	sleep 3
+	e=$(field epoch)
+	pid=$(field pid)
+	sb=$(pgrep -u "$U" -f "dlrt-infer standby --pool $P" | head -1)
+	w=$(as_user env DLRT_INFER_POOL="$P" dlrt-infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/')
+	t0=$(now)
+	# Both stopped first: the standby must not start taking over in between.
+	kill -STOP "$pid" "$sb"
+	kill -9 "$pid" "$sb"
+	for _ in $(seq 1 1500); do
+		log=$(grep -l "epoch $((e + 1)) serves since wall" "$P"/element-*.log 2>/dev/null | head -1)
+		[ -n "$log" ] && [ -n "$(after "$log" "epoch $((e + 1)) serves" "first answer to a task")" ] && break
+		sleep 0.02
+	done
+	sleep 8 # the rate settles (its window is 0.5 s)
+	srv=$(grep -o "epoch $((e + 1)) serves since wall [0-9.]*" "$log" | grep -o '[0-9.]*$')
+	ans=$(after "$log" "epoch $((e + 1)) serves" "first answer to a task" | grep -o 'wall [0-9.]*' | head -1 | grep -o '[0-9.]*$')
+	clk=$(awk -F'\t' 'index($3, "clock:") == 1 { sub("clock:", "", $3); print $3; exit }' "$P/events.tsv")
+	# The wall time of the first timeline row after the takeover at 90% of
+	# the rate before, with one worker fewer.
+	nrm=$(awk -F'\t' -v j="$J" -v c="$clk" -v t0="$t0" -v s="$srv" -v w="$w" '
+		$2 != j { next }
+		{ t = c + $1 }
+		t < t0 && t >= t0 - 3 { sum += $3; n++ }
+		t > s && n && $3 >= 0.9 * (sum / n) * (w - 1) / w { printf "%.6f\n", t; exit }' "$P/timeline.tsv")
+	awk -v t0="$t0" -v a="$srv" -v b="$ans" -v c="${nrm:-0}" \
+		'BEGIN { printf "%.4f %.4f %.4f\n", a - t0, b - t0, (c > 0 ? c - t0 : -1) }' | tee -a "$W/runs-double" |
+		sed "s/^/# double run $1 (epoch $e -> $((e + 1)), $w workers before): serving, first answer, back to normal (s): /" >&2
+}
+for r in $(seq 1 "$DRUNS"); do
+	double "$r"
+	as_user env DLRT_INFER_POOL="$P" dlrt-infer cancel "$J" >/dev/null 2>&1
+done
+stop_pool "$P" "$ARR"
+
 row() { # row FILE: the three columns' statistics
 	for k in 1 2 3; do printf ' %s |' "$(cut -d' ' -f$k "$1" | stats)"; done
 }
@@ -108,6 +161,14 @@ echo "|---|---|---|---|"
 echo "| kill -9 of the coordinator |$(row "$W/runs-kill")"
 echo "| SIGSTOP of the coordinator (silent, as a lost node; bound 1 s) |$(row "$W/runs-stop")"
 echo "| IDunno, back to normal after a coordinator failure | 4 (worst case) | - | 12.89 (sd 3.82) |"
+echo
+echo "### Coordinator and standby killed together (kill -9 of both, mid-job; a worker takes over from the journal; $DRUNS runs, mean and sd, seconds)"
+echo
+echo "| failure | the worker's coordinator serves | first new answer recorded | back to normal (90% of the rate before, one worker fewer) |"
+echo "|---|---|---|---|"
+echo "| kill -9 of coordinator and standby (worker bound 3 s + 250 ms per element index) |$(row "$W/runs-double")"
+echo "| for comparison: kill -9 of the coordinator only (the standby takes over; above) | $(cut -d' ' -f2 "$W/runs-kill" | stats) | $(cut -d' ' -f3 "$W/runs-kill" | stats) | - |"
+echo
 re=$(cut -d' ' -f3 "$W/runs-stop" | stats | cut -d' ' -f1)
 awk -v r="$re" 'BEGIN { if (r > 0) printf "\nratio (seed / ours, silent coordinator, back to normal): %.1fx\n\n", 12.89 / r }'
 
@@ -143,6 +204,7 @@ table() { # table TITLE: the three configurations of the current MODEL, B, N
 		printf "| journal + hot standby (SEQACK before every acknowledgement) | %d | %.2f |\n", c, c / a }'
 	echo
 }
+[ "$RATES" = 0 ] && exit 0
 MODEL=noop B=1
 table "$N no-op tasks of one query"
 MODEL=lenet5 B=10 N=$((N / 10))

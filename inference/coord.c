@@ -26,6 +26,7 @@
 
 #include "coord_int.h"
 #include "auth.h"
+#include "claim.h"
 #include "clock.h"
 #include "evloop.h"
 #include "gate.h"
@@ -71,6 +72,10 @@ static int64_t kick_timer(struct dlrt_evloop *loop, void *arg)
 
 	(void)loop;
 	c->kick_pending = false;
+	/* Replies go out below: not one after a newer epoch was claimed. One
+	 * stat(2) per batch; the claims are scanned only when it changed. */
+	if (dlrt_claim_changed(c->pool, &c->claims_seen) && dlrt_coord_fence_check(c))
+		return -1;
 	for (uint32_t i = 0; i < c->nworkers; i++) {
 		struct wk *w = c->workers[i];
 		uint32_t before;
@@ -413,7 +418,8 @@ static void open_timeline(struct coord *c, bool continuing)
 	dlrt_coord_event(c, 0, ev);
 	if (continuing) {
 		/* Marks the change of coordinator (dlrt-infer plot draws it). */
-		snprintf(ev, sizeof(ev), "%s:%llu", c->o->takeover ? "takeover" : "restart",
+		snprintf(ev, sizeof(ev), "%s:%llu",
+			 c->o->takeover || c->o->yield ? "takeover" : "restart",
 			 (unsigned long long)c->epoch);
 		dlrt_coord_event(c, 0, ev);
 	}
@@ -447,7 +453,10 @@ static void coord_close(struct coord *c)
 		struct dlrt_err e2;
 		char path[4200];
 
-		if (dlrt_pool_read_access(c->pool, &now, &e2) == 0 && now.epoch == c->epoch) {
+		/* Not when fenced: an older coordinator's late record is replaced by
+		 * the newer one's, and removing it would make its workers leave. */
+		if (!c->fenced && dlrt_pool_read_access(c->pool, &now, &e2) == 0 &&
+		    now.epoch == c->epoch) {
 			snprintf(path, sizeof(path), "%s/access", c->pool);
 			unlink(path);
 		}
@@ -551,12 +560,44 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		if (dlrt_ipc_open(&probe, c.pool, DLRT_IP_ROLE_CLIENT, "coordinator-probe", 1000,
 				  &e2) == 0) {
 			dlrt_ipc_close(&probe);
+			if (o->yield)
+				return DLRT_COORD_YIELDED;
 			return dlrt_err_set(err, "the coordinator of %s (epoch %llu on %s) still runs: "
 					    "not starting another (dlrt-infer pool stop stops it)",
 					    c.pool, (unsigned long long)old.epoch, old.host);
 		}
 	}
+	/* A standby or a worker taking over competes for the epoch after the
+	 * one it saw die; element 0 and pool restart go past every claim. */
 	c.epoch = old.epoch + 1;
+	if (!o->takeover && !o->yield) {
+		uint64_t high;
+
+		if (dlrt_claim_highest(c.pool, &high, err) < 0)
+			return -1;
+		if (high >= c.epoch)
+			c.epoch = high + 1;
+	}
+	if (o->min_epoch > c.epoch)
+		c.epoch = o->min_epoch;
+	/* Before anything is read or written: the journal's torn tail is cut
+	 * by whoever loads it, so only the epoch's one winner may. */
+	switch (dlrt_claim_take(c.pool, c.epoch, err)) {
+	case 0:
+		break;
+	case 1:
+		if (o->yield || o->takeover) {
+			dlrt_coord_log(&c, "epoch %llu was claimed by another coordinator: not serving",
+				       (unsigned long long)c.epoch);
+			return DLRT_COORD_YIELDED;
+		}
+		return dlrt_err_set(err, "epoch %llu of %s was claimed by another coordinator "
+				    "meanwhile: it serves the pool (dlrt-infer status shows it)",
+				    (unsigned long long)c.epoch, c.pool);
+	default:
+		return -1;
+	}
+	dlrt_claim_changed(c.pool, &c.claims_seen);
 	if (dlrt_pool_new_secret(c.secret, err) < 0)
 		return -1;
 	if (o->address && *o->address)
@@ -582,8 +623,20 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	}
 	if (load_state(&c, err) < 0)
 		goto out;
-	if (c.st.epoch >= c.epoch)
+	if (c.st.epoch >= c.epoch) {
+		/* A journal from epochs nobody claimed (an older dlrt): claim past it. */
+		int crc;
+
 		c.epoch = c.st.epoch + 1;
+		crc = dlrt_claim_take(c.pool, c.epoch, err);
+		if (crc != 0) {
+			if (crc > 0)
+				dlrt_err_set(err, "epoch %llu of %s was claimed by another coordinator "
+					     "meanwhile: it serves the pool",
+					     (unsigned long long)c.epoch, c.pool);
+			goto out;
+		}
+	}
 	c.next_attempt = dlrt_attempt_first(c.epoch);
 	if (dlrt_coord_resume_jobs(&c) < 0) {
 		dlrt_err_set(err, "out of memory resuming the jobs");
@@ -637,12 +690,21 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	a.pid = (uint32_t)getpid();
 	if (dlrt_pool_write_access(c.pool, &a, err) < 0)
 		goto out;
+	c.acc = a;
+	/* A claim above ours made while we replayed: never serve below it. */
+	if (dlrt_coord_fence_check(&c)) {
+		rc = o->yield || o->takeover ? DLRT_COORD_YIELDED : -1;
+		if (rc < 0)
+			dlrt_err_set(err, "fenced out by a newer coordinator while starting");
+		goto out;
+	}
 	dlrt_coord_log(&c, "serving pool %s at %s:%u, epoch %llu, prefetch %u, window %.2f s, "
 		       "heartbeat bound %.2f s", c.pool, a.address, a.port,
 		       (unsigned long long)c.epoch, o->prefetch, window,
 		       (double)c.hb.bound_ms / 1000);
-	if (o->takeover)
-		dlrt_coord_log(&c, "took over: epoch %llu serves since wall %.6f",
+	if (o->takeover || o->yield)
+		dlrt_coord_log(&c, "took over%s: epoch %llu serves since wall %.6f",
+			       o->yield ? " from the journal (coordinator and standby both lost)" : "",
 			       (unsigned long long)c.epoch, dlrt_coord_wall_now());
 	if (dlrt_evloop_run(c.loop) < 0) {
 		dlrt_err_errno(err, errno, "the event loop failed");

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "auth.h"
@@ -147,6 +148,8 @@ struct coord {
 	uint32_t promoted;      /* the worker asked last */
 	int sb_tmo;
 	bool fenced;            /* a newer epoch took over: acknowledge nothing more */
+	struct dlrt_pool_access acc; /* our access record, rewritten if an older one replaced it */
+	struct stat claims_seen; /* the claims directory when last scanned (claim.h) */
 	uint32_t beats, resent;
 	bool first_answer;      /* logged the first answer since a takeover */
 	char host[64];

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "coord_int.h"
+#include "claim.h"
 #include "clock.h"
 #include "standby.h"
 
@@ -98,15 +99,29 @@ bool dlrt_coord_fence_check(struct coord *c)
 	struct dlrt_pool_access a;
 	struct dlrt_err err;
 
+	uint64_t high = 0;
+	int r;
+
 	if (c->fenced)
 		return true;
-	if (dlrt_pool_read_access(c->pool, &a, &err) == 0 && a.epoch > c->epoch) {
+	r = dlrt_pool_read_access(c->pool, &a, &err);
+	if (dlrt_claim_highest(c->pool, &high, &err) < 0)
+		high = 0; /* unreadable claims: the record still fences */
+	if ((r == 0 && a.epoch > c->epoch) || high > c->epoch) {
 		dlrt_coord_log(c,
 			       "fenced out: the coordinator of epoch %llu took over; this one (epoch %llu) "
 			       "stops without acknowledging anything more",
-			       (unsigned long long)a.epoch, (unsigned long long)c->epoch);
+			       (unsigned long long)(r == 0 && a.epoch > high ? a.epoch : high),
+			       (unsigned long long)c->epoch);
 		c->fenced = true;
-		dlrt_evloop_stop(c->loop);
+		if (c->loop)
+			dlrt_evloop_stop(c->loop);
+	} else if (r == 0 && a.epoch < c->epoch && c->acc.epoch == c->epoch &&
+		   dlrt_pool_write_access(c->pool, &c->acc, &err) == 0) {
+		/* An older coordinator that stalled before writing its record wrote
+		 * it late (it is fenced by our claim): the pool's record is ours. */
+		dlrt_coord_log(c, "the access record named epoch %llu: rewritten",
+			       (unsigned long long)a.epoch);
 	}
 	return c->fenced;
 }

@@ -194,7 +194,7 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
 		unstore_rows(c, ji, at);
 		return 0;
 	}
-	if (c->o->takeover && !c->first_answer) {
+	if ((c->o->takeover || c->o->yield) && !c->first_answer) {
 		c->first_answer = true;
 		dlrt_coord_log(c,
 			       "first answer to a task dispatched since the takeover at wall %.6f",

@@ -22,6 +22,7 @@
 
 #include "evloop.h"
 #include "models/idx.h"
+#include "claim.h"
 #include "infer.h"
 #include "liveness.h"
 #include "inputs.h"
@@ -800,8 +801,10 @@ static int run_coordinator(uint32_t prefetch, double window, const char *address
 	return 0;
 }
 
-static int run_worker(const char *name, const char *model_dir, int wait_s, const char *margin)
+static int run_worker(const char *name, const char *model_dir, int wait_s, const char *margin,
+		      uint32_t prefetch, double window, const char *auth)
 {
+	uint64_t min_epoch = 0;
 	struct dlrt_worker_opts o = { .model_dir = model_dir, .wait_s = wait_s,
 				      .walltime_margin = margin };
 	struct dlrt_err err;
@@ -825,9 +828,36 @@ static int run_worker(const char *name, const char *model_dir, int wait_s, const
 		name = nm;
 	}
 	o.name = name;
-	if (dlrt_worker_run(&o, &err) < 0)
-		return die("%s", err.msg);
-	return 0;
+	/* The element's index staggers takeover attempts (infer.h). */
+	if (getenv("DLRT_INFER_INDEX"))
+		o.index = atoi(getenv("DLRT_INFER_INDEX"));
+	else if (getenv("SLURM_ARRAY_TASK_ID"))
+		o.index = atoi(getenv("SLURM_ARRAY_TASK_ID"));
+	for (;;) {
+		struct dlrt_coord_opts co = { .pool = dir, .prefetch = prefetch, .window = window,
+					      .heartbeat = getenv("DLRT_INFER_HEARTBEAT"),
+					      .auth = auth, .yield = true, .min_epoch = min_epoch };
+		uint64_t high = 0;
+		int rc = dlrt_worker_run(&o, &err);
+
+		if (rc < 0)
+			return die("%s", err.msg);
+		if (rc != DLRT_WORKER_TAKEOVER)
+			return 0;
+		/* The coordinator and its standby are both lost: this element runs
+		 * the coordinator from the journal, unless another claimed it first. */
+		rc = dlrt_coord_run(&co, &err);
+		if (rc < 0)
+			return die("%s", err.msg);
+		if (rc != DLRT_COORD_YIELDED)
+			return 0;
+		fprintf(stderr, "dlrt-infer worker: another coordinator serves the pool: working on\n");
+		/* If that one died before it served, a later attempt goes past
+		 * its claim, once the claim is a minute old. */
+		if (dlrt_claim_highest(dir, &high, &err) == 0 && high &&
+		    dlrt_claim_stale(dir, high, 60))
+			min_epoch = high + 1;
+	}
 }
 
 static int run_standby(uint32_t prefetch, double window, const char *name)
@@ -956,7 +986,7 @@ static int cmd_service(int argc, char **argv, const char *what)
 	if (!strcmp(role, "coordinator"))
 		return run_coordinator(prefetch, window, address, heartbeat, auth);
 	if (!strcmp(role, "worker"))
-		return run_worker(name, model_dir, (int)wait_s, margin);
+		return run_worker(name, model_dir, (int)wait_s, margin, prefetch, window, auth);
 	if (!strcmp(role, "standby"))
 		return run_standby(prefetch, window, name);
 	return die("unknown role '%s'", role) + 1;
@@ -984,6 +1014,9 @@ static int pool_new_history(const char *dir)
 	snprintf(prev, sizeof(prev), "%s/journal.prev", dir);
 	if (rename(path, prev) < 0 && errno != ENOENT)
 		return die("cannot move the old journal %s aside: %s", path, strerror(errno));
+	/* The old history's epoch claims (claim.h) go with its journal. */
+	if (dlrt_claim_clear(dir, &err) < 0)
+		return die("%s", err.msg);
 	return 0;
 }
 

@@ -22,9 +22,19 @@ struct dlrt_coord_opts {
 	const uint8_t *log;
 	size_t loglen;
 	bool takeover;
+	/* A worker taking over after the coordinator and its standby were both
+	 * lost: it starts from the journal like pool restart, but a coordinator
+	 * that still answers, or an epoch another claimed first (claim.h), ends
+	 * the run with 1 (the worker goes on working) instead of an error. */
+	bool yield;
+	uint64_t min_epoch;    /* claim at least this epoch (a claimer that died) */
 };
 
-/* Runs the coordinator until `pool stop`, SIGTERM or SIGINT. */
+/* dlrt_coord_run()'s 1: another coordinator serves or claimed the epoch. */
+#define DLRT_COORD_YIELDED 1
+
+/* Runs the coordinator until `pool stop`, SIGTERM or SIGINT: 0, -1 with err,
+ * or DLRT_COORD_YIELDED (not an error: nothing was written). */
 int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err);
 
 struct dlrt_worker_opts {
@@ -34,10 +44,24 @@ struct dlrt_worker_opts {
 	int wait_s;              /* how long to wait for a coordinator (default 300) */
 	const char *walltime_margin; /* seconds (text): no new task this close to the
 				      * Slurm time limit; NULL = default 60, "0" = off */
+	int index;               /* array element: staggers takeover attempts (0 = none) */
 };
 
-/* Serves tasks until the pool stops (the access record disappears) or the
- * coordinator is gone for longer than wait_s. */
+/* dlrt_worker_run()'s 1: the coordinator and its standby are both lost (the
+ * access record's coordinator has not answered for the worker's takeover
+ * bound, dlrt_worker_takeover_ms()): the caller runs the coordinator from
+ * the journal (dlrt_coord_opts.yield), then, if it yielded, works again. */
+#define DLRT_WORKER_TAKEOVER 1
+
+/* 3 x the standby's takeover bound, so a live standby always goes first,
+ * plus 250 ms per array element (at most 16), so the workers rarely race
+ * (the claim settles it when they do). $DLRT_INFER_WORKER_TAKEOVER_MS
+ * (500..600000) replaces the first part; "0" turns the takeover off. */
+int dlrt_worker_takeover_ms(int index);
+
+/* Serves tasks until the pool stops (the access record disappears), the
+ * coordinator is gone for longer than wait_s, or the coordinator and its
+ * standby are both lost (DLRT_WORKER_TAKEOVER). */
 int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err);
 
 #endif

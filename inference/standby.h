@@ -19,8 +19,10 @@
  * log (infer.h), which writes the access record with a higher epoch.
  *
  * Fencing: a coordinator that loses its standby, or whose standby does not
- * answer within the bound, reads the access record; if its epoch is no longer
- * the newest, it stops at once without acknowledging anything more. Workers
+ * answer within the bound, reads the access record and the epoch claims
+ * (claim.h); if its epoch is no longer the newest, it stops at once without
+ * acknowledging anything more. A standby taking over claims its epoch first
+ * and gives up if a worker (which takes over when both are lost) won it. Workers
  * and clients only talk to the record's epoch; the journal and results files
  * are replaced by rename on takeover, so an old coordinator still writing
  * writes into unlinked files.

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include "liveness.h"
 #include "models/model.h"
 #include "pool.h"
+#include "standby.h"
 #include "proto.h"
 
 #define EXT_START_MS 120000 /* importing torch on a loaded node takes a while */
@@ -74,7 +76,45 @@ struct wstate {
 	int64_t end;            /* the Slurm job's end (unix seconds), 0 = none known */
 	int64_t end_checked_ms;
 	bool drained;           /* DRAIN sent on this connection */
+	int64_t heard_ms;       /* the coordinator's last frame, or the last probe it answered */
 };
+
+/* A worker hears nothing while no task is there for it: after this much
+ * silence it checks that the coordinator still answers a HELLO. A stopped
+ * coordinator keeps the connection open, and without a standby nobody else
+ * would notice it. */
+#define SILENCE_PROBE_MS 2000
+
+int dlrt_worker_takeover_ms(int index)
+{
+	const char *v = getenv("DLRT_INFER_WORKER_TAKEOVER_MS");
+	long ms = 3L * dlrt_standby_timeout_ms();
+
+	if (v && *v) {
+		char *end;
+		long x = strtol(v, &end, 10);
+
+		if (!*end && x == 0)
+			return 0;
+		if (!*end && x >= 500 && x <= 600000)
+			ms = x;
+	}
+	if (index < 0)
+		index = 0;
+	return (int)ms + 250 * (index % 16);
+}
+
+/* Does the access record's coordinator answer a HELLO (as a client)? */
+static bool coordinator_answers(const char *pool)
+{
+	struct dlrt_ipc probe;
+	struct dlrt_err err;
+
+	if (dlrt_ipc_open(&probe, pool, DLRT_IP_ROLE_CLIENT, "worker-probe", 1000, &err) < 0)
+		return false;
+	dlrt_ipc_close(&probe);
+	return true;
+}
 
 static void wlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void wlog(const char *fmt, ...)
@@ -389,11 +429,20 @@ static int serve(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 
 			if (dlrt_pool_read_access(s->o->pool, &a, &e2) != 0 || a.epoch != c->epoch)
 				return 0;
+			if (dlrt_now_ms() - s->heard_ms > SILENCE_PROBE_MS) {
+				if (!coordinator_answers(s->o->pool)) {
+					wlog("the coordinator (epoch %llu) does not answer: reconnecting",
+					     (unsigned long long)c->epoch);
+					return 0;
+				}
+				s->heard_ms = dlrt_now_ms();
+			}
 			for (uint32_t i = 0; i < s->njobs; i++)
 				if (s->jobs[i].kept && dlrt_now_ms() - s->connected_ms > KEPT_JOB_MS)
 					drop_job(s, s->jobs[i--].id);
 			continue;
 		}
+		s->heard_ms = dlrt_now_ms();
 		switch (f.type) {
 		case DLRT_IP_JOBINFO: {
 			struct dlrt_ip_jobinfo ji;
@@ -469,6 +518,11 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 	bool served = false;
 	int rc = -1;
 	struct dlrt_hbsend *hb = NULL;
+	/* The record's epoch whose coordinator this worker cannot reach, and
+	 * since when: past the takeover bound it tries to take over. */
+	uint64_t lost_epoch = 0;
+	int64_t lost_ms = 0;
+	int takeover_ms = dlrt_worker_takeover_ms(o->index);
 
 	signal(SIGPIPE, SIG_IGN);
 	pthread_mutex_init(&s.wlock, NULL);
@@ -500,7 +554,9 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 			wlog("worker %u of pool %s (epoch %llu)", c.id, o->pool,
 			     (unsigned long long)c.epoch);
 			served = true;
+			lost_epoch = 0;
 			s.connected_ms = dlrt_now_ms();
+			s.heard_ms = s.connected_ms;
 			s.drained = false;
 			/* Before the heartbeat thread shares the socket. */
 			if (resend_kept(&s, &c, err) < 0) {
@@ -522,6 +578,25 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 				s.jobs[i].kept = true;
 			deadline = dlrt_now_ms() + (int64_t)(o->wait_s > 0 ? o->wait_s : 300) * 1000;
 			continue;
+		}
+		if (r == 0 && served && takeover_ms > 0) {
+			char jp[4200];
+			struct stat jsb;
+
+			if (a.epoch != lost_epoch) {
+				lost_epoch = a.epoch;
+				lost_ms = dlrt_now_ms();
+			}
+			snprintf(jp, sizeof(jp), "%s/journal", o->pool);
+			/* Without a journal there is nothing to take over from. */
+			if (dlrt_now_ms() - lost_ms > takeover_ms && lstat(jp, &jsb) == 0) {
+				wlog("the coordinator of epoch %llu and its standby are both lost for "
+				     "%.1f s: this worker takes over as the coordinator (the pool has one "
+				     "worker fewer)", (unsigned long long)a.epoch,
+				     (double)(dlrt_now_ms() - lost_ms) / 1000);
+				rc = DLRT_WORKER_TAKEOVER;
+				goto out;
+			}
 		}
 		if (dlrt_now_ms() > deadline) {
 			dlrt_err_set(err, "no coordinator reachable through %s for %d s: start the "

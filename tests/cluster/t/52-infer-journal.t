@@ -41,7 +41,10 @@ wait_epoch_above() { # wait_epoch_above E: until a coordinator of a later epoch 
 	return 1
 }
 
-ARRAY=$(infer pool start --workers 3 -- -c 2)
+# The restart by hand is what this tests: no worker takes over by itself
+# (that is t/83-infer-double-failure.t).
+ARRAY=$(as_user env DLRT_INFER_POOL="$POOL" DLRT_INFER_WORKER_TAKEOVER_MS=0 \
+	dlrt-infer pool start --workers 3 -- -c 2)
 like "$ARRAY" '^[0-9]+$' "a pool of 3 workers (array $ARRAY)"
 for _ in $(seq 1 120); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.5; done
 is "$(workers_up)" 3 "3 workers joined"
