@@ -381,21 +381,62 @@ static void task_ports_peers(const struct dlrt_exchange_req *req, char *out, siz
 	}
 }
 
+/* The acknowledgements run up a binary tree over the nodes, so the root waits
+ * for two nodes, not for every node in turn: node i (0 = the root's node, then
+ * the nodes in the order of req->reps) reads the "got" of nodes 2i+1 and 2i+2
+ * before it publishes its own, which thus says "this node and every node
+ * below it have the root's address". Fills `kids` with the children's ranks
+ * ("R,R" or "") and returns the parent's rank (the root for the root itself). */
+static uint32_t tree_links(const struct dlrt_exchange_req *req, char *kids, size_t len)
+{
+	uint32_t idx = 0, me = 0, parent = req->root, nkids = 0;
+	size_t off = 0;
+
+	kids[0] = '\0';
+	if (req->rank != req->root)
+		for (const char *r = req->reps; *r; idx++) {
+			if (strtoul(r, NULL, 10) == req->rank)
+				me = idx + 1;
+			r += strcspn(r, ",");
+			r += *r == ',';
+		}
+	idx = 0;
+	for (const char *r = req->reps; *r; idx++) {
+		uint32_t rank = (uint32_t)strtoul(r, NULL, 10), pos = idx + 1;
+
+		if (pos == 2 * me + 1 || pos == 2 * me + 2) {
+			off += (size_t)snprintf(kids + off, len - off, "%s%u", nkids++ ? "," : "",
+						rank);
+			if (off >= len)
+				off = len - 1;
+		}
+		if (me && pos == (me - 1) / 2)
+			parent = rank;
+		r += strcspn(r, ",");
+		r += *r == ',';
+	}
+	return parent;
+}
+
 /* One PMIx client per node (see struct dlrt_exchange_req). No fence: the root
  * publishes its address, every other node's first task reads it and says so
- * (got), and the root leaves only once all of them did, so its node (whose
- * PMIx server holds the address) stays in the step until then. A first task
- * then lingers until the root is done (bounded, never an error), so its own
- * node stays while the root reads its "got". */
+ * (got) once its children in the tree (tree_links) said so too, and the root
+ * leaves only once its own children did, so its node (whose PMIx server holds
+ * the address) stays in the step until every node has it. A first task then
+ * lingers until its parent published its own "got" (or the root "done";
+ * bounded, never an error), so its node stays while the parent reads it. */
 static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv, char **env,
 			     struct dlrt_addrs *mine, struct dlrt_err *err)
 {
-	char timeout_s[16], root_s[DLRT_SVCADDR_MAX + 520];
+	char timeout_s[16], root_s[DLRT_SVCADDR_MAX + 520], kids[24], parent_s[16];
 	char *argv[32], **env2 = NULL, *value = NULL, *tports = NULL, *peers = NULL;
 	size_t n = 0, peers_len = strlen(req->reps) + 16;
 	int rc;
 
+	uint32_t parent = tree_links(req, kids, sizeof(kids));
+
 	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
+	snprintf(parent_s, sizeof(parent_s), "%u", parent);
 	argv[n++] = "dlrt-kv";
 	argv[n++] = "--timeout";
 	argv[n++] = timeout_s;
@@ -457,10 +498,10 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 			argv[n++] = "tports";
 			argv[n++] = peers;
 		}
-		if (req->reps[0]) {
+		if (kids[0]) {
 			argv[n++] = "awaitlist";
 			argv[n++] = "got";
-			argv[n++] = (char *)req->reps;
+			argv[n++] = kids;
 			argv[n++] = "put";
 			argv[n++] = "done";
 			argv[n++] = "1";
@@ -474,12 +515,17 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 			argv[n++] = "tports";
 			argv[n++] = peers;
 		}
+		if (kids[0]) {
+			argv[n++] = "awaitlist";
+			argv[n++] = "got";
+			argv[n++] = kids;
+		}
 		argv[n++] = "put";
 		argv[n++] = "got";
 		argv[n++] = mine->node_ip;
 		argv[n++] = "linger";
-		argv[n++] = "0";
-		argv[n++] = "done";
+		argv[n++] = parent_s;
+		argv[n++] = parent == req->root ? "done" : "got";
 		argv[n++] = "5";
 	}
 	argv[n] = NULL;

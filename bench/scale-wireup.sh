@@ -1,0 +1,136 @@
+#!/bin/bash
+# scale-wireup.sh - wire-up overhead of every runtime that exchanges addresses, at 3, 16 and 32
+# nodes, in one run.
+#
+# For each node count it (re)starts the local test cluster with that many nodes
+# (tests/cluster/cluster.sh, DLRT_CLUSTER_NODES), takes one allocation of all its nodes, and
+# times, inside it, no-op steps `srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true`:
+# median of REPEAT runs after one discarded warm-up, for X in mxnet, torch, horovod (gloo) and
+# caffe2 and tasks = the node count and 128 (48 on 3 nodes, the old table's cell). It prints,
+# per cell, the plain median, the dlrt median, their ratio and the difference. Then, on the
+# largest cluster, the services under NODES x 4 ranks: the Horovod rendezvous driver and the
+# caffe2 store, with a real gloo allreduce (gloo_hvd_allreduce, gloo_redis_allreduce).
+#
+#   sudo DLRT_CLUSTER_ID=7 bench/scale-wireup.sh     (root: it starts the cluster)
+#
+# Environment:
+#   DLRT_CLUSTER_ID  the cluster instance to use (and restart)   (required)
+#   SIZES      node counts                                      (default: "3 16 32")
+#   RUNTIMES   runtimes to time                                 (default: mxnet torch horovod caffe2)
+#   REPEAT     timed runs per cell                              (default: 5)
+#   BIG_TASKS  the large task count on 16 nodes or more         (default: 128)
+#   SERVICES   1: also time the driver and the store runs       (default: 1)
+#   KEEP       1: leave the last cluster up                     (default: 0)
+#   STEP_TIMEOUT  seconds before one step counts as hung        (default: 180)
+# The cluster must already have the build installed (make cluster-up once).
+set -uo pipefail
+# shellcheck source=bench/lib-wireup.sh
+. "$(dirname "$0")/lib-wireup.sh" || exit 1
+
+[ -n "${DLRT_CLUSTER_ID:-}" ] || { echo "scale-wireup: set DLRT_CLUSTER_ID (your own cluster)" >&2; exit 2; }
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CLUSTER=$ROOT/tests/cluster/cluster.sh
+SIZES=${SIZES:-3 16 32}
+RUNTIMES=${RUNTIMES:-mxnet torch horovod caffe2}
+REPEAT=${REPEAT:-5}
+BIG_TASKS=${BIG_TASKS:-128}
+SERVICES=${SERVICES:-1}
+KEEP=${KEEP:-0}
+STEP_TIMEOUT=${STEP_TIMEOUT:-180}
+USER_NAME=${DLRT_TEST_USER:-dlrtu}
+
+err=$(mktemp)
+trap 'rm -f "$err"' EXIT
+
+# rt_args RUNTIME: the options that select it (horovod: its gloo mode).
+rt_args() {
+	case $1 in
+	none) ;;
+	horovod) echo "--dl-runtime=horovod --dl-horovod=gloo" ;;
+	*) echo "--dl-runtime=$1" ;;
+	esac
+}
+
+# run_ms NODES TASKS RUNTIME [PROGRAM...]: one step inside the allocation, in ms.
+run_ms() {
+	local nodes=$1 n=$2 rt=$3 t0 t1
+	shift 3
+	[ $# -gt 0 ] || set -- true
+	t0=$(date +%s%N)
+	# shellcheck disable=SC2046  # rt_args is a word list on purpose
+	if ! timeout -k 5 "$STEP_TIMEOUT" runuser -u "$USER_NAME" -- env SLURM_JOB_ID="$JOB" \
+		srun --jobid="$JOB" --mpi=pmix -N"$nodes" -O -n"$n" $(rt_args "$rt") "$@" \
+		>/dev/null 2>"$err"; then
+		echo "scale-wireup: srun -N$nodes -n$n $(rt_args "$rt") $* failed:" >&2
+		sed 's/^/  /' "$err" | head -20 >&2
+		return 1
+	fi
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
+
+# cluster_at NODES: the cluster restarted with that many nodes, and one allocation of all.
+cluster_at() {
+	[ -n "${JOB:-}" ] && scancel "$JOB" 2>/dev/null
+	JOB=
+	DLRT_CLUSTER_NODES=$1 "$CLUSTER" down >/dev/null 2>&1
+	DLRT_CLUSTER_NODES=$1 "$CLUSTER" up >/dev/null 2>"$err" || {
+		echo "scale-wireup: the $1-node cluster did not come up:" >&2
+		tail -5 "$err" >&2
+		return 1
+	}
+	eval "$(DLRT_CLUSTER_NODES=$1 "$CLUSTER" env)"
+	# An allocation that only sleeps; every step runs inside it (no allocation per step).
+	JOB=$(runuser -u "$USER_NAME" -- sbatch --parsable --chdir=/tmp -o /dev/null -N"$1" -n"$1" -O --wrap 'sleep 3600') ||
+		return 1
+	for _ in $(seq 120); do
+		[ "$(squeue -h -j "$JOB" -o %T 2>/dev/null)" = RUNNING ] && return 0
+		sleep 0.5
+	done
+	echo "scale-wireup: allocation $JOB did not start" >&2
+	return 1
+}
+
+echo "# scale wire-up: srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true inside one allocation, median of $REPEAT"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(sinfo --version 2>/dev/null), $(git -C "$ROOT" log -1 --format='%h %s' 2>/dev/null | cut -c1-60)"
+echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(uname -r); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '| %-5s | %-5s | %-8s | %9s | %8s | %5s | %8s |\n' nodes tasks runtime 'plain ms' 'dlrt ms' ratio 'extra ms'
+echo "|---|---|---|---|---|---|---|"
+rc=0
+last=
+for nodes in $SIZES; do
+	cluster_at "$nodes" || { rc=1; continue; }
+	last=$nodes
+	big=$BIG_TASKS
+	[ "$nodes" -lt 16 ] && big=$((16 * nodes))
+	for n in "$nodes" "$big"; do
+		plain=$(median_ms "$nodes" "$n" none) || { rc=1; continue; }
+		for rt in $RUNTIMES; do
+			dl=$(median_ms "$nodes" "$n" "$rt") || { rc=1; continue; }
+			awk -v N="$nodes" -v n="$n" -v rt="$rt" -v p="$plain" -v d="$dl" 'BEGIN {
+				r = p > 0 ? d / p : 0
+				printf "| %-5s | %-5s | %-8s | %9d | %8d | %5.2f | %8d |\n", N, n, rt, p, d, r, d - p }'
+		done
+	done
+done
+if [ "$SERVICES" = 1 ] && [ -n "$last" ]; then
+	PROGS=$("$CLUSTER" prefix)/libexec/dlrt-tests
+	n=$((4 * last))
+	echo
+	echo "# services under $last nodes x 4 ranks: one real gloo allreduce step, median of $REPEAT"
+	printf '| %-28s | %5s | %8s |\n' step ranks 'ms'
+	echo "|---|---|---|"
+	for what in "horovod driver|horovod|$PROGS/gloo_hvd_allreduce" \
+		    "caffe2 store|caffe2|$PROGS/gloo_redis_allreduce"; do
+		IFS='|' read -r label rt prog <<<"$what"
+		if ms=$(median_ms "$last" "$n" "$rt" "$prog"); then
+			printf '| %-28s | %5s | %8d |\n' "$label ($rt)" "$n" "$ms"
+		else
+			rc=1
+		fi
+	done
+fi
+[ -n "${JOB:-}" ] && scancel "$JOB" 2>/dev/null
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "$KEEP" = 1 ] || [ -z "$last" ] || DLRT_CLUSTER_NODES=$last "$CLUSTER" down >/dev/null 2>&1
+exit $rc
