@@ -490,36 +490,29 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv
 			argv[n++] = "root";
 			argv[n++] = root_s;
 		}
-		argv[n++] = "await";
-		argv[n++] = "0";
-		argv[n++] = "root";
-		if (peers && peers[0]) {
-			argv[n++] = "awaitlist";
-			argv[n++] = "tports";
-			argv[n++] = peers;
-		}
+	}
+	/* Every node: the root's value, the other nodes' task ports, then the
+	 * acknowledgements of its children in the tree. */
+	argv[n++] = "await";
+	argv[n++] = "0";
+	argv[n++] = "root";
+	if (peers && peers[0]) {
+		argv[n++] = "awaitlist";
+		argv[n++] = "tports";
+		argv[n++] = peers;
+	}
+	if (kids[0]) {
+		argv[n++] = "awaitlist";
+		argv[n++] = "got";
+		argv[n++] = kids;
+	}
+	if (req->rank == req->root) {
 		if (kids[0]) {
-			argv[n++] = "awaitlist";
-			argv[n++] = "got";
-			argv[n++] = kids;
 			argv[n++] = "put";
 			argv[n++] = "done";
 			argv[n++] = "1";
 		}
 	} else {
-		argv[n++] = "await";
-		argv[n++] = "0";
-		argv[n++] = "root";
-		if (peers && peers[0]) {
-			argv[n++] = "awaitlist";
-			argv[n++] = "tports";
-			argv[n++] = peers;
-		}
-		if (kids[0]) {
-			argv[n++] = "awaitlist";
-			argv[n++] = "got";
-			argv[n++] = kids;
-		}
 		argv[n++] = "put";
 		argv[n++] = "got";
 		argv[n++] = mine->node_ip;
