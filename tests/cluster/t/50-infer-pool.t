@@ -128,15 +128,18 @@ fi
 # happened): job 2 usually, but on a loaded machine the late worker may join
 # so late that job 1 ends first, and the rule is the same either way. The
 # coordinator samples the jobs that go on when one ends, so the other job's
-# first row after the ended job's last one in timeline.tsv is its share from
-# that moment on, however late the periodic samples come on a loaded node.
+# first row later than the ended job's last one in timeline.tsv is its share
+# from that moment on, however late the periodic samples come on a loaded node.
 first=$(awk -v a="$J1" -v b="$J2" 'NR > 1 && $3 == "done" && ($2 == a || $2 == b) { print $2; exit }' \
 	"$POOL/events.tsv")
 other=$([ "$first" = "$J1" ] && echo "$J2" || echo "$J1")
 n_other=$([ "$other" = "$J1" ] && echo $N1 || echo $N2)
+# Rows of one sample share its time and come in job order, so the other
+# job's row in the ended job's last sample is from before the end: the first
+# row after it has a later time.
 read -r share done_other < <(awk -v a="$other" -v b="${first:-none}" '
-	NR > 1 && $2 == b { s = ""; seen = 1 }
-	NR > 1 && $2 == a && seen && s == "" { s = $5; d = $6 } END { print s, d }' "$POOL/timeline.tsv")
+	NR > 1 && $2 == b { s = ""; seen = 1; tb = $1 }
+	NR > 1 && $2 == a && seen && s == "" && $1 > tb { s = $5; d = $6 } END { print s, d }' "$POOL/timeline.tsv")
 left=$((n_other - ${done_other:-0}))
 if [ "$left" -ge 600 ]; then
 	is "$share" "6.00" "job $other ($left queries left) gets all 6 workers as soon as job ${first:-?} ends" ||

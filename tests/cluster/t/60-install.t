@@ -21,15 +21,14 @@ conf=$(cat "$S/etc/plugstack.conf.d/dlrt.conf")
 is "$(grep -v '^#' <<<"$conf" | grep -v '^$')" "optional /opt/dlrt/$VER/lib/dlrt/dlrt.so" \
 	"the one plugstack line is optional and names the final path, not DESTDIR"
 # The key list in the plugin's "unknown key" message is built from the
-# runtime table at run time; tests/unit/test_conf_doc.c checks that
-# dlrt.conf.in lists exactly the table's keys. Here: the installed file has
-# them all, and the installed plugin holds each name.
+# runtime table at run time (so `strings` cannot read it, and the linker may
+# share a key's bytes with a longer string); tests/unit/test_conf_doc.c
+# checks that dlrt.conf.in lists exactly the table's keys. Here: the
+# installed file has them all.
 keys=$(sed -n 's/^#   \([a-z_]*\)=.*/\1/p' "$SRC/etc/plugstack.conf.d/dlrt.conf.in" | sort -u)
 ok "$([ "$(wc -w <<<"$keys")" -ge 5 ]; echo $?)" "dlrt.conf.in documents the plugstack keys ($(echo $keys))"
-so_strings=$(strings "$S/lib/dlrt/dlrt.so")
 for k in $keys; do
 	like "$conf" "^#   $k=" "plugstack key $k is documented in the installed dlrt.conf"
-	ok "$(grep -qx "$k" <<<"$so_strings"; echo $?)" "the installed plugin knows the key $k"
 done
 like "$(cat "$S/etc/modulefiles/dlrt/$VER.lua")" "local root = \"/opt/dlrt/$VER\"" "Lmod file names PREFIX"
 is "$(find "$WORK/stage" -perm /o+w ! -type l | wc -l)" 0 "nothing world-writable"
