@@ -392,15 +392,32 @@ static void spare_start(struct dlrt_relay *r)
 	pair_connect(p);
 }
 
-/* A spare that is connected and answered, or NULL. */
+/* The service ended a spare (its idle timeout, its end) or broke the
+ * protocol, and the loop has not come to that event yet: up_event would drop
+ * it, but a client accepted earlier in the same round must not get it (its
+ * request would meet end of file). */
+static bool spare_ended(const struct pair *p)
+{
+	uint8_t b;
+	ssize_t n = recv(p->ufd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+}
+
+/* A spare that is connected, answered and still open, or NULL. */
 static struct pair *spare_take(struct dlrt_relay *r)
 {
-	for (struct pair *p = r->spares; p; p = p->next) {
-		if (p->st == SPARE && !p->c2u.len) {
-			list_unlink(&r->spares, p);
-			r->nspares--;
-			return p;
+	for (struct pair *p = r->spares, *next; p; p = next) {
+		next = p->next;
+		if (p->st != SPARE || p->c2u.len)
+			continue;
+		if (spare_ended(p)) {
+			pair_close(p);
+			continue;
 		}
+		list_unlink(&r->spares, p);
+		r->nspares--;
+		return p;
 	}
 	return NULL;
 }

@@ -16,12 +16,17 @@
 
 #define AUTH_DEFAULT_MAX 64
 #define AUTH_DEFAULT_TIMEOUT_MS 5000
+/* Far above a relay's answer time (a round trip, plus its turn on a loaded
+ * node), short enough that a stranger's flood delays the step's connections
+ * by little: each of its connections holds a slot this long at most. */
+#define AUTH_DEFAULT_GRACE_MS 1000
 
 /* A connection that has not yet answered the challenge. */
 struct dlrt_conn_auth {
 	uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN];
 	uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN];
 	size_t got;
+	int64_t since_ms;    /* accepted */
 	int64_t deadline_ms;
 	uint64_t seq; /* accept order: the smallest is the oldest */
 };
@@ -46,9 +51,12 @@ struct dlrt_tcpserver {
 	int64_t resume_timer;    /* the listener is paused after an accept failure */
 	unsigned long nofile;    /* RLIMIT_NOFILE's soft limit at start */
 	unsigned long nofile_drops;
+	bool held;               /* the listener waits for a pre-authentication slot */
+	unsigned long auth_shed;  /* unproven connections closed to admit newer ones */
 };
 
 static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
+static void auth_slot_freed(struct dlrt_tcpserver *srv);
 
 static bool peer_allowed(const struct dlrt_tcpserver *srv, uint32_t ip)
 {
@@ -67,7 +75,8 @@ static void conn_drop(struct dlrt_conn *conn)
 
 	if (conn->auth) {
 		free(conn->auth);
-		srv->nunauthed--;
+		conn->auth = NULL;
+		auth_slot_freed(srv);
 	}
 	dlrt_evloop_del_fd(srv->loop, conn->fd);
 	close(conn->fd);
@@ -265,7 +274,7 @@ static int auth_read(struct dlrt_conn *conn)
 		return -1;
 	free(a);
 	conn->auth = NULL;
-	srv->nunauthed--;
+	auth_slot_freed(srv);
 	conn->last_active_ms = dlrt_now_ms();
 	if (srv->proto.on_open && srv->proto.on_open(conn, srv->ctx) < 0) {
 		conn_drop(conn); /* never opened: no on_close */
@@ -274,9 +283,8 @@ static int auth_read(struct dlrt_conn *conn)
 	return 1;
 }
 
-/* Closes the unproven connection accepted first (a stranger's flood keeps
- * the newest few, and a relay answers within a round trip). */
-static bool auth_evict_oldest(struct dlrt_tcpserver *srv)
+/* The unproven connection accepted first, or NULL. */
+static struct dlrt_conn *auth_oldest(struct dlrt_tcpserver *srv)
 {
 	struct dlrt_conn *oldest = NULL;
 
@@ -286,9 +294,44 @@ static bool auth_evict_oldest(struct dlrt_tcpserver *srv)
 		if (c && c->auth && (!oldest || c->auth->seq < oldest->auth->seq))
 			oldest = c;
 	}
-	if (!oldest)
-		return false;
-	dlrt_conn_close(oldest);
+	return oldest;
+}
+
+static void listener_hold(struct dlrt_tcpserver *srv, int64_t ms);
+
+/* Room for one more unproven connection, before accepting it: true when there
+ * is. At the cap the oldest is closed (a stranger's flood keeps the newest
+ * few), but never one whose answer already waits unread (the loop has not
+ * come to it yet: it is proven, not idle), and never one younger than the
+ * grace: a burst accepted in one round would otherwise close its own first
+ * connections before their relays could answer. Then the listener waits
+ * instead, until a slot frees or the oldest comes of age; the new
+ * connections stay in the kernel's backlog meanwhile. */
+static bool auth_room(struct dlrt_tcpserver *srv)
+{
+	while (srv->nunauthed >= srv->cfg.max_unauthed) {
+		struct dlrt_conn *oldest = auth_oldest(srv);
+		int64_t age;
+
+		if (!oldest)
+			return true;
+		switch (auth_read(oldest)) {
+		case 0:
+			break;
+		case -1:
+			dlrt_conn_close(oldest); /* a wrong answer, or gone */
+			continue;
+		default:
+			continue; /* proven (its request is read on its next event) */
+		}
+		age = dlrt_now_ms() - oldest->auth->since_ms;
+		if (age < srv->cfg.auth_grace_ms) {
+			listener_hold(srv, srv->cfg.auth_grace_ms - age);
+			return false;
+		}
+		srv->auth_shed++;
+		dlrt_conn_close(oldest);
+	}
 	return true;
 }
 
@@ -311,10 +354,9 @@ static int auth_begin(struct dlrt_conn *conn)
 		free(a);
 		return -1;
 	}
-	a->deadline_ms = dlrt_now_ms() + srv->cfg.auth_timeout_ms;
+	a->since_ms = dlrt_now_ms();
+	a->deadline_ms = a->since_ms + srv->cfg.auth_timeout_ms;
 	a->seq = srv->auth_seq++;
-	while (srv->nunauthed >= srv->cfg.max_unauthed && auth_evict_oldest(srv))
-		;
 	conn->auth = a;
 	srv->nunauthed++;
 	return 0;
@@ -363,22 +405,47 @@ static int64_t listener_resume(struct dlrt_evloop *loop, void *arg)
 	struct dlrt_tcpserver *srv = arg;
 
 	srv->resume_timer = 0;
+	srv->held = false;
 	if (srv->reserve_fd < 0) /* lost in accept_shed: try again */
 		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	dlrt_evloop_set_events(loop, srv->listen_fd, DLRT_EV_READ);
 	return -1;
 }
 
-static void listener_pause(struct dlrt_tcpserver *srv)
+static void listener_pause_for(struct dlrt_tcpserver *srv, int64_t ms)
 {
 	if (srv->resume_timer)
 		return;
 	dlrt_evloop_set_events(srv->loop, srv->listen_fd, 0);
-	srv->resume_timer = dlrt_evloop_add_timer(srv->loop, ACCEPT_PAUSE_MS,
-						  listener_resume, srv);
+	srv->resume_timer = dlrt_evloop_add_timer(srv->loop, ms, listener_resume, srv);
 	if (srv->resume_timer < 0) { /* no memory for a timer: keep listening */
 		srv->resume_timer = 0;
 		dlrt_evloop_set_events(srv->loop, srv->listen_fd, DLRT_EV_READ);
+	}
+}
+
+static void listener_pause(struct dlrt_tcpserver *srv)
+{
+	listener_pause_for(srv, ACCEPT_PAUSE_MS);
+}
+
+/* Every pre-authentication slot is taken by a connection still in its grace:
+ * accept again when one frees (auth_slot_freed) or in `ms` at the latest. */
+static void listener_hold(struct dlrt_tcpserver *srv, int64_t ms)
+{
+	if (srv->resume_timer)
+		return; /* paused already; accept_event looks for room again */
+	listener_pause_for(srv, ms > 0 ? ms : 1);
+	srv->held = srv->resume_timer != 0;
+}
+
+/* A connection proved the secret or went: a held listener takes the next. */
+static void auth_slot_freed(struct dlrt_tcpserver *srv)
+{
+	srv->nunauthed--;
+	if (srv->held) {
+		dlrt_evloop_del_timer(srv->loop, srv->resume_timer);
+		listener_resume(srv->loop, srv);
 	}
 }
 
@@ -449,9 +516,11 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 		socklen_t salen = sizeof(sa);
 		struct dlrt_conn *conn;
 		int one = 1;
-		int fd = accept4(lfd, (struct sockaddr *)&sa, &salen,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd;
 
+		if (srv->has_secret && !auth_room(srv))
+			return;
+		fd = accept4(lfd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (accept_failed(srv, errno))
 				continue;
@@ -565,6 +634,10 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 		srv->cfg.max_unauthed = AUTH_DEFAULT_MAX;
 	if (srv->cfg.auth_timeout_ms <= 0)
 		srv->cfg.auth_timeout_ms = AUTH_DEFAULT_TIMEOUT_MS;
+	if (srv->cfg.auth_grace_ms <= 0)
+		srv->cfg.auth_grace_ms = AUTH_DEFAULT_GRACE_MS;
+	if (srv->cfg.auth_grace_ms > srv->cfg.auth_timeout_ms)
+		srv->cfg.auth_grace_ms = srv->cfg.auth_timeout_ms;
 	srv->nofile = dlrt_nofile_raise();
 	srv->cfg.max_conns = dlrt_nofile_cap_conns(srv->cfg.max_conns, srv->nofile);
 	if (cfg->nallow) {
@@ -644,6 +717,11 @@ unsigned long dlrt_tcpserver_nofile(const struct dlrt_tcpserver *srv)
 unsigned long dlrt_tcpserver_nofile_drops(const struct dlrt_tcpserver *srv)
 {
 	return srv->nofile_drops;
+}
+
+unsigned long dlrt_tcpserver_auth_shed(const struct dlrt_tcpserver *srv)
+{
+	return srv->auth_shed;
 }
 
 void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv)

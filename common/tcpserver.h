@@ -11,9 +11,14 @@
  * the secret (common/svcauth.h): the server sends a challenge at accept and
  * reads at most the answer's bytes; only a right answer within
  * auth_timeout_ms makes the connection reach the protocol (on_open). A wrong
- * answer closes it; the oldest unproven connection is closed when a new one
- * would pass max_unauthed, so idle connections of someone without the secret
- * never lock the step's own clients out.
+ * answer closes it. At most max_unauthed connections wait for their answer:
+ * past that, the oldest is closed to admit a new one, so idle connections of
+ * someone without the secret never lock the step's own clients out, but only
+ * once it had auth_grace_ms to answer and its answer is not already waiting
+ * in its socket; until then new connections wait in the listen backlog. (A
+ * burst of the step's own connections, many relays at once, must never shed
+ * the ones that have not had the time to answer: their relay would answer,
+ * forward its client's request and get end of file instead of a reply.)
  *
  * Bounds: a connection holds at most max_request bytes of input and
  * max_reply bytes of output, so N connections cost at most N x (max_request +
@@ -83,6 +88,9 @@ struct dlrt_tcpserver_cfg {
 	const uint8_t *secret;
 	unsigned max_unauthed;     /* connections still to prove it (0 = 64) */
 	int64_t auth_timeout_ms;   /* time to answer the challenge (0 = 5000) */
+	int64_t auth_grace_ms;     /* an unproven connection is not closed for a
+				    * newer one before this age (0 = 1000, at
+				    * most auth_timeout_ms) */
 };
 
 int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
@@ -97,6 +105,9 @@ unsigned dlrt_tcpserver_max_conns(const struct dlrt_tcpserver *srv);
 unsigned long dlrt_tcpserver_nofile(const struct dlrt_tcpserver *srv);
 /* Connections accepted and closed at once because no descriptor was left. */
 unsigned long dlrt_tcpserver_nofile_drops(const struct dlrt_tcpserver *srv);
+/* Connections closed before they proved the secret, to admit a newer one
+ * (max_unauthed reached and the oldest past its grace). */
+unsigned long dlrt_tcpserver_auth_shed(const struct dlrt_tcpserver *srv);
 /* Closes the listener and every connection. */
 void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv);
 

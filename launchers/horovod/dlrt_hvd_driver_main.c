@@ -43,6 +43,7 @@ struct driver {
 	int64_t idle_ms;
 	bool verbose;
 	unsigned long requests;
+	const struct dlrt_tcpserver *srv; /* for the exit line's counts */
 };
 
 struct conn_state {
@@ -262,6 +263,7 @@ static void driver_listening(void *ctx, struct dlrt_tcpserver *srv,
 {
 	struct driver *d = ctx;
 
+	d->srv = srv;
 	fprintf(stderr, PROG ": listening on %s:%u, %zu ranks on %zu hosts, %zu allowed peers besides loopback\n",
 		cfg->bind_addr, dlrt_tcpserver_port(srv), d->plan.nslots, d->plan.nhosts,
 		cfg->nallow - 1);
@@ -273,7 +275,9 @@ static void driver_stopped(void *ctx, const char *why)
 {
 	struct driver *d = ctx;
 
-	fprintf(stderr, PROG ": exiting (%s) after %lu requests\n", why, d->requests);
+	fprintf(stderr, PROG ": exiting (%s) after %lu requests; %lu connections closed before "
+		"they answered the challenge, to admit newer ones\n", why, d->requests,
+		d->srv ? dlrt_tcpserver_auth_shed(d->srv) : 0ul);
 }
 
 static void driver_teardown(void *ctx)

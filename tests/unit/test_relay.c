@@ -184,6 +184,61 @@ static void test_peeruid(void)
 	close(lfd);
 }
 
+/* Holders of the secret are never shed for arriving together. The clients
+ * connect before the service's loop runs, so one accept round finds all of
+ * them in the backlog, three times the pre-authentication cap: each must
+ * still get its challenge and, once it answers, its reply. (A service that
+ * evicted the oldest unproven connection at every accept past the cap closed
+ * the burst's first ones before they could have answered: a relay saw the
+ * challenge, answered, forwarded its client's request and got end of file,
+ * which Horovod's client reports as a malformed HTTP response.) */
+static void test_burst(void)
+{
+	enum { CAP = 4, N = 3 * CAP };
+	struct dlrt_evloop *loop = dlrt_evloop_create();
+	struct dlrt_tcpserver *srv = NULL;
+	struct dlrt_tcpserver_cfg cfg = {
+		.bind_addr = "127.0.0.1", .max_request = 4096, .max_reply = 4096,
+		.secret = secret, .max_unauthed = CAP, .auth_timeout_ms = 60000,
+		/* No connection ages out while this thread answers its way
+		 * through: the test does not depend on how fast it runs. */
+		.auth_grace_ms = 60000,
+	};
+	struct dlrt_proto proto = { .on_data = echo };
+	struct dlrt_err err;
+	int fds[N], served = 0;
+	pthread_t th;
+
+	TAP_OK(dlrt_tcpserver_start(&srv, loop, &cfg, &proto, NULL, &err) == 0,
+	       "burst: a service with a secret and a cap of %d unproven connections starts", CAP);
+	for (int i = 0; i < N; i++)
+		fds[i] = dial(dlrt_tcpserver_port(srv));
+	pthread_create(&th, NULL, run, loop);
+	/* In the order they connected: the service takes them in that order. */
+	for (int i = 0; i < N; i++) {
+		uint8_t chal[DLRT_SVCAUTH_CHALLENGE_LEN], msg[DLRT_SVCAUTH_ANSWER_LEN + 4];
+		uint8_t back[8];
+
+		if (fds[i] < 0 || recv(fds[i], chal, sizeof(chal), MSG_WAITALL) != sizeof(chal))
+			continue;
+		dlrt_svcauth_answer(secret, chal, msg);
+		memcpy(msg + DLRT_SVCAUTH_ANSWER_LEN, "ping", 4);
+		if (send(fds[i], msg, sizeof(msg), MSG_NOSIGNAL) != sizeof(msg))
+			continue;
+		if (recv(fds[i], back, 4, MSG_WAITALL) == 4 && !memcmp(back, "ping", 4))
+			served++;
+	}
+	TAP_IS_INT(served, N, "burst: all %d connections that arrived at once and answered "
+		   "were served (none shed for the cap of %d)", N, CAP);
+	for (int i = 0; i < N; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	dlrt_evloop_stop(loop);
+	pthread_join(th, NULL);
+	dlrt_tcpserver_stop(srv);
+	dlrt_evloop_destroy(loop);
+}
+
 int main(void)
 {
 	struct dlrt_evloop *loop = dlrt_evloop_create();
@@ -218,6 +273,7 @@ int main(void)
 
 	test_svcauth();
 	test_peeruid();
+	test_burst();
 	for (size_t i = 0; i < big; i++)
 		out[i] = (uint8_t)(i * 7 + i / 251);
 	TAP_OK(dlrt_tcpserver_start(&srv, loop, &scfg, &proto, NULL, &err) == 0,
