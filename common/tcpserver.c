@@ -299,14 +299,15 @@ static struct dlrt_conn *auth_oldest(struct dlrt_tcpserver *srv)
 
 static void listener_hold(struct dlrt_tcpserver *srv, int64_t ms);
 
-/* Room for one more unproven connection, before accepting it: true when there
- * is. At the cap the oldest is closed (a stranger's flood keeps the newest
- * few), but never one whose answer already waits unread (the loop has not
- * come to it yet: it is proven, not idle), and never one younger than the
+/* Before accepting: may one more unproven connection come in? At the cap the
+ * oldest will be closed for it (auth_begin: a stranger's flood keeps the
+ * newest few), but never one whose answer already waits unread (the loop has
+ * not come to it yet: it is proven, not idle), and never one younger than the
  * grace: a burst accepted in one round would otherwise close its own first
  * connections before their relays could answer. Then the listener waits
  * instead, until a slot frees or the oldest comes of age; the new
- * connections stay in the kernel's backlog meanwhile. */
+ * connections stay in the kernel's backlog meanwhile. Nothing is closed here
+ * for age: only a connection actually accepted makes room for itself. */
 static bool auth_room(struct dlrt_tcpserver *srv)
 {
 	while (srv->nunauthed >= srv->cfg.max_unauthed) {
@@ -329,8 +330,7 @@ static bool auth_room(struct dlrt_tcpserver *srv)
 			listener_hold(srv, srv->cfg.auth_grace_ms - age);
 			return false;
 		}
-		srv->auth_shed++;
-		dlrt_conn_close(oldest);
+		return true; /* the oldest may go for the next one */
 	}
 	return true;
 }
@@ -357,6 +357,15 @@ static int auth_begin(struct dlrt_conn *conn)
 	a->since_ms = dlrt_now_ms();
 	a->deadline_ms = a->since_ms + srv->cfg.auth_timeout_ms;
 	a->seq = srv->auth_seq++;
+	/* auth_room let this one in: the oldest is past its grace. */
+	while (srv->nunauthed >= srv->cfg.max_unauthed) {
+		struct dlrt_conn *oldest = auth_oldest(srv);
+
+		if (!oldest)
+			break;
+		srv->auth_shed++;
+		dlrt_conn_close(oldest);
+	}
 	conn->auth = a;
 	srv->nunauthed++;
 	return 0;
