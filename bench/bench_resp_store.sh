@@ -90,11 +90,15 @@ wait_port() {
 }
 
 # store NAME ARGS...: a dlrt-store, started the way the plugin starts it
-# (port 0, the port read from --ready-fd).
+# (port 0, the port read from --ready-fd). Its memory bound is raised to 8 GiB
+# (the plugin's default is 256 MiB) because redis-server runs without one and
+# one store takes every SETNX run's fresh keys: a long pipelined run would
+# otherwise measure -OOM answers.
 store() {
 	local name=$1
 	shift
-	"${SRV_PIN[@]}" "$STORE" --bind 127.0.0.1 --port 0 --ready-fd 9 "$@" 9>"$T/$name.ready" \
+	"${SRV_PIN[@]}" "$STORE" --bind 127.0.0.1 --port 0 --ready-fd 9 --max-memory 8589934592 \
+		"$@" 9>"$T/$name.ready" \
 		</dev/null >/dev/null 2>"$T/$name.log" &
 	PIDS+=("$!")
 	eval "${name}_pid=$!"
