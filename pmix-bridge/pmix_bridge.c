@@ -133,7 +133,6 @@ static int job_size(struct dlrt_pmix *p, struct dlrt_err *err)
 				    PMIx_Error_string(rc));
 	}
 	if (waiter_wait(w, p->timeout_s) < 0) {
-		p->wedged = true;
 		return dlrt_err_set(err, "PMIx did not report the job size within %d s: is this "
 				    "process a fork of a PMIx server (never call dlrt_pmix_open "
 				    "in slurmstepd)?", p->timeout_s);
@@ -275,7 +274,6 @@ int dlrt_pmix_put(struct dlrt_pmix *p, const char *key, const char *value,
 	if (rc == PMIX_SUCCESS)
 		rc = commit_bounded(p->timeout_s);
 	if (rc == PMIX_ERR_TIMEOUT) {
-		p->wedged = true;
 		return dlrt_err_set(err, "Slurm's PMIx server did not take %s within %d s (is its "
 				    "slurmstepd overloaded, or did the other nodes leave the step?)",
 				    k, p->timeout_s);
@@ -345,7 +343,6 @@ static int fence_procs(struct dlrt_pmix *p, const pmix_proc_t *procs, size_t npr
 	if (waiter_wait(w, p->timeout_s) < 0) {
 		char missing[128];
 
-		p->wedged = true;
 		name_missing(p, missing, sizeof(missing));
 		return dlrt_err_set(err, "PMIx %s timed out after %d s; ranks that did not arrive: "
 				    "%s (did those tasks fail to start? see their node's slurmd log)",
@@ -426,7 +423,7 @@ int dlrt_pmix_local_barrier(struct dlrt_pmix *p, struct dlrt_err *err)
 }
 
 /* One bounded get. Returns 0 (value in out), 1 if the key is not there (yet),
- * -1 on a hard error or when the wait itself ran out (p->wedged is then set). */
+ * -1 on a hard error. */
 static int get_once(struct dlrt_pmix *p, uint32_t rank, const char *k, int wait_s, char *out,
 		    size_t len, struct dlrt_err *err)
 {
@@ -450,8 +447,7 @@ static int get_once(struct dlrt_pmix *p, uint32_t rank, const char *k, int wait_
 	if (waiter_wait(w, wait_s + 1) < 0) {
 		/* The server did not answer (observed on Slurm 22.05 when a request
 		 * between slurmstepds is lost): ask again; the abandoned waiter is
-		 * freed by its late callback, if any. Finalize could then block. */
-		p->wedged = true;
+		 * freed by its late callback, if any. */
 		return 1;
 	}
 	rc = w->status;
@@ -580,26 +576,21 @@ int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
 			    nmissing > 8 || r < p->size ? " and maybe more" : "", k, p->timeout_s);
 }
 
-/* The bound of Finalize after a call timed out. The local server answered
- * it within about 2 s in t/84, while still retrying its sends to the node
- * that left; a server that does not answer at all costs no more than this. */
-#define FINALIZE_AFTER_TIMEOUT_S 5
-
 void dlrt_pmix_close(struct dlrt_pmix *p)
 {
-	/* Always Finalize, also after a timeout: Slurm's PMIx plugin takes a
-	 * client that disconnects without it for a crashed task and kills the
-	 * whole step ("_errhandler: ... status = -61"). A get that was lost
-	 * between nodes and asked again, or a linger that outlived the node it
-	 * asked, then killed steps whose exchange had succeeded (t/84). */
+	/* Always Finalize, also after a call that timed out: Slurm's PMIx plugin
+	 * takes a client that disconnects without it for a crashed task and kills
+	 * the whole step ("_errhandler: ... status = -61"). Skipping it after a
+	 * get lost between nodes and asked again, or after a linger that outlived
+	 * the node it asked, killed steps whose exchange had succeeded (t/84).
+	 * The local server answers even then (about 2 s there, while it still
+	 * retries its sends to the node that left); bounded like every call. */
 	if (p->open) {
 		struct blocking_call *c = calloc(1, sizeof(*c));
-		int bound = p->wedged && p->timeout_s > FINALIZE_AFTER_TIMEOUT_S ?
-				    FINALIZE_AFTER_TIMEOUT_S : p->timeout_s;
 
 		if (c) {
 			c->op = CALL_FINALIZE;
-			if (run_bounded(c, bound) != PMIX_ERR_TIMEOUT)
+			if (run_bounded(c, p->timeout_s) != PMIX_ERR_TIMEOUT)
 				free(c);
 		}
 	}

@@ -26,7 +26,6 @@
 
 struct dlrt_pmix {
 	bool open;
-	bool wedged;      /* a call timed out: Finalize with a shorter bound */
 	uint32_t rank;
 	uint32_t size;
 	char nspace[256];
