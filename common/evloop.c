@@ -32,6 +32,7 @@ struct dlrt_evloop {
 	int64_t next_timer_id;
 	bool stop;
 	int64_t last_idle_us; /* how long the last wait for events lasted */
+	uint64_t spins;       /* waits that began with a spin (tests read it) */
 };
 
 /* How long the loop asks again before it sleeps, when events have been
@@ -57,6 +58,7 @@ struct dlrt_evloop *dlrt_evloop_create(void)
 		free(loop);
 		return NULL;
 	}
+	loop->last_idle_us = INT64_MAX; /* a new loop has not been busy */
 	return loop;
 }
 
@@ -159,6 +161,11 @@ void dlrt_evloop_del_timer(struct dlrt_evloop *loop, int64_t id)
 	}
 }
 
+uint64_t dlrt_evloop_spins(const struct dlrt_evloop *loop)
+{
+	return loop->spins;
+}
+
 void dlrt_evloop_stop(struct dlrt_evloop *loop)
 {
 	loop->stop = true;
@@ -223,6 +230,7 @@ static int wait_events(struct dlrt_evloop *loop, struct epoll_event *evs, int ma
 	int n = 0;
 
 	if (timeout_ms != 0 && loop->last_idle_us <= SPIN_US) {
+		loop->spins++;
 		while ((n = epoll_wait(loop->epfd, evs, max, 0)) == 0 &&
 		       dlrt_now_us() - start < SPIN_US)
 			sched_yield(); /* a process on this CPU (the store behind a relay) goes first */

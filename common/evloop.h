@@ -43,5 +43,8 @@ void dlrt_evloop_del_timer(struct dlrt_evloop *loop, int64_t id);
 /* Runs until dlrt_evloop_stop(); returns 0, or -1 if epoll itself failed. */
 int dlrt_evloop_run(struct dlrt_evloop *loop);
 void dlrt_evloop_stop(struct dlrt_evloop *loop);
+/* How many waits began by asking again without sleeping (evloop.c, SPIN_US):
+ * never while events come further apart than that. */
+uint64_t dlrt_evloop_spins(const struct dlrt_evloop *loop);
 
 #endif

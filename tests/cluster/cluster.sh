@@ -140,7 +140,25 @@ ensure_user() {
 	chmod 0755 "$DIR/work"
 }
 
+# The kernel keeps one ARP table for all network namespaces, with a hard limit
+# (gc_thresh3, 1024 by default) on its entries: every node of a cluster can
+# come to know every other one, so 32 nodes (32 x 33 entries) overflow it, and
+# a new neighbour then fails with "No route to host" (seen as gloo connect
+# errors in 128-rank steps; dmesg: "neighbor table overflow"). Raise the
+# limits for the clusters this machine may run at once; never lower them.
+ensure_neigh_room() {
+	local need=$(( 4 * (NNODES + 1) * (NNODES + 1) + 1024 )) i=1 key cur
+	for key in gc_thresh1 gc_thresh2 gc_thresh3; do
+		cur=$(cat "/proc/sys/net/ipv4/neigh/default/$key" 2>/dev/null) || return 0
+		[ "$cur" -lt $(( need * i / 4 )) ] &&
+			echo $(( need * i / 4 )) >"/proc/sys/net/ipv4/neigh/default/$key"
+		i=$(( i == 1 ? 2 : 4 ))
+	done
+	return 0
+}
+
 ensure_network() {
+	ensure_neigh_room
 	if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
 		ip link add "$BRIDGE" type bridge
 		ip addr add "$NET.1/24" dev "$BRIDGE"

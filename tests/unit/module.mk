@@ -2,7 +2,8 @@
 UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_roles $(BUILD)/tests/test_opts \
               $(BUILD)/tests/test_plugin_load $(BUILD)/tests/test_service \
               $(BUILD)/tests/test_crypto $(BUILD)/tests/test_proc $(BUILD)/tests/test_tcpserver \
-              $(BUILD)/tests/test_instpath $(BUILD)/tests/test_env $(BUILD)/tests/test_service_run
+              $(BUILD)/tests/test_instpath $(BUILD)/tests/test_env $(BUILD)/tests/test_service_run \
+              $(BUILD)/tests/test_evloop
 # The fake SPANK host exports spank_* so the dlopen'ed plugin binds to it.
 TEST_LDFLAGS_plugin_load := -rdynamic -ldl
 $(BUILD)/tests/test_plugin_load $(SAN_BUILD)/tests/test_plugin_load: $(PLUGIN)
