@@ -150,8 +150,10 @@ ensure_neigh_room() {
 	local need=$(( 4 * (NNODES + 1) * (NNODES + 1) + 1024 )) i=1 key cur
 	for key in gc_thresh1 gc_thresh2 gc_thresh3; do
 		cur=$(cat "/proc/sys/net/ipv4/neigh/default/$key" 2>/dev/null) || return 0
-		[ "$cur" -lt $(( need * i / 4 )) ] &&
-			echo $(( need * i / 4 )) >"/proc/sys/net/ipv4/neigh/default/$key"
+		if [ "$cur" -lt $(( need * i / 4 )) ] &&
+			! echo $(( need * i / 4 )) 2>/dev/null >"/proc/sys/net/ipv4/neigh/default/$key"; then
+			echo "cluster.sh: cannot raise net.ipv4.neigh.default.$key to $(( need * i / 4 )): large steps may fail with 'No route to host'" >&2
+		fi
 		i=$(( i == 1 ? 2 : 4 ))
 	done
 	return 0
