@@ -31,7 +31,7 @@ struct dlrt_evloop {
 	int ntimers, timers_cap;
 	int64_t next_timer_id;
 	bool stop;
-	int64_t last_idle_us; /* how long the last wait for events lasted */
+	int64_t last_idle_us; /* how long the last wait took to bring events */
 	uint64_t spins;       /* waits that began with a spin (tests read it) */
 };
 
@@ -221,12 +221,14 @@ static void run_due_timers(struct dlrt_evloop *loop)
 }
 
 /* Waits for events like epoll_wait with the timers' timeout, first spinning
- * up to SPIN_US when the previous wait was no longer than that and no timer
- * is due; a timer is late by at most SPIN_US. */
+ * up to SPIN_US when the previous wait brought events within that time and no
+ * timer is due; a timer is late by at most SPIN_US. A wait that ended without
+ * events (a timer's turn, a signal) says nothing about the next request, so
+ * it never leads to a spin. */
 static int wait_events(struct dlrt_evloop *loop, struct epoll_event *evs, int max)
 {
 	int64_t start = dlrt_now_us();
-	int timeout_ms = next_timeout_ms(loop, dlrt_now_ms());
+	int timeout_ms = next_timeout_ms(loop, start / 1000);
 	int n = 0;
 
 	if (timeout_ms != 0 && loop->last_idle_us <= SPIN_US) {
@@ -237,7 +239,7 @@ static int wait_events(struct dlrt_evloop *loop, struct epoll_event *evs, int ma
 	}
 	if (n == 0)
 		n = epoll_wait(loop->epfd, evs, max, timeout_ms);
-	loop->last_idle_us = dlrt_now_us() - start;
+	loop->last_idle_us = n > 0 ? dlrt_now_us() - start : INT64_MAX;
 	return n;
 }
 

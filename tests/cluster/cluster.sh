@@ -144,17 +144,17 @@ ensure_user() {
 # (gc_thresh3, 1024 by default) on its entries: every node of a cluster can
 # come to know every other one, so 32 nodes (32 x 33 entries) overflow it, and
 # a new neighbour then fails with "No route to host" (seen as gloo connect
-# errors in 128-rank steps; dmesg: "neighbor table overflow"). Raise the
-# limits for the clusters this machine may run at once; never lower them.
+# errors in 128-rank steps; dmesg: "neighbor table overflow"). Make room for
+# this cluster's nodes, four times over, on top of the default's 1024 for
+# everything else; never lower a limit.
 ensure_neigh_room() {
-	local need=$(( 4 * (NNODES + 1) * (NNODES + 1) + 1024 )) i=1 key cur
-	for key in gc_thresh1 gc_thresh2 gc_thresh3; do
-		cur=$(cat "/proc/sys/net/ipv4/neigh/default/$key" 2>/dev/null) || return 0
-		if [ "$cur" -lt $(( need * i / 4 )) ] &&
-			! echo $(( need * i / 4 )) 2>/dev/null >"/proc/sys/net/ipv4/neigh/default/$key"; then
-			echo "cluster.sh: cannot raise net.ipv4.neigh.default.$key to $(( need * i / 4 )): large steps may fail with 'No route to host'" >&2
-		fi
-		i=$(( i == 1 ? 2 : 4 ))
+	local hard=$(( 4 * (NNODES + 1) * (NNODES + 1) + 1024 )) key want cur
+	for key in gc_thresh1:$(( hard / 4 )) gc_thresh2:$(( hard / 2 )) gc_thresh3:$hard; do
+		want=${key#*:} key=/proc/sys/net/ipv4/neigh/default/${key%%:*}
+		cur=$(cat "$key" 2>/dev/null) || return 0
+		[ "$cur" -ge "$want" ] && continue
+		echo "$want" 2>/dev/null >"$key" ||
+			echo "cluster.sh: cannot raise $key to $want: large steps may fail with 'No route to host'" >&2
 	done
 	return 0
 }

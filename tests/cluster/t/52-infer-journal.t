@@ -33,14 +33,15 @@ kill_coordinators() {
 	kill -9 $pids 2>/dev/null
 	diag "killed the coordinator (pid $pid on $host) and its standby (pids: $pids)"
 }
-# element_log REGEX: element 0's log, once it shows REGEX (at most 10 s). The
-# element runs `srun dlrt-infer pool run`, so its lines reach the file through
-# srun's I/O relay, which can lag behind the access record the coordinator
-# writes itself (seen in CI: the epoch served, the log three lines behind).
-element_log() {
+# element_log_like REGEX DESCRIPTION: `like` on element 0's log, once it shows
+# REGEX (at most 10 s). The element runs `srun dlrt-infer pool run`, so its
+# lines reach the file through srun's I/O relay, which can lag behind the
+# access record the coordinator writes itself (seen in CI: the epoch served,
+# the log three lines behind).
+element_log_like() {
 	local f="$POOL/element-${R}_0.log"
 	for _ in $(seq 1 100); do grep -Eq -- "$1" "$f" 2>/dev/null && break; sleep 0.1; done
-	cat "$f"
+	like "$(cat "$f")" "$1" "$2"
 }
 wait_epoch_above() { # wait_epoch_above E: until a coordinator of a later epoch answers
 	for _ in $(seq 1 240); do
@@ -75,9 +76,9 @@ R=$(infer pool restart -- -c 2)
 like "$R" '^[0-9]+$' "pool restart submitted a new coordinator (job $R)"
 wait_epoch_above "$E"
 ok $? "a coordinator of a later epoch serves the pool ($E -> $(epoch))"
-like "$(element_log "journal: [0-9]+ records replayed")" "journal: [0-9]+ records replayed" \
+element_log_like "journal: [0-9]+ records replayed" \
 	"the new coordinator replayed the journal"
-like "$(element_log "resumed 2 jobs")" "resumed 2 jobs" "and resumed both jobs"
+element_log_like "resumed 2 jobs" "and resumed both jobs"
 timeline_kept restart "restart:$(epoch)"
 resumed() { sed -n "s/.*job $1 resumes with \([0-9]*\) of.*/\1/p" "$POOL"/element-"${R}"_0.log; }
 a1=$(resumed 1) a2=$(resumed 2)
@@ -110,7 +111,7 @@ diag "journal cut from $size to $((size - 5)) bytes"
 R=$(infer pool restart -- -c 2)
 wait_epoch_above "$E"
 ok $? "restarted again ($E -> $(epoch))"
-like "$(element_log "journal: cut a torn or corrupt tail at byte [0-9]+ .*torn")" "journal: cut a torn or corrupt tail at byte [0-9]+ .*torn" \
+element_log_like "journal: cut a torn or corrupt tail at byte [0-9]+ .*torn" \
 	"the torn record was detected, reported and cut"
 cut_at=$(grep -o 'tail at byte [0-9]*' "$POOL"/element-"${R}"_0.log | grep -o '[0-9]*$')
 ok "$([ "$cut_at" -lt $((size - 5)) ]; echo $?)" "it was cut at the last whole record (byte $cut_at)"
@@ -139,9 +140,9 @@ for _ in $(seq 1 40); do squeue -h -j "${R}_0" -t PD 2>/dev/null | grep -q . && 
 scontrol update JobId="${R}_0" StartTime=now+1
 wait_epoch_above "$E"
 ok $? "the requeued element 0 serves the pool ($E -> $(epoch))"
-like "$(element_log "journal: [0-9]+ records replayed")" "journal: [0-9]+ records replayed" \
+element_log_like "journal: [0-9]+ records replayed" \
 	"it replayed the journal"
-like "$(element_log "job 4 resumes with [0-9]+ of $N3")" "job 4 resumes with [0-9]+ of $N3" "and resumed job 4"
+element_log_like "job 4 resumes with [0-9]+ of $N3" "and resumed job 4"
 infer wait 4 >"$WORK/w4"
 is $? 0 "job 4 completed"
 exactly_once 4 $N3 3
