@@ -11,10 +11,8 @@
 #include "instpath.h"
 
 const char dlrt_instpath_pkglibexecdir[] = DLRT_PKGLIBEXECDIR;
-const char dlrt_instpath_bindir[] = DLRT_BINDIR;
 const char dlrt_instpath_modeldir[] = DLRT_MODELDIR;
 const char dlrt_instpath_plugin_to_pkglibexec[] = DLRT_PLUGIN_TO_PKGLIBEXEC;
-const char dlrt_instpath_plugin_to_bin[] = DLRT_PLUGIN_TO_BIN;
 const char dlrt_instpath_bin_to_modeldir[] = DLRT_BIN_TO_MODELDIR;
 
 int dlrt_instpath_find(const char *dir, const char *anchor, const char *rel, const char *name,

@@ -3,7 +3,7 @@
  * One rule for every lookup: the directory compiled in at build time (the
  * install directories of the Makefile, e.g. /usr/libexec/dlrt in the Debian
  * package), and only if the file is not there, the same place relative to the
- * file that is running (the plugin for the services and dlrt-kv, dlrt-infer
+ * file that is running (the plugin for the services, dlrt-infer
  * for the models). The fallback serves a tree moved as a whole after it was
  * built: the module layout copied to another prefix, or packages extracted
  * into a folder.
@@ -22,8 +22,7 @@ int dlrt_instpath_find(const char *dir, const char *anchor, const char *rel, con
 		       char *out, size_t len, struct dlrt_err *err);
 
 /* The compiled-in directories and the relative paths of the fallback. */
-extern const char dlrt_instpath_pkglibexecdir[], dlrt_instpath_bindir[],
-	dlrt_instpath_modeldir[], dlrt_instpath_plugin_to_pkglibexec[],
-	dlrt_instpath_plugin_to_bin[], dlrt_instpath_bin_to_modeldir[];
+extern const char dlrt_instpath_pkglibexecdir[], dlrt_instpath_modeldir[],
+	dlrt_instpath_plugin_to_pkglibexec[], dlrt_instpath_bin_to_modeldir[];
 
 #endif

@@ -1,8 +1,6 @@
 # pmix-bridge: step-wide key/value exchange over PMIx, and dlrt-kv for job scripts.
-LIB_SRCS += pmix-bridge/pmix_bridge.c pmix-bridge/exchange_reply.c
+LIB_SRCS += pmix-bridge/pmix_bridge.c
 BINS += $(BUILD)/bin/dlrt-kv
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-kv,pmix-bridge/dlrt_kv_main.c,-lpthread))
-UNIT_TESTS += $(BUILD)/tests/test_exchange_reply
-FUZZERS += exchange_reply
 FUZZERS += elfneeds  # common/elfneeds.c: which programs get the exchange (spank/stepd.c)
 MANPAGES += docs/man/dlrt-kv.1

@@ -1,14 +1,14 @@
 /* pmix_bridge.h - step-wide key/value exchange over PMIx, with bounded waits.
  *
  * Slurm's mpi/pmix plugin runs a PMIx server in every slurmstepd; a task of a
- * `srun --mpi=pmix` step is a PMIx client of it. dlrt uses that, and nothing
- * else (no redis, no ZooKeeper, no side channel), to tell every task where
- * the scheduler, master or service listens.
+ * `srun --mpi=pmix` step is a PMIx client of it. dlrt-kv, the job scripts'
+ * exchange tool, is built on this. (The plugin's own address exchange goes
+ * through srun's rendezvous instead, common/rdvclient.h: one PMIx client
+ * process per node and its messages cost 20-30 ms of CPU per node.)
  *
  * Rule: never call this from a task whose program uses PMIx or MPI itself. An
  * Init/Finalize before exec makes Open MPI's MPI_Init fail on Debian 12
- * (docs/contracts.md, "PMIx and Open MPI"); `struct dlrt_runtime.program_uses_pmix`
- * marks those runtimes and the plugin skips the exchange for them.
+ * (docs/contracts.md, "PMIx and Open MPI").
  *
  * Every wait is bounded: fences and gets run non-blocking and are abandoned at
  * the deadline, because PMIx itself would wait for Slurm's PMIxTimeout (300 s).
@@ -54,9 +54,8 @@ int dlrt_pmix_get(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out
 		  struct dlrt_err *err);
 
 /* Reads `key` of `rank` without a fence: asks again (with a short back-off)
- * until that rank has published it, for at most the session's timeout. This
- * is what the plugin's address exchange uses: no collective, so a task that
- * starts late only delays those that need its key. */
+ * until that rank has published it, for at most the session's timeout. No
+ * collective, so a task that starts late only delays those that need its key. */
 int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
 		    struct dlrt_err *err);
 

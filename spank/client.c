@@ -14,6 +14,45 @@
 #include <string.h>
 
 #include "plugin.h"
+#include "rdvclient.h"
+
+/* srun, once its options are known and before it asks for the step: the
+ * rendezvous the step's tasks exchange addresses through (rdvclient.h), when
+ * the runtime may need one. Its port and secret reach every task in the
+ * environment srun launches them with (srun passes SLURM_* variables even
+ * with --export=NONE); the plugin takes them out of the task's environment
+ * before the program starts (spank/stepd.c). A value inherited from an outer
+ * step is never used: it is replaced or removed here. */
+static int start_rendezvous(void)
+{
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
+	char value[DLRT_RDV_ENV_MAX];
+	struct dlrt_err err;
+
+	unsetenv(DLRT_RDV_ENV);
+	if (!rt || !(rt->needs_root_addr || rt->needs_task_ports || rt->service ||
+		     dlrt_plugin.opts.dry_run))
+		return 0;
+	if (dlrt_rendezvous_start(&dlrt_plugin.rendezvous, secret, &err) < 0) {
+		slurm_error("dlrt: %s", err.msg);
+		exit(1);
+	}
+	dlrt_rdv_env_format(value, dlrt_plugin.rendezvous.port, secret);
+	memset(secret, 0, sizeof(secret));
+	if (setenv(DLRT_RDV_ENV, value, 1) < 0) {
+		memset(value, 0, sizeof(value));
+		slurm_error("dlrt: cannot pass the rendezvous to the step: out of memory");
+		exit(1);
+	}
+	memset(value, 0, sizeof(value));
+	return 0;
+}
+
+void dlrt_client_exit(void)
+{
+	dlrt_service_stop(&dlrt_plugin.rendezvous);
+}
 
 int dlrt_client_post_opt(spank_t sp)
 {
@@ -31,6 +70,8 @@ int dlrt_client_post_opt(spank_t sp)
 		slurm_error("dlrt: plugstack.conf has an error (see above); ask your admin to fix it");
 		exit(1);
 	}
+	if (spank_context() == S_CTX_LOCAL)
+		return start_rendezvous();
 	return 0;
 }
 

@@ -92,5 +92,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	(void)av;
 	if (spank_context() == S_CTX_REMOTE)
 		dlrt_stepd_exit();
+	else if (spank_context() == S_CTX_LOCAL)
+		dlrt_client_exit();
 	return 0;
 }

@@ -1,60 +1,47 @@
 /* exchange.c - the address exchange, in each task just before exec.
  *
- * Runtimes whose tasks must find a root (a scheduler, a rank 0)
- * learn its address from the root task itself through one PMIx fence: the root
+ * Runtimes whose tasks must find a root (a scheduler, a rank 0) learn its
+ * address from the root task itself, through the step's rendezvous: the
+ * key/value store srun runs for the step (common/rdvclient.h). The root
  * picks a port that is free on its node right now (or passes the port of a
- * service the plugin started) and publishes "ip:port"; every task publishes its
- * node's address too. No redis, ZooKeeper or file.
+ * service the plugin started) and publishes "ip:port"; the first task of
+ * every other node waits for it there. No redis, ZooKeeper or file, and no
+ * process started per node: the task itself asks, in one round trip.
  *
- * Why a separate process: this code runs in the task, a fork of slurmstepd.
- * slurmstepd's mpi/pmix plugin has loaded the same libpmix and initialised it
- * as the step's PMIx server, so in the fork PMIx_Init "succeeds" at once with
- * the server's identity, and the next blocking call waits forever for a
- * progress thread that did not survive fork() (observed: tasks stuck before
- * exec in PMIx_Get, t/04-roles.t hung). So the task runs dlrt-kv, a fresh
- * PMIx client, with the task's future environment (which holds the PMIX_*
- * coordinates) and reads its answer from a pipe; the task kills it at the
- * deadline, so no PMIx wait can outlive exchange_timeout by more than a few
- * seconds.
+ * srun lives until the step ends, so the root's value stays readable for
+ * every node that comes late: no node waits for the others to have read it.
  *
- * Runtimes whose every task listens (needs_task_ports) also get
- * a port per task: each node's first task checks one free port for each of
- * its node's tasks and publishes them next to its address ("tports"); every
- * node's first task reads them all. Other runtimes run the exchange as
- * before, word for word.
+ * Runtimes whose every task listens (needs_task_ports) also get a port per
+ * task: each node's first task checks one free port for each of its node's
+ * tasks and publishes them next to its address ("tports"); every node's first
+ * task reads them all.
  *
- * Only for runtimes whose programs do not use PMIx themselves (see
- * pmix_bridge.h for why).
+ * The answers are written as lines in the format exchange_reply.h reads, so
+ * one tested parser reads every value that came over the network.
  */
-#include <dlfcn.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "clock.h"
 #include "exchange.h"
 #include "exchange_reply.h"
-#include "instpath.h"
 #include "netaddr.h"
 #include "opts.h"
+#include "rdvclient.h"
 #include "svcauth.h"
 
-#define ROOT_VALUE_VAR "DLRT_KV_ROOT_VALUE"
-
-/* Time dlrt-kv may take beyond exchange_timeout: connecting, and naming the
- * ranks that did not arrive after a timed-out fence (bounded at 5 s there). */
-#define EXCHANGE_SLACK_S 8
+/* Time the first task of a node may take beyond exchange_timeout (its checks
+ * of free ports, connecting), as the node's other tasks wait for it. */
+#define EXCHANGE_SLACK_S 2
 
 static char **job_env(spank_t sp)
 {
@@ -75,175 +62,6 @@ static const char *env_find(char **env, const char *name)
 	return NULL;
 }
 
-/* slurmstepd puts the PMIx server's coordinates into the task's future
- * environment (S_JOB_ENV) before task_init; with --mpi=none they are absent. */
-bool dlrt_exchange_possible(spank_t sp)
-{
-	char **env = job_env(sp);
-
-	return env_find(env, "PMIX_NAMESPACE") && env_find(env, "PMIX_RANK");
-}
-
-/* dlrt-kv is in the compiled-in bindir, or in a moved tree at the same place
- * relative to the plugin (common/instpath.h). */
-static int find_kv(char *out, size_t len, struct dlrt_err *err)
-{
-	Dl_info info;
-
-	if (!dladdr((void *)dlrt_exchange_root, &info))
-		info.dli_fname = NULL;
-	if (dlrt_instpath_find(dlrt_instpath_bindir, info.dli_fname, dlrt_instpath_plugin_to_bin,
-			       "dlrt-kv", out, len, err) < 0)
-		return -1;
-	if (access(out, X_OK) != 0)
-		return dlrt_err_errno(err, errno, "%s is not executable: reinstall dlrt", out);
-	return 0;
-}
-
-static void __attribute__((noreturn)) child_exec(const char *path, char **argv, char **env,
-						 int out_fd)
-{
-	sigset_t all;
-	int devnull = open("/dev/null", O_RDONLY);
-
-	if (devnull >= 0)
-		dup2(devnull, 0);
-	dup2(out_fd, 1);
-	dup2(out_fd, 2);
-	close_range(3, ~0U, 0);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	execve(path, argv, env);
-	dprintf(1, "dlrt-kv: cannot run %s: %s\n", path, strerror(errno));
-	_exit(127);
-}
-
-/* Runs dlrt-kv with `argv`, collecting what it prints, for at most
- * `limit_s` seconds. */
-static int run_kv(const char *path, char **argv, char **env, int limit_s, char **out,
-		  size_t *outlen, size_t cap, struct dlrt_err *err)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, old;
-	double deadline = (dlrt_now_ms() / 1e3) + limit_s;
-	size_t len = 0;
-	char *buf = malloc(cap + 1);
-	int fds[2], status = 0, rc = -1;
-	bool timed_out = false;
-	pid_t pid;
-
-	if (!buf)
-		return dlrt_err_set(err, "out of memory");
-	if (pipe2(fds, O_CLOEXEC) < 0) {
-		free(buf);
-		return dlrt_err_errno(err, errno, "cannot create a pipe for the PMIx exchange");
-	}
-	/* A task may inherit SIGCHLD=ignore, which would make waitpid fail. */
-	sigaction(SIGCHLD, &dfl, &old);
-	pid = fork();
-	if (pid < 0) {
-		dlrt_err_errno(err, errno, "cannot fork dlrt-kv for the PMIx exchange");
-		close(fds[0]);
-		close(fds[1]);
-		goto out;
-	}
-	if (pid == 0)
-		child_exec(path, argv, env, fds[1]);
-	close(fds[1]);
-	for (;;) {
-		double left = deadline - (dlrt_now_ms() / 1e3);
-		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
-		ssize_t n;
-
-		if (left <= 0) {
-			timed_out = true;
-			break;
-		}
-		if (poll(&pfd, 1, (int)(left * 1000) + 1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (!pfd.revents)
-			continue;
-		n = read(fds[0], buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* EOF (or a full buffer: the answer is malformed anyway) */
-		len += (size_t)n;
-		if (len == cap)
-			break;
-	}
-	close(fds[0]);
-	/* Output ended: dlrt-kv is exiting (PMIx_Finalize, then exit), which
-	 * takes about a millisecond. Look often at first: the task starts its
-	 * program only after this, so a coarse sleep here would be paid by
-	 * every step (it was a fixed 5 ms). */
-	for (long pause_us = 100; !timed_out; pause_us = pause_us < 5000 ? 2 * pause_us : 5000) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-
-		if (w == pid)
-			break;
-		if (w < 0 && errno != EINTR) {
-			status = 0;
-			break;
-		}
-		if ((dlrt_now_ms() / 1e3) > deadline) {
-			timed_out = true;
-			break;
-		}
-		nanosleep(&(struct timespec){ 0, pause_us * 1000 }, NULL);
-	}
-	if (timed_out) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		dlrt_err_set(err, "the PMIx exchange did not finish within %d s and was stopped: "
-			     "is Slurm's PMIx working? (try srun --mpi=pmix -n2 dlrt-kv put a b "
-			     "fence)", limit_s);
-		goto out;
-	}
-	buf[len] = '\0';
-	if (WIFSIGNALED(status)) {
-		dlrt_err_set(err, "dlrt-kv died of signal %d during the PMIx exchange",
-			     WTERMSIG(status));
-		goto out;
-	}
-	*out = buf;
-	*outlen = len;
-	buf = NULL;
-	rc = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-out:
-	sigaction(SIGCHLD, &old, NULL);
-	free(buf);
-	return rc;
-}
-
-/* Runs dlrt-kv with argv (two bounded waits at most: the start and the end of
- * the exchange) and reads its reply into mine (and all, when not NULL). */
-static int run_kv_reply(const char *kv, char **argv, char **env,
-			const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
-			struct dlrt_addrs *all, struct dlrt_task_addr *tasks, struct dlrt_err *err)
-{
-	char *text = NULL;
-	size_t textlen = 0;
-	int status = run_kv(kv, argv, env, 2 * req->timeout_s + EXCHANGE_SLACK_S, &text,
-			    &textlen, (size_t)req->ntasks * 48 + 4096, err);
-
-	if (status < 0)
-		return -1;
-	if (dlrt_exchange_reply_parse_tasks(text, textlen, req->ntasks, mine, all, tasks, err) < 0) {
-		free(text);
-		return -1;
-	}
-	free(text);
-	if (status != 0)
-		return dlrt_err_set(err, "dlrt-kv exited with status %d during the PMIx exchange",
-				    status);
-	mine->valid = true;
-	return 0;
-}
-
 /* The other tasks of a node: wait for the first one's answer. */
 static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine, double limit_s,
 		      struct dlrt_err *err)
@@ -259,7 +77,7 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 		if (state == 2)
 			return dlrt_err_set(err, "%s", req->share->err);
 		if ((dlrt_now_ms() / 1e3) > deadline)
-			return dlrt_err_set(err, "the first task of this node did not finish the PMIx "
+			return dlrt_err_set(err, "the first task of this node did not finish the address "
 					    "exchange within %.0f s (did it start? see the slurmd log)",
 					    limit_s);
 		nanosleep(&(struct timespec){ 0, pause_us * 1000 }, NULL);
@@ -272,29 +90,6 @@ static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mi
 		mine->tasks = req->share->tasks;
 	mine->valid = true;
 	return 0;
-}
-
-/* `env` plus NAME=VALUE: how a value that must not show in /proc/PID/cmdline
- * (world-readable) reaches dlrt-kv. One allocation; free() it after zeroing
- * the value (*value_at). */
-static char **env_plus(char **env, const char *name, const char *value, char **value_at)
-{
-	size_t n = 0, len = strlen(name) + strlen(value) + 2;
-	char **out, *s;
-
-	while (env && env[n])
-		n++;
-	out = malloc((n + 2) * sizeof(*out) + len);
-	if (!out)
-		return NULL;
-	s = (char *)(out + n + 2);
-	snprintf(s, len, "%s=%s", name, value);
-	for (size_t i = 0; i < n; i++)
-		out[i] = env[i];
-	out[n] = s;
-	out[n + 1] = NULL;
-	*value_at = s;
-	return out;
 }
 
 /* One free port for each of this node's tasks, all held open at once so
@@ -381,234 +176,293 @@ static void task_ports_peers(const struct dlrt_exchange_req *req, char *out, siz
 	}
 }
 
-/* The acknowledgements run up a binary tree over the nodes, so the root waits
- * for two nodes, not for every node in turn: node i (0 = the root's node, then
- * the nodes in the order of req->reps) reads the "got" of nodes 2i+1 and 2i+2
- * before it publishes its own, which thus says "this node and every node
- * below it have the root's address". Fills `kids` with the children's ranks
- * ("R,R" or "") and returns the parent's rank (the root for the root itself). */
-static uint32_t tree_links(const struct dlrt_exchange_req *req, char *kids, size_t len)
+
+int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c)
 {
-	uint32_t idx = 0, me = 0, parent = req->root, nkids = 0;
-	size_t off = 0;
+	char **env = job_env(sp);
+	const char *v = env_find(env, DLRT_RDV_ENV), *ip = env_find(env, "SLURM_LAUNCH_NODE_IPADDR");
+	struct in_addr a;
 
-	kids[0] = '\0';
-	if (req->rank != req->root)
-		for (const char *r = req->reps; *r; idx++) {
-			if (strtoul(r, NULL, 10) == req->rank)
-				me = idx + 1;
-			r += strcspn(r, ",");
-			r += *r == ',';
-		}
-	idx = 0;
-	for (const char *r = req->reps; *r; idx++) {
-		uint32_t rank = (uint32_t)strtoul(r, NULL, 10), pos = idx + 1;
-
-		if (pos == 2 * me + 1 || pos == 2 * me + 2) {
-			off += (size_t)snprintf(kids + off, len - off, "%s%u", nkids++ ? "," : "",
-						rank);
-			if (off >= len)
-				off = len - 1;
-		}
-		if (me && pos == (me - 1) / 2)
-			parent = rank;
-		r += strcspn(r, ",");
-		r += *r == ',';
-	}
-	return parent;
+	memset(c, 0, sizeof(*c));
+	if (!v)
+		return 0;
+	if (ip && strlen(ip) < sizeof(c->ip) && inet_pton(AF_INET, ip, &a) == 1 &&
+	    dlrt_rdv_env_parse(v, &c->port, c->secret) == 0)
+		snprintf(c->ip, sizeof(c->ip), "%s", ip);
+	else
+		c->port = 0;
+	/* The program never sees it: it is the step's, not the program's, and a
+	 * program that prints its environment into a shared log must not show it. */
+	spank_unsetenv(sp, DLRT_RDV_ENV);
+	return c->port ? 1 : -1;
 }
 
-/* One PMIx client per node (see struct dlrt_exchange_req). No fence: the root
- * publishes its address, every other node's first task reads it and says so
- * (got) once its children in the tree (tree_links) said so too, and the root
- * leaves only once its own children did, so its node (whose PMIx server holds
- * the address) stays in the step until every node has it. A first task then
- * lingers until its parent published its own "got" (or the root "done";
- * bounded, never an error), so its node stays while the parent reads it. */
-static int exchange_per_node(const struct dlrt_exchange_req *req, const char *kv, char **env,
-			     struct dlrt_addrs *mine, struct dlrt_err *err)
+/* "dlrt/<step>/<what>" */
+static void rdv_key(char *out, size_t len, const struct dlrt_exchange_req *req, const char *what,
+		    long rank)
 {
-	char timeout_s[16], root_s[DLRT_SVCADDR_MAX + 520], kids[24], parent_s[16];
-	char *argv[32], **env2 = NULL, *value = NULL, *tports = NULL, *peers = NULL;
-	size_t n = 0, peers_len = strlen(req->reps) + 16;
-	int rc;
+	if (rank >= 0)
+		snprintf(out, len, "dlrt/%u/%s/%ld", req->step_id, what, rank);
+	else
+		snprintf(out, len, "dlrt/%u/%s", req->step_id, what);
+}
 
-	uint32_t parent = tree_links(req, kids, sizeof(kids));
+static int rdv_open(const struct dlrt_exchange_req *req, struct dlrt_rdv *r, struct dlrt_err *err)
+{
+	if (!req->rdv || !req->rdv->port)
+		return dlrt_err_set(err, "this step has no dlrt rendezvous (%s is not set by "
+				    "srun): start the step with srun on a host where dlrt is "
+				    "installed and enabled in plugstack.conf", DLRT_RDV_ENV);
+	return dlrt_rdv_connect(r, req->rdv->ip, req->rdv->port, req->rdv->secret,
+				dlrt_now_ms() + (int64_t)req->timeout_s * 1000, err);
+}
 
-	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
-	snprintf(parent_s, sizeof(parent_s), "%u", parent);
-	argv[n++] = "dlrt-kv";
-	argv[n++] = "--timeout";
-	argv[n++] = timeout_s;
-	/* Task ports: published first, read after the root's address (which
-	 * every node's first task awaits anyway), before "got", so a node says
-	 * "got" only once it has every node's ports. */
+/* The root's value: its address ("ip:port", with "#secret" for a node
+ * service) or "!<why>" when it cannot serve. */
+static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_addrs *mine,
+		      char *out, size_t len, struct dlrt_err *err)
+{
+	uint16_t port = req->root_port;
+
+	if (req->fail) {
+		snprintf(out, len, "!%s", req->fail);
+		return 0;
+	}
+	if (req->secret) {
+		dlrt_svcaddr_format(out, mine->node_ip, port, req->secret);
+		return 0;
+	}
+	if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
+		return -1;
+	snprintf(out, len, "%s:%u", mine->node_ip, port);
+	return 0;
+}
+
+/* Sets what this task publishes, then waits for and reads `keys`; the answer
+ * goes to `text` as lines, `prefixes[i]` (a rank, or NULL) before value i. */
+static int rdv_exchange(const struct dlrt_exchange_req *req, const char *const *set_keys,
+			const char *const *set_values, size_t nset, const char *const *keys,
+			const long *ranks, size_t n, struct dlrt_buf *text, struct dlrt_err *err)
+{
+	struct dlrt_rdv r;
+	char **values = calloc(n ? n : 1, sizeof(*values));
+	int rc = -1;
+
+	if (!values)
+		return dlrt_err_set(err, "out of memory");
+	if (rdv_open(req, &r, err) < 0) {
+		free(values);
+		return -1;
+	}
+	for (size_t i = 0; i < nset; i++)
+		if (dlrt_rdv_set(&r, set_keys[i], set_values[i], err) < 0)
+			goto out;
+	if (dlrt_rdv_get(&r, keys, n, values, err) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		char prefix[24] = "";
+
+		if (ranks[i] >= 0)
+			snprintf(prefix, sizeof(prefix), "%ld ", ranks[i]);
+		if (dlrt_buf_append(text, prefix, strlen(prefix)) < 0 ||
+		    dlrt_buf_append(text, values[i], strlen(values[i])) < 0 ||
+		    dlrt_buf_append(text, "\n", 1) < 0) {
+			dlrt_err_set(err, "the answers of the exchange do not fit in memory");
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; i < n; i++) {
+		if (values[i])
+			memset(values[i], 0, strlen(values[i])); /* may hold a step secret */
+		free(values[i]);
+	}
+	free(values);
+	dlrt_rdv_close(&r);
+	return rc;
+}
+
+/* The ranks of a "R,R,..." list (at most `max`). */
+static size_t parse_ranks(const char *list, long *out, size_t max)
+{
+	size_t n = 0;
+
+	for (const char *r = list; *r && n < max;) {
+		char *end;
+		unsigned long v = strtoul(r, &end, 10);
+
+		if (end == r)
+			break;
+		out[n++] = (long)v;
+		r = end + (*end == ',');
+	}
+	return n;
+}
+
+/* One exchange per node (struct dlrt_exchange_req): the root's node
+ * publishes the root's value; every node's first task publishes its task
+ * ports if the runtime needs them, then reads the root's value and every
+ * other node's ports, in one round trip to srun's rendezvous. */
+static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
+			     struct dlrt_err *err)
+{
+	char root_s[DLRT_SVCADDR_MAX + 520], *tports = NULL, *peers = NULL, *keybuf = NULL;
+	const char *set_keys[2], *set_values[2], **keys = NULL;
+	char set_key_s[2][96];
+	long *ranks = NULL;
+	size_t nset = 0, npeers = 0, nmax = strlen(req->reps) / 2 + 2;
+	struct dlrt_buf text;
+	int rc = -1;
+
+	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
+	keys = calloc(nmax + 1, sizeof(*keys));
+	ranks = calloc(nmax + 1, sizeof(*ranks));
+	keybuf = calloc(nmax + 1, 96);
+	if (!keys || !ranks || !keybuf) {
+		dlrt_err_set(err, "out of memory");
+		goto out;
+	}
+	if (req->rank == req->root) {
+		if (root_value(req, mine, root_s, sizeof(root_s), err) < 0)
+			goto out;
+		rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "root", -1);
+		set_keys[nset] = set_key_s[nset];
+		set_values[nset++] = root_s;
+	}
 	if (req->nlocal) {
+		size_t peers_len = strlen(req->reps) + 16;
+
 		tports = malloc(4096);
 		peers = malloc(peers_len);
 		if (!tports || !peers) {
-			free(tports);
-			free(peers);
-			return dlrt_err_set(err, "out of memory");
+			dlrt_err_set(err, "out of memory");
+			goto out;
 		}
 		/* The root that cannot serve publishes no ports: "!" ends the
 		 * other nodes' wait for them; its "!<fail>" root says why. */
 		if (req->fail)
 			snprintf(tports, 4096, "!");
-		else if (task_ports_value(req, mine->node_ip, tports, 4096, err) < 0) {
-			free(tports);
-			free(peers);
-			return -1;
-		}
+		else if (task_ports_value(req, mine->node_ip, tports, 4096, err) < 0)
+			goto out;
 		task_ports_peers(req, peers, peers_len);
-		argv[n++] = "put";
-		argv[n++] = "tports";
-		argv[n++] = tports;
+		rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "tports", req->rank);
+		set_keys[nset] = set_key_s[nset];
+		set_values[nset++] = tports;
+		npeers = parse_ranks(peers, ranks + 1, nmax);
 	}
-	if (req->rank == req->root) {
-		uint16_t port = req->root_port;
-
-		if (req->fail) {
-			snprintf(root_s, sizeof(root_s), "!%s", req->fail);
-			argv[n++] = "put";
-			argv[n++] = "root";
-			argv[n++] = root_s;
-		} else if (req->secret) {
-			dlrt_svcaddr_format(root_s, mine->node_ip, port, req->secret);
-			env2 = env_plus(env, ROOT_VALUE_VAR, root_s, &value);
-			memset(root_s, 0, sizeof(root_s));
-			if (!env2)
-				return dlrt_err_set(err, "out of memory");
-			argv[n++] = "putenv";
-			argv[n++] = "root";
-			argv[n++] = ROOT_VALUE_VAR;
-		} else {
-			if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
-				return -1;
-			snprintf(root_s, sizeof(root_s), "%s:%u", mine->node_ip, port);
-			argv[n++] = "put";
-			argv[n++] = "root";
-			argv[n++] = root_s;
-		}
+	rdv_key(keybuf, 96, req, "root", -1);
+	keys[0] = keybuf;
+	ranks[0] = -1;
+	for (size_t i = 1; i <= npeers; i++) {
+		rdv_key(keybuf + 96 * i, 96, req, "tports", ranks[i]);
+		keys[i] = keybuf + 96 * i;
 	}
-	/* Every node: the root's value, the other nodes' task ports, then the
-	 * acknowledgements of its children in the tree. */
-	argv[n++] = "await";
-	argv[n++] = "0";
-	argv[n++] = "root";
-	if (peers && peers[0]) {
-		argv[n++] = "awaitlist";
-		argv[n++] = "tports";
-		argv[n++] = peers;
-	}
-	if (kids[0]) {
-		argv[n++] = "awaitlist";
-		argv[n++] = "got";
-		argv[n++] = kids;
-	}
-	if (req->rank == req->root) {
-		if (kids[0]) {
-			argv[n++] = "put";
-			argv[n++] = "done";
-			argv[n++] = "1";
-		}
-	} else {
-		argv[n++] = "put";
-		argv[n++] = "got";
-		argv[n++] = mine->node_ip;
-		argv[n++] = "linger";
-		argv[n++] = parent_s;
-		argv[n++] = parent == req->root ? "done" : "got";
-		argv[n++] = "5";
-	}
-	argv[n] = NULL;
-	rc = run_kv_reply(kv, argv, env2 ? env2 : env, req, mine, NULL,
-			  req->nlocal ? req->share->tasks : NULL, err);
-	if (value)
-		memset(value, 0, strlen(value));
-	free(env2);
-	free(tports);
-	free(peers);
+	if (rdv_exchange(req, set_keys, set_values, nset, keys, ranks, npeers + 1, &text, err) < 0)
+		goto out;
+	rc = dlrt_exchange_reply_parse_tasks((const char *)dlrt_buf_head(&text), text.len,
+					     req->ntasks, mine, NULL,
+					     req->nlocal ? req->share->tasks : NULL, err);
 	for (uint32_t t = 0; rc == 0 && req->nlocal && t < req->ntasks; t++)
 		if (!req->share->tasks[t].port)
-			rc = dlrt_err_set(err, "the PMIx exchange returned no port for task %u: "
-					  "the nodes run different dlrt versions? reinstall dlrt "
-					  "on every node", t);
+			rc = dlrt_err_set(err, "the exchange returned no port for task %u: the nodes "
+					  "run different dlrt versions? reinstall dlrt on every "
+					  "node", t);
 	if (rc == 0 && req->nlocal)
 		mine->tasks = req->share->tasks;
+	if (rc == 0)
+		mine->valid = true;
+out:
+	memset(root_s, 0, sizeof(root_s));
+	if (text.len)
+		memset(dlrt_buf_head(&text), 0, text.len);
+	dlrt_buf_free(&text);
+	free(tports);
+	free(peers);
+	free(keys);
+	free(ranks);
+	free(keybuf);
+	return rc;
+}
+
+/* --dl-dry-run: every task publishes its node's address, and task 0 reads
+ * every task's, to print them all. */
+static int exchange_every_task(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
+			       struct dlrt_addrs *all, struct dlrt_err *err)
+{
+	char root_s[DLRT_SVCADDR_MAX + 520], set_key_s[2][96], *keybuf = NULL;
+	const char *set_keys[2], *set_values[2], **keys = NULL;
+	size_t nset = 0, n = all ? (size_t)req->ntasks + 1 : 1;
+	long *ranks = NULL;
+	struct dlrt_buf text;
+	int rc = -1;
+
+	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
+	keys = calloc(n, sizeof(*keys));
+	ranks = calloc(n, sizeof(*ranks));
+	keybuf = calloc(n, 96);
+	if (!keys || !ranks || !keybuf) {
+		dlrt_err_set(err, "out of memory");
+		goto out;
+	}
+	rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "host", req->rank);
+	set_keys[nset] = set_key_s[nset];
+	set_values[nset++] = mine->node_ip;
+	if (req->rank == req->root) {
+		if (root_value(req, mine, root_s, sizeof(root_s), err) < 0)
+			goto out;
+		rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "root", -1);
+		set_keys[nset] = set_key_s[nset];
+		set_values[nset++] = root_s;
+	}
+	rdv_key(keybuf, 96, req, "root", -1);
+	keys[0] = keybuf;
+	ranks[0] = -1;
+	for (size_t i = 1; i < n; i++) {
+		ranks[i] = (long)(i - 1);
+		rdv_key(keybuf + 96 * i, 96, req, "host", ranks[i]);
+		keys[i] = keybuf + 96 * i;
+	}
+	if (rdv_exchange(req, set_keys, set_values, nset, keys, ranks, n, &text, err) < 0)
+		goto out;
+	rc = dlrt_exchange_reply_parse((const char *)dlrt_buf_head(&text), text.len, req->ntasks,
+				       mine, all, err);
+	if (rc == 0)
+		mine->valid = true;
+out:
+	memset(root_s, 0, sizeof(root_s));
+	dlrt_buf_free(&text);
+	free(keys);
+	free(ranks);
+	free(keybuf);
 	return rc;
 }
 
 int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 		       struct dlrt_addrs *all, struct dlrt_err *err)
 {
-	char launch_ip[64] = "", kv[4096], timeout_s[16], root_s[64], rank_s[16];
-	char *argv[24], **env = job_env(sp);
-	size_t n = 0;
+	char launch_ip[64] = "";
 
 	memset(mine, 0, sizeof(*mine));
-	if (!dlrt_exchange_possible(sp))
-		return dlrt_err_set(err, "this step has no PMIx, which dlrt needs to tell every task "
-				    "the root's address: add --mpi=pmix to srun, or ask your admin "
-				    "for MpiDefault=pmix in slurm.conf");
 	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
 	if (dlrt_net_node_ipv4(req->iface, launch_ip, mine->node_ip, err) < 0)
-		return -1;
+		goto shared_fail;
 	snprintf(mine->iface, sizeof(mine->iface), "%s", req->iface ? req->iface : "");
 	if (req->nlocal && !req->share && !all)
 		return dlrt_err_set(err, "cannot map the page the tasks of this node share their "
 				    "ports through (out of memory?): retry the step");
 	if (req->share && !all && req->local != 0)
-		return wait_share(req, mine, 2 * req->timeout_s + 2 * EXCHANGE_SLACK_S, err);
-	if (find_kv(kv, sizeof(kv), err) < 0)
-		goto shared_fail;
+		return wait_share(req, mine, req->timeout_s + 2 * EXCHANGE_SLACK_S, err);
 	if (req->share && !all) {
 		struct dlrt_node_share *sh = req->share;
 
-		if (exchange_per_node(req, kv, env, mine, err) < 0)
+		if (exchange_per_node(req, mine, err) < 0)
 			goto shared_fail;
 		snprintf(sh->root, sizeof(sh->root), "%s:%u", mine->root_ip, mine->root_port);
 		__atomic_store_n(&sh->state, 1, __ATOMIC_RELEASE);
 		return 0;
 	}
-	snprintf(timeout_s, sizeof(timeout_s), "%d", req->timeout_s);
-	snprintf(rank_s, sizeof(rank_s), "%u", req->root);
-	/* The order matters on Slurm 22.05, whose PMIx plugin loses messages
-	 * sent to a node whose slurmstepd does not exist yet or is still starting
-	 * its tasks (with the user's uid it then rejects the munge credential of
-	 * a new connection): a fence at task start hangs now and then under load.
-	 * So the tasks first only *ask* (await: retried, each try bounded), and
-	 * the root publishes its address only once every task has published its
-	 * host, i.e. once every node has started its tasks. The closing fence
-	 * then runs between running slurmstepds, and keeps the root's node in the
-	 * step until every task has read the address. */
-	argv[n++] = "dlrt-kv";
-	argv[n++] = "--timeout";
-	argv[n++] = timeout_s;
-	argv[n++] = "put";
-	argv[n++] = "host";
-	argv[n++] = mine->node_ip;
-	if (req->rank == req->root || all) {
-		argv[n++] = "awaitall";
-		argv[n++] = "host";
-	}
-	if (req->rank == req->root) {
-		uint16_t port = req->root_port;
-
-		if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
-			return -1;
-		snprintf(root_s, sizeof(root_s), "%s:%u", mine->node_ip, port);
-		argv[n++] = "put";
-		argv[n++] = "root";
-		argv[n++] = root_s;
-	}
-	argv[n++] = "await";
-	argv[n++] = rank_s;
-	argv[n++] = "root";
-	argv[n++] = "fence";
-	argv[n] = NULL;
-	/* Two waits (the start, the closing fence), each bounded by the timeout. */
-	if (run_kv_reply(kv, argv, env, req, mine, all, NULL, err) < 0)
+	if (exchange_every_task(req, mine, all, err) < 0)
 		return -1;
 	for (uint32_t t = 0; all && t < req->ntasks; t++) {
 		char ip[sizeof(all[t].node_ip)];

@@ -1,4 +1,5 @@
-/* exchange.h - the PMIx address exchange of each task, just before exec. */
+/* exchange.h - the address exchange of each task, just before exec, through
+ * srun's rendezvous for the step (common/rdvclient.h). */
 #ifndef DLRT_EXCHANGE_H
 #define DLRT_EXCHANGE_H
 
@@ -7,7 +8,16 @@
 
 #include "runtime.h"
 
+/* srun's rendezvous for this step (common/rdvclient.h); port 0: none. */
+struct dlrt_rdv_coords {
+	char ip[16];      /* srun's address, SLURM_LAUNCH_NODE_IPADDR */
+	uint16_t port;
+	uint8_t secret[32];
+};
+
 struct dlrt_exchange_req {
+	const struct dlrt_rdv_coords *rdv;
+	uint32_t step_id;   /* the rendezvous' keys are per step */
 	uint32_t rank;      /* this task */
 	uint32_t ntasks;    /* tasks in the step */
 	uint32_t root;      /* the task whose node hosts the root (scheduler, rank 0) */
@@ -18,8 +28,8 @@ struct dlrt_exchange_req {
 	uint16_t root_port;
 	const char *iface;  /* --dl-iface or NULL */
 	int timeout_s;      /* bound of every wait */
-	/* Per node, one PMIx client instead of one per task: the node's first
-	 * task (local rank 0) runs the exchange for all of them and leaves the
+	/* Per node, one connection to the rendezvous instead of one per task:
+	 * the node's first task (local rank 0) runs the exchange for all of them and leaves the
 	 * answer in `share` (mapped in user_init, before the tasks forked); the
 	 * others wait for it there. NULL: every task runs the full exchange
 	 * (--dl-dry-run, which prints every task's address). */
@@ -27,8 +37,8 @@ struct dlrt_exchange_req {
 	uint32_t local;     /* this task's local rank */
 	const char *reps;   /* "R,R,...": the first task of every other node ("" for one node) */
 	/* Root task only, per-node exchange only. secret: the service's step
-	 * secret, published with its address as "IP:PORT#HEX" through dlrt-kv's
-	 * environment (never its argv). fail: publish "!<fail>" instead of an
+	 * secret, published with its address as "IP:PORT#HEX" (only the step's
+	 * tasks can read the rendezvous). fail: publish "!<fail>" instead of an
 	 * address, so every node's tasks fail at once with that line. */
 	const uint8_t *secret;
 	const char *fail;
@@ -49,12 +59,13 @@ struct dlrt_node_share {
 	struct dlrt_task_addr tasks[];
 };
 
-/* True if the step has PMIx (srun --mpi=pmix or MpiDefault=pmix). */
-bool dlrt_exchange_possible(spank_t sp);
+/* Reads srun's rendezvous from the task's environment into c and removes it
+ * from there. 1: found, 0: absent, -1: malformed (c->port is 0 then). */
+int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c);
 
 /* Fills `mine` (and, if not NULL, `all[ntasks]` with every task's node address).
- * Fails at once, with the fix, when the step has no PMIx; never waits longer
- * than about req->timeout_s. */
+ * Fails at once, with the fix, when the step has no rendezvous; never waits
+ * longer than about req->timeout_s. */
 int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 		       struct dlrt_addrs *all, struct dlrt_err *err);
 

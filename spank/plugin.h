@@ -16,6 +16,7 @@
 #include "layout.h"
 #include "opts.h"
 #include "runtime.h"
+#include "svcauth.h"
 
 struct dlrt_node_share;
 
@@ -47,9 +48,10 @@ struct dlrt_plugin {
 	bool svc_failed;           /* it was to start here and did not (deferred_err) */
 	uint8_t secret[32];        /* the step secret (root's node: made with the service) */
 	struct dlrt_svc relay;     /* this node's dlrt-relay, in every step with a service */
+	struct dlrt_svc rendezvous; /* srun only: the step's rendezvous (rdvclient.h) */
 	int relay_config_fd;       /* its config pipe (close-on-exec); -1: none */
 	long svc_start_us;         /* how long starting it took (--dl-verbose) */
-	/* The address exchange, one PMIx client per node (exchange.h): the
+	/* The address exchange, one connection to srun per node (exchange.h): the
 	 * answer of the node's first task, shared with its other tasks, and the
 	 * first task of every other node. */
 	struct dlrt_node_share *share;
@@ -72,12 +74,18 @@ void dlrt_service_stop(struct dlrt_svc *svc);
 int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 			  struct dlrt_err *err);
 
+/* service.c: srun's rendezvous for the step (local context, common/rdvclient.h);
+ * stopped with dlrt_service_stop. */
+int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			  struct dlrt_err *err);
+
 /* options.c */
 int dlrt_options_register(spank_t sp);
 
 /* client.c: srun (local) and sbatch/salloc (allocator) */
 int dlrt_client_post_opt(spank_t sp);
 int dlrt_client_local_user_init(spank_t sp);
+void dlrt_client_exit(void);
 
 /* stepd.c: slurmstepd (remote) */
 int dlrt_stepd_post_opt(spank_t sp);

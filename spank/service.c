@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,7 @@ struct child_args {
 	pid_t parent;
 	unsigned max_lifetime;
 	const char *log;
+	bool keep_stderr;  /* srun's rendezvous with --dl-verbose: its lines go to srun's */
 };
 
 /* In the forked child of slurmstepd: only async-signal-safe calls until exec. */
@@ -172,7 +174,7 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 
 		if (lfd < 0 || dup2(lfd, 2) < 0)
 			_exit(LOG_EXIT);
-	} else if (dup2(fd, 2) < 0) {
+	} else if (!a->keep_stderr && dup2(fd, 2) < 0) {
 		_exit(122);
 	}
 	/* slurmstepd's own descriptors (task stdio, slurmd sockets) must not live on
@@ -288,7 +290,8 @@ static int launch(struct child_args *a, const char *program, const char *what,
 		  struct dlrt_err *err)
 {
 	struct dlrt_plugin *pl = &dlrt_plugin;
-	const char *node = pl->layout.nodes.names[pl->node_id];
+	const char *node = pl->layout.nodes.names ? pl->layout.nodes.names[pl->node_id] :
+			   "srun's host";
 	char why[64];
 	int status;
 	pid_t pid;
@@ -297,7 +300,7 @@ static int launch(struct child_args *a, const char *program, const char *what,
 	a->ready_w = ready[1];
 	a->parent = getpid();
 	a->max_lifetime = pl->cfg.service_max_lifetime;
-	if (pl->opts.verbose) {
+	if (pl->opts.verbose && !a->keep_stderr) {
 		/* Random, so nobody can create it first (the name is in the
 		 * verbose line and in errors). */
 		uint8_t r[8];
@@ -487,4 +490,92 @@ void dlrt_service_stop(struct dlrt_svc *svc)
 		reap(svc->pid, STOP_GRACE_MS, &status);
 	}
 	svc->pid = 0;
+}
+
+/* srun's rendezvous (common/rdvclient.h): the step's key/value store, run by
+ * srun as its user before it asks Slurm for the step, on every address of
+ * srun's host (the nodes reach srun on the address Slurm gives them,
+ * SLURM_LAUNCH_NODE_IPADDR, which srun does not know itself). No allow list:
+ * the nodes are not known yet (srun may still have to get the allocation);
+ * every connection must prove the rendezvous secret, which only the step's
+ * tasks get, in their environment. It runs as srun's user (as "nobody" for
+ * root's srun, never as root). It ends with srun: the lifetime pipe's
+ * write end is srun's (close-on-exec), PR_SET_PDEATHSIG if srun is killed. */
+int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			  struct dlrt_err *err)
+{
+	static const char what[] = "srun's rendezvous for the step (dlrt-c10d-store)";
+	char path[4096], life_s[16], ready_s[16], secret_s[16];
+	struct child_args a = { .extra_fd = -1, .keep_stderr = dlrt_plugin.opts.verbose };
+	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, rc = -1, ngroups;
+	gid_t groups[256];
+	char *argv[24];
+	size_t n = 0;
+
+	memset(rdv, 0, sizeof(*rdv));
+	rdv->life_fd = -1;
+	a.uid = getuid();
+	a.gid = getgid();
+	if (a.uid == 0) {
+		/* root's own srun (an admin's test): the store still never runs
+		 * as root, it needs no file and no privilege. */
+		const struct passwd *pw = getpwnam("nobody");
+
+		a.uid = pw ? pw->pw_uid : 65534;
+		a.gid = pw ? pw->pw_gid : 65534;
+		a.ngroups = 0;
+	} else {
+		ngroups = getgroups((int)(sizeof(groups) / sizeof(*groups)), groups);
+		a.groups = groups;
+		a.ngroups = ngroups < 0 ? 0 : ngroups;
+	}
+	if (program_path("dlrt-c10d-store", path, sizeof(path), err) < 0)
+		return -1;
+	if (dlrt_crypto_random(secret, DLRT_SVCAUTH_SECRET_LEN) < 0)
+		return dlrt_err_errno(err, errno, "cannot make the secret of %s", what);
+	if ((a.extra_fd = secret_pipe(secret, err)) < 0)
+		return -1;
+	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
+	    (life[0] = high_fd(life[0])) < 0 || (ready[1] = high_fd(ready[1])) < 0) {
+		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
+		goto out;
+	}
+	snprintf(life_s, sizeof(life_s), "%d", life[0]);
+	snprintf(ready_s, sizeof(ready_s), "%d", ready[1]);
+	snprintf(secret_s, sizeof(secret_s), "%d", a.extra_fd);
+	argv[n++] = path;
+	argv[n++] = "--bind";
+	argv[n++] = "0.0.0.0";
+	argv[n++] = "--port";
+	argv[n++] = "0";
+	argv[n++] = "--allow-any";
+	argv[n++] = "--secret-fd";
+	argv[n++] = secret_s;
+	argv[n++] = "--lifetime-fd";
+	argv[n++] = life_s;
+	argv[n++] = "--ready-fd";
+	argv[n++] = ready_s;
+	/* A task sets at most a node's task ports (rdvclient.h), a step one
+	 * value per node (per task in a dry run); a stranger cannot set anything
+	 * without the secret. 64 MiB in all holds 10000 nodes' task ports. */
+	argv[n++] = "--max-value";
+	argv[n++] = "9216";
+	argv[n++] = "--max-key";
+	argv[n++] = "128";
+	argv[n++] = "--max-store";
+	argv[n++] = "67108864";
+	if (dlrt_plugin.opts.verbose)
+		argv[n++] = "--verbose";
+	argv[n] = NULL;
+	a.argv = argv;
+	snprintf(rdv->ip, sizeof(rdv->ip), "0.0.0.0");
+	rc = launch(&a, "dlrt-c10d-store", what, path, life, ready, rdv, err);
+out:
+	close_pair(life);
+	close_pair(ready);
+	if (a.extra_fd >= 0)
+		close(a.extra_fd);
+	if (rc < 0)
+		memset(secret, 0, DLRT_SVCAUTH_SECRET_LEN);
+	return rc;
 }

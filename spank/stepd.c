@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "elfneeds.h"
 #include "exchange.h"
+#include "rdvclient.h"
 #include "plan_print.h"
 #include "plugin.h"
 #include "svcauth.h"
@@ -309,11 +310,12 @@ bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len)
 	return false;
 }
 
-/* Whether this task learns the root's address through PMIx before exec. Not
- * when its program speaks PMIx itself (MPI): a PMIx session of the same rank
- * before exec makes Open MPI's MPI_Init fail (pmix_bridge.h), so MPI does the
- * wire-up. DLRT_EXCHANGE=pmix|none in the job's environment overrides the
- * guess, which only sees programs that link libmpi/libpmix directly (not a
+/* Whether this task learns the root's address before exec. Not when its
+ * program is an MPI program: MPI does the wire-up (and until the exchange
+ * went through srun's rendezvous, a PMIx session of the same rank before exec
+ * made Open MPI's MPI_Init fail, pmix_bridge.h). DLRT_EXCHANGE=yes|none in
+ * the job's environment overrides the guess ("pmix" is the old name of
+ * "yes"), which only sees programs that link libmpi/libpmix directly (not a
  * script that runs one). */
 static bool program_takes_exchange(spank_t sp, bool say)
 {
@@ -322,12 +324,12 @@ static bool program_takes_exchange(spank_t sp, bool say)
 	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none"))
 		return false;
-	if (!strcmp(mode, "pmix"))
+	if (!strcmp(mode, "yes") || !strcmp(mode, "pmix"))
 		return true;
 	if (dlrt_stepd_program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
 		if (say)
-			fprintf(stderr, "dlrt: %s links MPI/PMIx: no PMIx exchange before exec, "
-				"the program's MPI does the wire-up (DLRT_EXCHANGE=pmix forces "
+			fprintf(stderr, "dlrt: %s links MPI/PMIx: no address exchange before exec, "
+				"the program's MPI does the wire-up (DLRT_EXCHANGE=yes forces "
 				"it)\n", prog);
 		return false;
 	}
@@ -342,7 +344,7 @@ static bool program_takes_exchange(spank_t sp, bool say)
 enum exchange_policy {
 	XP_UNDECIDED,
 	XP_NOT_NEEDED, /* neither the runtime nor a node service needs the root's address */
-	XP_RUN,        /* learn it through PMIx before exec */
+	XP_RUN,        /* learn it through srun's rendezvous before exec */
 	XP_SKIPPED,    /* the program does its own wire-up (MPI, DLRT_EXCHANGE=none) */
 };
 
@@ -452,16 +454,21 @@ static void print_node_env(spank_t sp, const struct dlrt_addrs *mine, FILE *f)
 	}
 }
 
+/* srun's rendezvous, read (and removed from the environment) at the start of
+ * task_init: task_init runs in the task's own process, so this is per task. */
+static struct dlrt_rdv_coords rdv;
+static int rdv_state;
+
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
  * exec'ing the program. task_init runs in the forked task process, so _exit
- * ends only that task, never slurmstepd. When the step has PMIx, the exchange
+ * ends only that task, never slurmstepd. When the step has a rendezvous, the exchange
  * runs as for real, so the table shows the real addresses. */
 static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exchange_req *req)
 {
 	struct dlrt_addrs mine = { .valid = false }, *all = NULL;
 	struct dlrt_err err;
 
-	if (exchange_wanted(sp, rank) && dlrt_exchange_possible(sp)) {
+	if (exchange_wanted(sp, rank) && rdv.port) {
 		all = rank == 0 ? calloc(dlrt_plugin.layout.ntasks, sizeof(*all)) : NULL;
 		if (dlrt_exchange_root(sp, req, &mine, all, &err) < 0) {
 			fprintf(stderr, "dlrt: %s\n", err.msg);
@@ -497,8 +504,8 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 /* The service did not start on the root's node: its first task publishes the
  * error instead of the address, so the other nodes' tasks, which wait for
  * that address, fail at once with the same line instead of at
- * exchange_timeout. It waits until every other node has read it (bounded by
- * the exchange timeout). Nothing to do for a one-node step. */
+ * exchange_timeout. srun's rendezvous keeps it for the nodes that come
+ * later. Nothing to do for a one-node step. */
 static void publish_failure(spank_t sp, int local)
 {
 	uint32_t rank = 1;
@@ -508,9 +515,11 @@ static void publish_failure(spank_t sp, int local)
 
 	if (!dlrt_plugin.svc_failed || local != 0 || !dlrt_plugin.share || !dlrt_plugin.reps ||
 	    !dlrt_plugin.reps[0] || spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
-	    rank != 0 || !exchange_wanted(sp, rank) || !dlrt_exchange_possible(sp))
+	    rank != 0 || !exchange_wanted(sp, rank) || !rdv.port)
 		return;
 	req = (struct dlrt_exchange_req){
+		.rdv = &rdv,
+		.step_id = dlrt_plugin.step.step_id,
 		.rank = 0,
 		.ntasks = dlrt_plugin.layout.ntasks,
 		.root = 0,
@@ -580,6 +589,7 @@ int dlrt_stepd_task_init(spank_t sp)
 
 	if (!dlrt_plugin.active && !dlrt_plugin.deferred_rc)
 		return 0;
+	rdv_state = dlrt_exchange_rdv_take(sp, &rdv);
 	spank_get_item(sp, S_TASK_ID, &local);
 	if (dlrt_plugin.deferred_rc) {
 		publish_failure(sp, local);
@@ -591,6 +601,8 @@ int dlrt_stepd_task_init(spank_t sp)
 				    rank, &err) < 0)
 		task_fail(local, err.msg);
 	req = (struct dlrt_exchange_req){
+		.rdv = &rdv,
+		.step_id = dlrt_plugin.step.step_id,
 		.rank = rank,
 		.ntasks = dlrt_plugin.layout.ntasks,
 		.root = 0, /* the root of every runtime (scheduler, store host) is task 0 */
@@ -605,19 +617,20 @@ int dlrt_stepd_task_init(spank_t sp)
 		.secret = dlrt_plugin.svc.pid > 0 && !dlrt_plugin.opts.dry_run ?
 			  dlrt_plugin.secret : NULL,
 	};
-	if (dlrt_plugin.has_service && !dlrt_exchange_possible(sp)) {
+	if (dlrt_plugin.has_service && !rdv.port) {
 		dlrt_err_set(&err, "the tasks learn the address of %s (which dlrt starts on the "
-			     "node of task 0) through PMIx, and the step has none: run srun "
-			     "--mpi=pmix, or ask your admin for MpiDefault=pmix",
-			     dlrt_plugin.service_what);
+			     "node of task 0) through srun's rendezvous, and this step has none "
+			     "(%s): start the step with srun on a host where dlrt is installed",
+			     dlrt_plugin.service_what, rdv_state < 0 ? "its value is malformed" :
+			     DLRT_RDV_ENV " is not set");
 		task_fail(local, err.msg);
 	}
 	if (dlrt_plugin.has_service && !exchange_wanted(sp, rank)) {
 		const char *mpi = dlrt_plugin.opts.runtime->mpi_option;
 
-		dlrt_err_set(&err, "the tasks learn the address of %s through a PMIx exchange "
-			     "before exec, which dlrt skips for this program (it links MPI, or "
-			     "DLRT_EXCHANGE=none): %s%s%sset DLRT_EXCHANGE=pmix",
+		dlrt_err_set(&err, "the tasks learn the address of %s through the address "
+			     "exchange before exec, which dlrt skips for this program (it links "
+			     "MPI, or DLRT_EXCHANGE=none): %s%s%sset DLRT_EXCHANGE=yes",
 			     dlrt_plugin.service_what, mpi ? "run MPI programs with " : "",
 			     mpi ? mpi : "", mpi ? ", or " : "");
 		task_fail(local, err.msg);
@@ -632,11 +645,11 @@ int dlrt_stepd_task_init(spank_t sp)
 		req.local_tasks = node_tasks(&req.nlocal);
 	if (exchange_wanted(sp, rank)) {
 		if (dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0) {
-			dlrt_verbose(rank, "address exchange over PMIx failed after %.1f ms",
+			dlrt_verbose(rank, "address exchange failed after %.1f ms",
 				     dlrt_verbose_now_ms() - t1);
 			task_fail(local, err.msg);
 		}
-		dlrt_verbose(rank, "address exchange over PMIx: %.1f ms, root %s:%u",
+		dlrt_verbose(rank, "address exchange through srun: %.1f ms, root %s:%u",
 			     dlrt_verbose_now_ms() - t1, addrs.root_ip, addrs.root_port);
 		use_relay(local, &addrs);
 	}

@@ -2,7 +2,7 @@
  * with how long it took, so a hang or a slow start points at its step:
  *
  *   dlrt: n2 task 3: role table (6 tasks, 3 nodes) built in 0.04 ms
- *   dlrt: n2 task 3: address exchange over PMIx: 12.8 ms, root 10.77.0.11:40321
+ *   dlrt: n2 task 3: address exchange through srun: 1.2 ms, root 10.77.0.11:40321
  *   dlrt: n2 task 3: output also to /home/u/logs/81/0/worker-2.log
  *   dlrt: n2 task 3: ready after 13.1 ms in dlrt: RUNTIME worker 2, starting the program
  *

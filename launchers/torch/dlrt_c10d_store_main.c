@@ -57,7 +57,7 @@ static void usage(FILE *f)
 		"  --bind ADDR          numeric IPv4 address to listen on (default 127.0.0.1)\n"
 		"  --port N             TCP port, 0 = any free port (default 0)\n"
 		"  --allow IP[,IP...]   peers allowed to connect besides loopback\n"
-		"  --allow-any          accept every peer (tests only)\n"
+		"  --allow-any          accept every peer (srun's rendezvous, with --secret-fd; tests)\n"
 		"  --max-key BYTES      longest key (default %u)\n"
 		"  --max-value BYTES    longest value (default %u)\n"
 		"  --max-store BYTES    bytes of keys and values held in all (default %u)\n"

@@ -1,4 +1,4 @@
-/* Unit tests: reading dlrt-kv's answer to the plugin's address exchange. */
+/* Unit tests: reading the answers of the plugin's address exchange (common/exchange_reply.h). */
 #include <string.h>
 
 #include "exchange_reply.h"

@@ -57,7 +57,7 @@ pid=
 for _ in $(seq 600); do
 	for p in $(pgrep -u "$U" -f "dlrt-end-step [0-9]+\.[0-9]+ "); do
 		# This cluster's (SLURM_CONF), not another cluster's run of the same test user.
-		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_CONF=$SLURM_CONF" && pid=$p
+		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_CONF=$SLURM_CONF" && pid=$p
 	done
 	[ -n "$pid" ] && break
 	sleep 0.05

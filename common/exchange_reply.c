@@ -11,7 +11,7 @@
 #include "svcauth.h"
 
 /* The longest line: a node's task ports, "R IP:T=P,..." for at most
- * DLRT_EXCHANGE_NODE_TASKS_MAX tasks (dlrt-kv prints values up to 4095 bytes). */
+ * DLRT_EXCHANGE_NODE_TASKS_MAX tasks (at most 4095 bytes per value). */
 #define LINE_MAX_LEN 4352
 
 /* Copies the next line (without '\n') into `line`; returns false at the end. */
@@ -134,7 +134,7 @@ int dlrt_exchange_reply_parse_tasks(const char *text, size_t len, uint32_t ntask
 			if (sscanf(line, "%15s", rank_s) != 1 ||
 			    dlrt_parse_u32(rank_s, 0, ntasks ? ntasks - 1 : 0, &r) < 0 ||
 			    parse_task_ports(value + 1, ntasks, tasks) < 0) {
-				dlrt_err_set(err, "dlrt-kv printed bad task ports '%.64s'", line);
+				dlrt_err_set(err, "the exchange returned bad task ports '%.64s'", line);
 				goto fail;
 			}
 			continue;
@@ -142,7 +142,7 @@ int dlrt_exchange_reply_parse_tasks(const char *text, size_t len, uint32_t ntask
 		if (sscanf(line, "%4351s %4351s", rank_s, ip) != 2 ||
 		    dlrt_parse_u32(rank_s, 0, ntasks ? ntasks - 1 : 0, &r) < 0 ||
 		    !valid_ipv4(ip) || strlen(ip) >= DLRT_IPV4_LEN || (got && got[r])) {
-			dlrt_err_set(err, "dlrt-kv printed an unexpected line '%.64s'", line);
+			dlrt_err_set(err, "the exchange returned an unexpected line '%.64s'", line);
 			goto fail;
 		}
 		if (!all)
@@ -152,11 +152,11 @@ int dlrt_exchange_reply_parse_tasks(const char *text, size_t len, uint32_t ntask
 		seen++;
 	}
 	if (!have_root) {
-		dlrt_err_set(err, "the PMIx exchange ended without the root's address");
+		dlrt_err_set(err, "the exchange ended without the root's address");
 		goto fail;
 	}
 	if (all && seen != ntasks) {
-		dlrt_err_set(err, "the PMIx exchange returned %u of %u task addresses", seen, ntasks);
+		dlrt_err_set(err, "the exchange returned %u of %u task addresses", seen, ntasks);
 		goto fail;
 	}
 	free(got);

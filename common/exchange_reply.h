@@ -1,10 +1,9 @@
-/* exchange_reply.h - reading what `dlrt-kv` printed for the plugin's exchange.
+/* exchange_reply.h - reading the answers of the address exchange.
  *
- * The plugin runs the exchange in a fresh process (dlrt-kv), never in the
- * task itself: the task is a fork of slurmstepd, whose libpmix is initialised
- * as the step's PMIx *server*, so a PMIx client call there returns the
- * server's identity and then waits forever for a progress thread that did not
- * survive the fork. dlrt-kv prints, on its stdout:
+ * A node's first task gets the values it asked srun's rendezvous for
+ * (spank/exchange.c, common/rdvclient.h) and writes them as lines, one per
+ * value, which this one parser reads (fuzzed: the values came over the
+ * network):
  *
  *   <root ip>:<root port>        (the value task `root` published)
  *   <root ip>:<root port>#<hex>  (a node service's address with the step secret)
@@ -13,7 +12,8 @@
  *   <rank> <ip>:<t>=<port>,...   (the ports of the tasks t of the node whose first
  *                                 task is <rank>: runtimes with needs_task_ports)
  *
- * and on failure a line "dlrt-kv: <message>" (its stderr shares the pipe).
+ * A line "dlrt-kv: <message>" is read as an error with that message (the
+ * format is the one dlrt-kv prints for the same operations).
  */
 #ifndef DLRT_EXCHANGE_REPLY_H
 #define DLRT_EXCHANGE_REPLY_H
@@ -39,7 +39,7 @@ int dlrt_exchange_reply_parse_tasks(const char *text, size_t len, uint32_t ntask
 				    struct dlrt_task_addr *tasks, struct dlrt_err *err);
 
 /* A node's tasks that one task-ports value can carry ("T=P," is at most 12
- * bytes: 256 of them and the address fit dlrt-kv's 4095-byte values). */
+ * bytes: 256 of them and the address fit in 4095 bytes). */
 #define DLRT_EXCHANGE_NODE_TASKS_MAX 256
 
 #endif
