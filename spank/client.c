@@ -12,6 +12,7 @@
 #include <slurm/spank.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin.h"
 #include "rdvclient.h"
@@ -49,9 +50,14 @@ static int start_rendezvous(void)
 	return 0;
 }
 
+/* srun is exiting: end of file on the lifetime pipe ends the rendezvous (and
+ * PR_SET_PDEATHSIG would). srun does not wait for it: that would add the
+ * store's exit to every step's end, and the store holds nothing to save. */
 void dlrt_client_exit(void)
 {
-	dlrt_service_stop(&dlrt_plugin.rendezvous);
+	if (dlrt_plugin.rendezvous.life_fd >= 0 && dlrt_plugin.rendezvous.pid > 0)
+		close(dlrt_plugin.rendezvous.life_fd);
+	dlrt_plugin.rendezvous.life_fd = -1;
 }
 
 int dlrt_client_post_opt(spank_t sp)

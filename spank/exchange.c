@@ -239,7 +239,7 @@ static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_add
 }
 
 /* Sets what this task publishes, then waits for and reads `keys`; the answer
- * goes to `text` as lines, `prefixes[i]` (a rank, or NULL) before value i. */
+ * goes to `text` as lines, value i after "ranks[i] " (none for -1). */
 static int rdv_exchange(const struct dlrt_exchange_req *req, const char *const *set_keys,
 			const char *const *set_values, size_t nset, const char *const *keys,
 			const long *ranks, size_t n, struct dlrt_buf *text, struct dlrt_err *err)

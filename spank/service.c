@@ -509,7 +509,7 @@ int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECR
 	struct child_args a = { .extra_fd = -1, .keep_stderr = dlrt_plugin.opts.verbose };
 	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, rc = -1, ngroups;
 	gid_t groups[256];
-	char *argv[24];
+	char *argv[28];
 	size_t n = 0;
 
 	memset(rdv, 0, sizeof(*rdv));
@@ -564,6 +564,8 @@ int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECR
 	argv[n++] = "128";
 	argv[n++] = "--max-store";
 	argv[n++] = "67108864";
+	argv[n++] = "--max-wait-keys"; /* a node waits for every other node's ports */
+	argv[n++] = "65536";
 	if (dlrt_plugin.opts.verbose)
 		argv[n++] = "--verbose";
 	argv[n] = NULL;

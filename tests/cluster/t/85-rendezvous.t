@@ -38,11 +38,15 @@ chmod 0644 "$WORK/stranger.py"
 
 # The step waits for its allocation (--begin) while the rendezvous is up.
 PRINT='echo T=$SLURM_PROCID U=$DMLC_PS_ROOT_URI P=$DMLC_PS_ROOT_PORT RV=${SLURM_DLRT_RENDEZVOUS:-none}'
-as_user srun --begin=now+8 -N3 -n4 --dl-runtime=mxnet bash -c "$PRINT" >"$OUT" 2>"$ERR" &
+as_user srun --begin=now+15 -N3 -n4 --dl-runtime=mxnet bash -c "$PRINT" >"$OUT" 2>"$ERR" &
 SRUN_JOB=$!
 RDV_PID=
-for _ in $(seq 100); do
-	RDV_PID=$(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-c10d-store --bind 0.0.0.0' | head -1)
+for _ in $(seq 600); do
+	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-c10d-store --bind 0.0.0.0'); do
+		# This cluster's srun (SLURM_CONF), not another cluster's run of the same test user.
+		pp=$(ps -o ppid= -p "$p" | tr -d ' ')
+		tr '\0' '\n' 2>/dev/null <"/proc/$pp/environ" | grep -qx "SLURM_CONF=$SLURM_CONF" && RDV_PID=$p
+	done
 	[ -n "$RDV_PID" ] && break
 	sleep 0.1
 done
@@ -64,7 +68,7 @@ chmod 0666 "$WORK/hold"
 as_stranger python3 "$WORK/stranger.py" "$PORT" <"$WORK/hold" >"$WORK/stranger.out" 2>&1 &
 STRANGER_JOB=$!
 exec 9>"$WORK/hold"
-for _ in $(seq 100); do grep -q '^held:' "$WORK/stranger.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q '^held:' "$WORK/stranger.out" 2>/dev/null && break; sleep 0.1; done
 is "$(sed -n 's/^wrong-answer: //p' "$WORK/stranger.out")" closed "a wrong answer is hung up on"
 like "$(sed -n 's/^held: //p' "$WORK/stranger.out")" '^[0-9]+$' "the stranger holds its connections open"
 
