@@ -4,10 +4,11 @@
 #
 # For each node count it (re)starts the local test cluster with that many nodes
 # (tests/cluster/cluster.sh, DLRT_CLUSTER_NODES), takes one allocation of all its nodes, and
-# times, inside it, no-op steps `srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true`:
-# median of REPEAT runs after one discarded warm-up, for X in mxnet, torch, horovod (gloo) and
-# caffe2 and tasks = the node count and 128 (48 on 3 nodes, the old table's cell). It prints,
-# per cell, the plain median, the dlrt median, their ratio and the difference. Then, on the
+# times, inside it, no-op steps `srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true`
+# for X in mxnet, torch, horovod (gloo) and caffe2 and tasks = the node count and 128 (48 on 3
+# nodes, the old table's cell): after one discarded warm-up of each, REPEAT back-to-back pairs
+# of the plain step and the dlrt step. It prints, per cell, the plain median, the dlrt median,
+# the median of the per-pair ratios and the difference of the medians. Then, on the
 # largest cluster, the services under NODES x 4 ranks: the Horovod rendezvous driver and the
 # caffe2 store, with a real gloo allreduce (gloo_hvd_allreduce, gloo_redis_allreduce).
 #
@@ -69,6 +70,31 @@ run_ms() {
 	echo $(((t1 - t0) / 1000000))
 }
 
+# pairs_ms NODES TASKS RUNTIME: one discarded warm-up of each, then REPEAT pairs of a plain
+# step and the same step with RUNTIME, run back to back (the order alternates, so a drift of
+# the machine's load weighs on both sides alike). Prints the plain median, the dlrt median
+# and the median of the per-pair ratios dlrt/plain.
+pairs_ms() {
+	local nodes=$1 n=$2 rt=$3 i a b pv=() dv=() rv=()
+	run_ms "$nodes" "$n" none >/dev/null && run_ms "$nodes" "$n" "$rt" >/dev/null || return 1
+	for ((i = 0; i < REPEAT; i++)); do
+		if ((i % 2)); then
+			b=$(run_ms "$nodes" "$n" "$rt") && a=$(run_ms "$nodes" "$n" none) || return 1
+		else
+			a=$(run_ms "$nodes" "$n" none) && b=$(run_ms "$nodes" "$n" "$rt") || return 1
+		fi
+		pv+=("$a") dv+=("$b")
+		rv+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", a > 0 ? b / a : 0 }')")
+	done
+	echo "$(printf '%s\n' "${pv[@]}" | median) $(printf '%s\n' "${dv[@]}" | median)" \
+		"$(printf '%s\n' "${rv[@]}" | median)"
+}
+
+# median: of the numbers on stdin, one per line (the mean of the middle two for an even count).
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # cluster_at NODES: the cluster restarted with that many nodes, and one allocation of all.
 cluster_at() {
 	[ -n "${JOB:-}" ] && scancel "$JOB" 2>/dev/null
@@ -91,7 +117,8 @@ cluster_at() {
 	return 1
 }
 
-echo "# scale wire-up: srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true inside one allocation, median of $REPEAT"
+echo "# scale wire-up: srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true inside one allocation;"
+echo "# $REPEAT back-to-back pairs (plain, dlrt) per cell: medians of each side, ratio = median of the pair ratios"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(sinfo --version 2>/dev/null), $(git -C "$ROOT" log -1 --format='%h %s' 2>/dev/null | cut -c1-60)"
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(uname -r); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| %-5s | %-5s | %-8s | %9s | %8s | %5s | %8s |\n' nodes tasks runtime 'plain ms' 'dlrt ms' ratio 'extra ms'
@@ -104,11 +131,14 @@ for nodes in $SIZES; do
 	big=$BIG_TASKS
 	[ "$nodes" -lt 16 ] && big=$((16 * nodes))
 	for n in "$nodes" "$big"; do
-		plain=$(median_ms "$nodes" "$n" none) || { rc=1; continue; }
 		for rt in $RUNTIMES; do
-			dl=$(median_ms "$nodes" "$n" "$rt") || { rc=1; continue; }
-			awk -v N="$nodes" -v n="$n" -v rt="$rt" -v p="$plain" -v d="$dl" 'BEGIN {
-				r = p > 0 ? d / p : 0
+			ratio=
+			read -r plain dl ratio < <(pairs_ms "$nodes" "$n" "$rt")
+			if [ -z "$ratio" ]; then
+				rc=1
+				continue
+			fi
+			awk -v N="$nodes" -v n="$n" -v rt="$rt" -v p="$plain" -v d="$dl" -v r="$ratio" 'BEGIN {
 				printf "| %-5s | %-5s | %-8s | %9d | %8d | %5.2f | %8d |\n", N, n, rt, p, d, r, d - p }'
 		done
 	done

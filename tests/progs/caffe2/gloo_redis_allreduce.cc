@@ -93,13 +93,18 @@ static int redis_check_sum(redisContext *rc, const std::string &ctr, long rank, 
 	std::string want = std::to_string(size * (size + 1) / 2);
 	bool good = rep && rep->type == REDIS_REPLY_STRING &&
 		    std::string(rep->str, rep->len) == want;
+	/* What came instead, so a failure says whether the count or the
+	 * connection was wrong. */
+	std::string got = !rep ? std::string("no reply: ") + rc->errstr :
+			  rep->type == REDIS_REPLY_STRING || rep->type == REDIS_REPLY_ERROR ?
+			  std::string(rep->str, rep->len) : "reply type " + std::to_string(rep->type);
 
 	if (rep)
 		freeReplyObject(rep);
 	redisFree(rc);
 	if (!good) {
-		fprintf(stderr, "%s: rank %ld: the INCRBY counter is not %s after all ranks added\n",
-			prog, rank, want.c_str());
+		fprintf(stderr, "%s: rank %ld: the INCRBY counter is not %s after all ranks added "
+			"(got: %.80s)\n", prog, rank, want.c_str(), got.c_str());
 		return -1;
 	}
 	return 0;
