@@ -84,7 +84,7 @@ pairs_ms() {
 			a=$(run_ms "$nodes" "$n" none) && b=$(run_ms "$nodes" "$n" "$rt") || return 1
 		fi
 		pv+=("$a") dv+=("$b")
-		rv+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", a > 0 ? b / a : 0 }')")
+		rv+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", (a > 0 ? b / a : 0) }')")
 	done
 	echo "$(printf '%s\n' "${pv[@]}" | median) $(printf '%s\n' "${dv[@]}" | median)" \
 		"$(printf '%s\n' "${rv[@]}" | median)"
