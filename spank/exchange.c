@@ -238,13 +238,84 @@ static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_add
 	return 0;
 }
 
-/* Sets what this task publishes, then waits for and reads `keys`; the answer
- * goes to `text` as lines, value i after "ranks[i] " (none for -1). */
-static int rdv_exchange(const struct dlrt_exchange_req *req, const char *const *set_keys,
-			const char *const *set_values, size_t nset, const char *const *keys,
-			const long *ranks, size_t n, struct dlrt_buf *text, struct dlrt_err *err)
+/* What a task publishes: its own value and, on the root, the root's. */
+struct publish {
+	const char *keys[2], *values[2];
+	char key_s[2][96];
+	size_t n;
+};
+
+static void publish_add(struct publish *p, const struct dlrt_exchange_req *req, const char *what,
+			long rank, const char *value)
+{
+	rdv_key(p->key_s[p->n], sizeof(p->key_s[p->n]), req, what, rank);
+	p->keys[p->n] = p->key_s[p->n];
+	p->values[p->n++] = value;
+}
+
+/* On the root task: its value into root_s (len bytes), published as "root". */
+static int publish_root(struct publish *p, const struct dlrt_exchange_req *req,
+			const struct dlrt_addrs *mine, char *root_s, size_t len,
+			struct dlrt_err *err)
+{
+	if (req->rank != req->root)
+		return 0;
+	if (root_value(req, mine, root_s, len, err) < 0)
+		return -1;
+	publish_add(p, req, "root", -1, root_s);
+	return 0;
+}
+
+/* The keys a task waits for, the root's first, each with the rank its
+ * answer line names (-1: none). */
+struct wanted {
+	const char **keys;
+	long *ranks;
+	char *keybuf;
+	size_t n, cap;
+};
+
+static int wanted_init(struct wanted *w, const struct dlrt_exchange_req *req, size_t cap,
+		       struct dlrt_err *err)
+{
+	w->n = 0;
+	w->cap = cap;
+	w->keys = calloc(cap, sizeof(*w->keys));
+	w->ranks = calloc(cap, sizeof(*w->ranks));
+	w->keybuf = calloc(cap, 96);
+	if (!w->keys || !w->ranks || !w->keybuf)
+		return dlrt_err_set(err, "out of memory");
+	rdv_key(w->keybuf, 96, req, "root", -1);
+	w->keys[0] = w->keybuf;
+	w->ranks[0] = -1;
+	w->n = 1;
+	return 0;
+}
+
+static void wanted_add(struct wanted *w, const struct dlrt_exchange_req *req, const char *what,
+		       long rank)
+{
+	if (w->n == w->cap)
+		return;
+	rdv_key(w->keybuf + 96 * w->n, 96, req, what, rank);
+	w->keys[w->n] = w->keybuf + 96 * w->n;
+	w->ranks[w->n++] = rank;
+}
+
+static void wanted_free(struct wanted *w)
+{
+	free(w->keys);
+	free(w->ranks);
+	free(w->keybuf);
+}
+
+/* Publishes `pub`, then waits for and reads `want`; the answer goes to
+ * `text` as lines, value i after "ranks[i] " (none for -1). */
+static int rdv_exchange(const struct dlrt_exchange_req *req, const struct publish *pub,
+			const struct wanted *want, struct dlrt_buf *text, struct dlrt_err *err)
 {
 	struct dlrt_rdv r;
+	size_t n = want->n;
 	char **values = calloc(n ? n : 1, sizeof(*values));
 	int rc = -1;
 
@@ -254,16 +325,16 @@ static int rdv_exchange(const struct dlrt_exchange_req *req, const char *const *
 		free(values);
 		return -1;
 	}
-	for (size_t i = 0; i < nset; i++)
-		if (dlrt_rdv_set(&r, set_keys[i], set_values[i], err) < 0)
+	for (size_t i = 0; i < pub->n; i++)
+		if (dlrt_rdv_set(&r, pub->keys[i], pub->values[i], err) < 0)
 			goto out;
-	if (dlrt_rdv_get(&r, keys, n, values, err) < 0)
+	if (dlrt_rdv_get(&r, want->keys, n, values, err) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		char prefix[24] = "";
 
-		if (ranks[i] >= 0)
-			snprintf(prefix, sizeof(prefix), "%ld ", ranks[i]);
+		if (want->ranks[i] >= 0)
+			snprintf(prefix, sizeof(prefix), "%ld ", want->ranks[i]);
 		if (dlrt_buf_append(text, prefix, strlen(prefix)) < 0 ||
 		    dlrt_buf_append(text, values[i], strlen(values[i])) < 0 ||
 		    dlrt_buf_append(text, "\n", 1) < 0) {
@@ -283,23 +354,6 @@ out:
 	return rc;
 }
 
-/* The ranks of a "R,R,..." list (at most `max`). */
-static size_t parse_ranks(const char *list, long *out, size_t max)
-{
-	size_t n = 0;
-
-	for (const char *r = list; *r && n < max;) {
-		char *end;
-		unsigned long v = strtoul(r, &end, 10);
-
-		if (end == r)
-			break;
-		out[n++] = (long)v;
-		r = end + (*end == ',');
-	}
-	return n;
-}
-
 /* One exchange per node (struct dlrt_exchange_req): the root's node
  * publishes the root's value; every node's first task publishes its task
  * ports if the runtime needs them, then reads the root's value and every
@@ -307,35 +361,24 @@ static size_t parse_ranks(const char *list, long *out, size_t max)
 static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 			     struct dlrt_err *err)
 {
-	char root_s[DLRT_SVCADDR_MAX + 520], *tports = NULL, *peers = NULL, *keybuf = NULL;
-	const char *set_keys[2], *set_values[2], **keys = NULL;
-	char set_key_s[2][96];
-	long *ranks = NULL;
-	size_t nset = 0, npeers = 0, nmax = strlen(req->reps) / 2 + 2;
+	char root_s[DLRT_SVCADDR_MAX + 520], *tports = NULL;
+	struct publish pub = { .n = 0 };
+	struct wanted want = { .n = 0 };
 	struct dlrt_buf text;
 	int rc = -1;
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
-	keys = calloc(nmax + 1, sizeof(*keys));
-	ranks = calloc(nmax + 1, sizeof(*ranks));
-	keybuf = calloc(nmax + 1, 96);
-	if (!keys || !ranks || !keybuf) {
-		dlrt_err_set(err, "out of memory");
+	/* The peers are at most the entries of "R,R,...", plus the root. */
+	if (wanted_init(&want, req, strlen(req->reps) / 2 + 3, err) < 0 ||
+	    publish_root(&pub, req, mine, root_s, sizeof(root_s), err) < 0)
 		goto out;
-	}
-	if (req->rank == req->root) {
-		if (root_value(req, mine, root_s, sizeof(root_s), err) < 0)
-			goto out;
-		rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "root", -1);
-		set_keys[nset] = set_key_s[nset];
-		set_values[nset++] = root_s;
-	}
 	if (req->nlocal) {
 		size_t peers_len = strlen(req->reps) + 16;
+		char *peers = malloc(peers_len);
 
 		tports = malloc(4096);
-		peers = malloc(peers_len);
 		if (!tports || !peers) {
+			free(peers);
 			dlrt_err_set(err, "out of memory");
 			goto out;
 		}
@@ -343,22 +386,24 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_ad
 		 * other nodes' wait for them; its "!<fail>" root says why. */
 		if (req->fail)
 			snprintf(tports, 4096, "!");
-		else if (task_ports_value(req, mine->node_ip, tports, 4096, err) < 0)
+		else if (task_ports_value(req, mine->node_ip, tports, 4096, err) < 0) {
+			free(peers);
 			goto out;
+		}
+		publish_add(&pub, req, "tports", req->rank, tports);
 		task_ports_peers(req, peers, peers_len);
-		rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "tports", req->rank);
-		set_keys[nset] = set_key_s[nset];
-		set_values[nset++] = tports;
-		npeers = parse_ranks(peers, ranks + 1, nmax);
+		for (const char *r = peers; *r;) {
+			char *end;
+			unsigned long rank = strtoul(r, &end, 10);
+
+			if (end == r)
+				break;
+			wanted_add(&want, req, "tports", (long)rank);
+			r = end + (*end == ',');
+		}
+		free(peers);
 	}
-	rdv_key(keybuf, 96, req, "root", -1);
-	keys[0] = keybuf;
-	ranks[0] = -1;
-	for (size_t i = 1; i <= npeers; i++) {
-		rdv_key(keybuf + 96 * i, 96, req, "tports", ranks[i]);
-		keys[i] = keybuf + 96 * i;
-	}
-	if (rdv_exchange(req, set_keys, set_values, nset, keys, ranks, npeers + 1, &text, err) < 0)
+	if (rdv_exchange(req, &pub, &want, &text, err) < 0)
 		goto out;
 	rc = dlrt_exchange_reply_parse_tasks((const char *)dlrt_buf_head(&text), text.len,
 					     req->ntasks, mine, NULL,
@@ -378,10 +423,7 @@ out:
 		memset(dlrt_buf_head(&text), 0, text.len);
 	dlrt_buf_free(&text);
 	free(tports);
-	free(peers);
-	free(keys);
-	free(ranks);
-	free(keybuf);
+	wanted_free(&want);
 	return rc;
 }
 
@@ -390,40 +432,21 @@ out:
 static int exchange_every_task(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine,
 			       struct dlrt_addrs *all, struct dlrt_err *err)
 {
-	char root_s[DLRT_SVCADDR_MAX + 520], set_key_s[2][96], *keybuf = NULL;
-	const char *set_keys[2], *set_values[2], **keys = NULL;
-	size_t nset = 0, n = all ? (size_t)req->ntasks + 1 : 1;
-	long *ranks = NULL;
+	char root_s[DLRT_SVCADDR_MAX + 520];
+	struct publish pub = { .n = 0 };
+	struct wanted want = { .n = 0 };
 	struct dlrt_buf text;
 	int rc = -1;
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
-	keys = calloc(n, sizeof(*keys));
-	ranks = calloc(n, sizeof(*ranks));
-	keybuf = calloc(n, 96);
-	if (!keys || !ranks || !keybuf) {
-		dlrt_err_set(err, "out of memory");
+	if (wanted_init(&want, req, all ? (size_t)req->ntasks + 1 : 1, err) < 0)
 		goto out;
-	}
-	rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "host", req->rank);
-	set_keys[nset] = set_key_s[nset];
-	set_values[nset++] = mine->node_ip;
-	if (req->rank == req->root) {
-		if (root_value(req, mine, root_s, sizeof(root_s), err) < 0)
-			goto out;
-		rdv_key(set_key_s[nset], sizeof(set_key_s[nset]), req, "root", -1);
-		set_keys[nset] = set_key_s[nset];
-		set_values[nset++] = root_s;
-	}
-	rdv_key(keybuf, 96, req, "root", -1);
-	keys[0] = keybuf;
-	ranks[0] = -1;
-	for (size_t i = 1; i < n; i++) {
-		ranks[i] = (long)(i - 1);
-		rdv_key(keybuf + 96 * i, 96, req, "host", ranks[i]);
-		keys[i] = keybuf + 96 * i;
-	}
-	if (rdv_exchange(req, set_keys, set_values, nset, keys, ranks, n, &text, err) < 0)
+	publish_add(&pub, req, "host", req->rank, mine->node_ip);
+	if (publish_root(&pub, req, mine, root_s, sizeof(root_s), err) < 0)
+		goto out;
+	for (uint32_t t = 0; all && t < req->ntasks; t++)
+		wanted_add(&want, req, "host", (long)t);
+	if (rdv_exchange(req, &pub, &want, &text, err) < 0)
 		goto out;
 	rc = dlrt_exchange_reply_parse((const char *)dlrt_buf_head(&text), text.len, req->ntasks,
 				       mine, all, err);
@@ -432,9 +455,7 @@ static int exchange_every_task(const struct dlrt_exchange_req *req, struct dlrt_
 out:
 	memset(root_s, 0, sizeof(root_s));
 	dlrt_buf_free(&text);
-	free(keys);
-	free(ranks);
-	free(keybuf);
+	wanted_free(&want);
 	return rc;
 }
 
