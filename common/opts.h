@@ -43,7 +43,7 @@ struct dlrt_rt_config {
 struct dlrt_config {
 	uint32_t allowed;         /* bit i set = runtime i of the runtime table is allowed */
 	bool verbose;             /* behave as if every job passed --dl-verbose */
-	uint32_t exchange_timeout; /* seconds any PMIx wait of the exchange may take */
+	uint32_t exchange_timeout; /* seconds any wait of the address exchange may take */
 	char gpu_bind[256];       /* gpu_bind=: --dl-gpu-bind when a job gives none */
 	char topology_xml[1024];  /* topology_xml=: hwloc XML instead of the live node ("%n" = node) */
 	uint32_t service_timeout;  /* seconds a node service may take to listen */
