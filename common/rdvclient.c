@@ -20,43 +20,11 @@ enum { Q_SET = 0, Q_GET = 2, Q_WAIT = 5 };
 
 static const char seal_label[] = "dlrt rendezvous value v1";
 
-static void hex(const uint8_t *in, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
-static int unhex(const char *in, size_t n, uint8_t *out)
-{
-	for (size_t i = 0; i < n; i++) {
-		int v = 0;
-
-		for (int j = 0; j < 2; j++) {
-			char c = in[2 * i + j];
-
-			v <<= 4;
-			if (c >= '0' && c <= '9')
-				v |= c - '0';
-			else if (c >= 'a' && c <= 'f')
-				v |= c - 'a' + 10;
-			else
-				return -1;
-		}
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
 void dlrt_rdv_env_format(char *out, uint16_t port, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN])
 {
 	char h[DLRT_SVCAUTH_HEX_LEN + 1];
 
-	hex(secret, DLRT_SVCAUTH_SECRET_LEN, h);
+	dlrt_svcauth_hex(secret, DLRT_SVCAUTH_SECRET_LEN, h);
 	snprintf(out, DLRT_RDV_ENV_MAX, "%u#%s", port, h);
 	memset(h, 0, sizeof(h));
 }
@@ -73,7 +41,7 @@ int dlrt_rdv_env_parse(const char *s, uint16_t *port, uint8_t secret[DLRT_SVCAUT
 			return -1;
 		p = p * 10 + (unsigned long)(*c - '0');
 	}
-	if (p == 0 || p > 65535 || unhex(hash + 1, DLRT_SVCAUTH_SECRET_LEN, secret) < 0)
+	if (p == 0 || p > 65535 || dlrt_svcauth_unhex(hash + 1, DLRT_SVCAUTH_SECRET_LEN, secret) < 0)
 		return -1;
 	*port = (uint16_t)p;
 	return 0;
@@ -106,7 +74,7 @@ void dlrt_rdv_seal(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN], const char *ke
 	size_t vlen = strlen(value);
 
 	tag_of(secret, key, (const uint8_t *)value, vlen, tag);
-	hex(tag, sizeof(tag), out);
+	dlrt_svcauth_hex(tag, sizeof(tag), out);
 	out[DLRT_SVCAUTH_HEX_LEN] = ' ';
 	memcpy(out + DLRT_SVCAUTH_HEX_LEN + 1, value, vlen + 1);
 }
@@ -118,7 +86,7 @@ int dlrt_rdv_open(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN], const char *key
 	static const uint8_t zero[DLRT_HMAC_LEN];
 
 	if (len < DLRT_SVCAUTH_HEX_LEN + 1 || stored[DLRT_SVCAUTH_HEX_LEN] != ' ' ||
-	    unhex((const char *)stored, sizeof(got), got) < 0)
+	    dlrt_svcauth_unhex((const char *)stored, sizeof(got), got) < 0)
 		return -1;
 	*value = stored + DLRT_SVCAUTH_HEX_LEN + 1;
 	*vlen = len - DLRT_SVCAUTH_HEX_LEN - 1;

@@ -41,13 +41,15 @@ bool dlrt_svcauth_check(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 	return dlrt_crypto_equal(want, answer, DLRT_SVCAUTH_ANSWER_LEN);
 }
 
-void dlrt_svcaddr_format(char *out, const char *ip, uint16_t port,
-			 const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN])
+void dlrt_svcauth_hex(const uint8_t *in, size_t n, char *out)
 {
-	int n = snprintf(out, DLRT_SVCADDR_MAX, "%s:%u#", ip, port);
+	static const char digits[] = "0123456789abcdef";
 
-	for (size_t i = 0; i < DLRT_SVCAUTH_SECRET_LEN && n > 0 && n + 2 < DLRT_SVCADDR_MAX; i++)
-		n += snprintf(out + n, DLRT_SVCADDR_MAX - (size_t)n, "%02x", secret[i]);
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
 }
 
 static int hexval(char c)
@@ -57,6 +59,27 @@ static int hexval(char c)
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
 	return -1;
+}
+
+int dlrt_svcauth_unhex(const char *in, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(in[2 * i]), lo = hi < 0 ? -1 : hexval(in[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+void dlrt_svcaddr_format(char *out, const char *ip, uint16_t port,
+			 const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN])
+{
+	int n = snprintf(out, DLRT_SVCADDR_MAX, "%s:%u#", ip, port);
+
+	if (n > 0 && (size_t)n + DLRT_SVCAUTH_HEX_LEN < DLRT_SVCADDR_MAX)
+		dlrt_svcauth_hex(secret, DLRT_SVCAUTH_SECRET_LEN, out + n);
 }
 
 int dlrt_svcaddr_parse(const char *s, size_t len, char ip[16], uint16_t *port,
@@ -75,14 +98,7 @@ int dlrt_svcaddr_parse(const char *s, size_t len, char ip[16], uint16_t *port,
 	hp[hplen] = '\0';
 	if (dlrt_net_parse_hostport(hp, ip, port) < 0 || !*port)
 		return -1;
-	for (size_t i = 0; i < DLRT_SVCAUTH_SECRET_LEN; i++) {
-		int hi = hexval(hash[1 + 2 * i]), lo = hexval(hash[2 + 2 * i]);
-
-		if (hi < 0 || lo < 0)
-			return -1;
-		secret[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
+	return dlrt_svcauth_unhex(hash + 1, DLRT_SVCAUTH_SECRET_LEN, secret);
 }
 
 int dlrt_svcauth_read_secret(int fd, int timeout_ms, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],

@@ -37,6 +37,11 @@ bool dlrt_svcauth_check(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
 			const uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN]);
 
+/* How a secret is written out: n bytes as 2n lowercase hex digits and a NUL
+ * (out holds 2n + 1 bytes), and back (-1 on any other character). */
+void dlrt_svcauth_hex(const uint8_t *in, size_t n, char *out);
+int dlrt_svcauth_unhex(const char *in, size_t n, uint8_t *out);
+
 /* "IP:PORT#HEX" (out holds DLRT_SVCADDR_MAX bytes). */
 void dlrt_svcaddr_format(char *out, const char *ip, uint16_t port,
 			 const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN]);
