@@ -62,7 +62,7 @@ WARN        := -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -Wshadow -Wstri
 CFLAGS      ?= -O2 -g
 DLRT_CFLAGS := -std=gnu11 $(WARN) -fPIC -fstack-protector-strong
 DLRT_CPPFLAGS := -D_GNU_SOURCE -D_FORTIFY_SOURCE=2 -DDLRT_VERSION=\"$(VERSION)\" \
-               -Icommon -Ipmix-bridge -I$(BUILD)/gen $(PKG_CFLAGS) -MMD -MP
+               -I. -I$(BUILD)/gen $(PKG_CFLAGS) -MMD -MP
 CXXFLAGS    ?= -O2 -g
 DLRT_CXXFLAGS := -std=gnu++17 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror)
 DLRT_LDFLAGS := -Wl,-z,noexecstack -Wl,-z,relro -Wl,-z,now
@@ -276,7 +276,7 @@ $(BUILD)/obj/common/instpath.o $(SAN_BUILD)/obj/common/instpath.o: $(PATHS_H)
 # code, built once with coverage and sanitizers), not its own copy of the sources.
 FUZZ_CC    ?= clang
 FUZZ_SAN   := -fsanitize=address,undefined
-FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -std=gnu11 -D_GNU_SOURCE -Icommon -Ipmix-bridge -I$(BUILD)/gen \
+FUZZ_CFLAGS := -g -O1 $(FUZZ_SAN) -std=gnu11 -D_GNU_SOURCE -I. -I$(BUILD)/gen \
               $(PKG_CFLAGS)
 FUZZ_BINS  := $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_LIB   := $(BUILD)/fuzz/libdlrt-fuzz.a

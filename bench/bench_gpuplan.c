@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "gpuplan.h"
+#include "gpubind/gpuplan.h"
 
 static double now_us(void)
 {

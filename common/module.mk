@@ -1,5 +1,5 @@
-# common/: code every part of dlrt shares (pure C, no SPANK symbols).
+# common/: the core every other folder builds on: errors, buffers, the clock,
+# hashing and MACs, environment blocks, hostlists and the step layout, numeric
+# addresses, processes, private folders and the compiled-in install paths.
+# It includes nothing from another dlrt folder (tests/check-layout.sh).
 LIB_SRCS += $(filter-out %_main.c,$(wildcard common/*.c))
-FUZZERS += rdvclient  # common/rdvclient.c: srun's rendezvous, as a task reads it
-UNIT_TESTS += $(BUILD)/tests/test_exchange_reply
-FUZZERS += exchange_reply  # common/exchange_reply.c: the exchange's answers, as a task reads them

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "crypto.h"
+#include "common/crypto.h"
 
 static const char MAGIC[16] = "DLRT-INFER-AUTH1";
 

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 enum dlrt_auth_mode { DLRT_AUTH_MUNGE = 1, DLRT_AUTH_SECRET = 2 };
 

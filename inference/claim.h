@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_CLAIM_DIR "claims"
 

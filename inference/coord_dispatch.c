@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "coord_int.h"
-#include "clock.h"
+#include "common/clock.h"
 
 static int pop_task(struct coord *c, uint32_t ji, uint64_t *task)
 {

@@ -18,9 +18,9 @@
 #include <sys/types.h>
 
 #include "auth.h"
-#include "buf.h"
-#include "dlrt_err.h"
-#include "evloop.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
+#include "services/evloop.h"
 #include "gate.h"
 #include "infer.h"
 #include "journal.h"
@@ -29,7 +29,7 @@
 #include "proto.h"
 #include "sched.h"
 #include "state.h"
-#include "tcpserver.h"
+#include "services/tcpserver.h"
 
 #define NB 20               /* buckets per rate window */
 #define MAX_PREFETCH 64

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "coord_int.h"
-#include "clock.h"
+#include "common/clock.h"
 
 int dlrt_coord_grow_jobs(struct coord *c)
 {

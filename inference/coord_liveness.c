@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "coord_int.h"
-#include "clock.h"
+#include "common/clock.h"
 
 /* A worker died or went silent: its dispatches are void (a late answer is
  * dropped) and its tasks go back to the front of their jobs' queues, in order. */

@@ -11,7 +11,7 @@
 
 #include "coord_int.h"
 #include "claim.h"
-#include "clock.h"
+#include "common/clock.h"
 #include "standby.h"
 
 /* Group commit. A change is journaled and queued for the standby at once,

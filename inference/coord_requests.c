@@ -10,7 +10,7 @@
 
 #include "coord_int.h"
 #include "auth.h"
-#include "clock.h"
+#include "common/clock.h"
 
 void dlrt_coord_reply_error(struct dlrt_conn *conn, const char *msg)
 {

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "coord_int.h"
-#include "clock.h"
+#include "common/clock.h"
 
 /* The one line a job fails with when its results cannot be stored; the
  * first cause wins. */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "coord_int.h"
-#include "clock.h"
+#include "common/clock.h"
 
 bool dlrt_coord_job_runnable(struct coord *c, uint32_t ji)
 {

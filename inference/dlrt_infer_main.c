@@ -20,17 +20,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "evloop.h"
-#include "models/idx.h"
+#include "services/evloop.h"
+#include "inference/models/idx.h"
 #include "claim.h"
 #include "infer.h"
 #include "liveness.h"
 #include "inputs.h"
-#include "models/model.h"
-#include "opts.h"
+#include "inference/models/model.h"
+#include "runtime/opts.h"
 #include "pool.h"
 #include "poolarray.h"
-#include "proc.h"
+#include "common/proc.h"
 #include "proto.h"
 #include "standby.h"
 

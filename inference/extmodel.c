@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "evloop.h"
-#include "models/extproto.h"
+#include "services/evloop.h"
+#include "inference/models/extproto.h"
 
 struct dlrt_extmodel {
 	pid_t pid;

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 struct dlrt_extmodel;
 

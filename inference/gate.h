@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 #include "proto.h"
 
 /* AUTH: header, u8 mode, the client nonce, u32 length + the proof. HELLO

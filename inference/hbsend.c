@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "buf.h"
+#include "common/buf.h"
 #include "proto.h"
 
 #define SEND_TIMEOUT_MS 30000

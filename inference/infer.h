@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 struct dlrt_coord_opts {
 	const char *pool;      /* pool directory (access record, results, timeline) */

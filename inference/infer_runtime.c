@@ -8,7 +8,7 @@
  * then it is an ordinary worker. The elements find each other through the
  * pool directory (inference/pool.h), not through dlrt's PMIx exchange.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 static void infer_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 {

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
-#include "models/idx.h"
+#include "common/dlrt_err.h"
+#include "inference/models/idx.h"
 
 struct dlrt_inputs {
 	struct dlrt_idx idx;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "evloop.h"
+#include "services/evloop.h"
 #include "pool.h"
 #include "proto.h"
 

@@ -30,8 +30,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
 #include "state.h"
 
 #define DLRT_JOURNAL_MAGIC "DLRTJNL1"

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "opts.h"
+#include "runtime/opts.h"
 #include "pool.h"
 
 int dlrt_infer_plot(int argc, char **argv, const char *pool);

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "evloop.h"
+#include "services/evloop.h"
 
 int dlrt_pool_dir(const char *given, char *out, size_t len, struct dlrt_err *err)
 {

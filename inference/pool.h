@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
-#include "netaddr.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
+#include "common/netaddr.h"
 #include "proto.h"
 
 #define DLRT_POOL_SECRET_LEN 64 /* hex characters */

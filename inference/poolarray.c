@@ -9,9 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "common/buf.h"
 #include "pool.h"
-#include "proc.h"
+#include "common/proc.h"
 
 extern char **environ;
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 #include "proto_codec.h"
 
 const char *dlrt_ip_type_name(unsigned type)

@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
 
 /* Peers of different versions refuse each other (dlrt_ip_frame_peek); the
  * coordinator answers such a peer with one ERROR frame before closing, which

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "evloop.h"
+#include "services/evloop.h"
 #include "journal.h"
 #include "pool.h"
 #include "proto.h"

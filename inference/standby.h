@@ -32,9 +32,9 @@
 
 #include <stdint.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
-#include "tcpserver.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
+#include "services/tcpserver.h"
 
 #define DLRT_STANDBY_BEAT_MS 100
 #define DLRT_STANDBY_TAKEOVER_MS 1000

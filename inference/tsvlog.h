@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 /* What an existing file says about the pool's time. */
 struct dlrt_tsv_scan {

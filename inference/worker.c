@@ -20,15 +20,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "evloop.h"
-#include "instpath.h"
+#include "common/clock.h"
+#include "services/evloop.h"
+#include "common/instpath.h"
 #include "extmodel.h"
 #include "hbsend.h"
 #include "inputs.h"
 #include "infer.h"
 #include "liveness.h"
-#include "models/model.h"
+#include "inference/models/model.h"
 #include "pool.h"
 #include "standby.h"
 #include "proto.h"

@@ -1,4 +1,5 @@
-# launchers/: each runtime's entry in the runtime table (common/runtime.c) lives in
-# launchers/<runtime>/<runtime>_runtime.c (dlrt-infer's in inference/, built by
-# inference/module.mk); its services have their own module.mk.
-LIB_SRCS += $(wildcard launchers/*/*_runtime.c)
+# launchers/: one folder per runtime (launchers/<runtime>/), each filling the
+# interface of runtime/runtime.h in <runtime>_runtime.c; its services have their
+# own module.mk. runtimes.c is the list of runtimes (dlrt-infer's entry is
+# inference/infer_runtime.c, built by inference/module.mk).
+LIB_SRCS += launchers/runtimes.c $(wildcard launchers/*/*_runtime.c)

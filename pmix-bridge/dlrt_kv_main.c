@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opts.h"
+#include "runtime/opts.h"
 #include "pmix_bridge.h"
 
 static void usage(FILE *f)

@@ -2,5 +2,4 @@
 LIB_SRCS += pmix-bridge/pmix_bridge.c
 BINS += $(BUILD)/bin/dlrt-kv
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-kv,pmix-bridge/dlrt_kv_main.c,-lpthread))
-FUZZERS += elfneeds  # common/elfneeds.c: which programs get the exchange (spank/stepd.c)
 MANPAGES += docs/man/dlrt-kv.1

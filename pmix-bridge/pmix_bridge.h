@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_PMIX_DEFAULT_TIMEOUT_S 30
 

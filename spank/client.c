@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
-#include "rdvclient.h"
+#include "exchange/rdvclient.h"
 
 /* srun, once its options are known and before it asks for the step: the
  * rendezvous the step's tasks exchange addresses through (rdvclient.h), when

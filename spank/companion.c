@@ -32,10 +32,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "failfast.h"
-#include "exitlike.h"
+#include "runtime/failfast.h"
+#include "common/exitlike.h"
 #include "plugin.h"
-#include "proc.h"
+#include "common/proc.h"
 
 /* After the step was ended: how long to wait for the other child. */
 #define AFTER_FAILURE_WAIT_S (DLRT_FAILFAST_KILL_AFTER_S + 7)

@@ -30,14 +30,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "clock.h"
+#include "common/buf.h"
+#include "common/clock.h"
 #include "exchange.h"
-#include "exchange_reply.h"
-#include "netaddr.h"
-#include "opts.h"
-#include "rdvclient.h"
-#include "svcauth.h"
+#include "exchange/exchange_reply.h"
+#include "common/netaddr.h"
+#include "runtime/opts.h"
+#include "exchange/rdvclient.h"
+#include "services/svcauth.h"
 
 /* Time the first task of a node may take beyond exchange_timeout (its checks
  * of free ports, connecting), as the node's other tasks wait for it. */

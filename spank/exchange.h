@@ -6,7 +6,7 @@
 #include <slurm/spank.h>
 #include <stdbool.h>
 
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 /* srun's rendezvous for this step (common/rdvclient.h); port 0: none. */
 struct dlrt_rdv_coords {

@@ -25,9 +25,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "failfast.h"
+#include "runtime/failfast.h"
 #include "plugin.h"
-#include "proc.h"
+#include "common/proc.h"
 
 #define END_STEP_WAIT_S 10 /* scancel asking slurmctld to signal the step */
 

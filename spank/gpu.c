@@ -29,9 +29,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "gpuplan.h"
+#include "gpubind/gpuplan.h"
 #include "plugin.h"
-#include "proc.h"
+#include "common/proc.h"
 
 #define VAL_MAX 4096
 

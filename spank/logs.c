@@ -21,10 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "logrelay.h"
-#include "exitlike.h"
+#include "logs/logrelay.h"
+#include "common/exitlike.h"
 #include "plugin.h"
-#include "privdir.h"
+#include "common/privdir.h"
 
 #define LOG_DRAIN_MS 2000 /* output of daemonized grandchildren after the program exits */
 

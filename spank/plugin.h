@@ -13,10 +13,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "layout.h"
-#include "opts.h"
-#include "runtime.h"
-#include "svcauth.h"
+#include "common/layout.h"
+#include "runtime/opts.h"
+#include "runtime/runtime.h"
+#include "services/svcauth.h"
 
 struct dlrt_node_share;
 

@@ -34,11 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "logline.h"
+#include "logs/logline.h"
 #include "plugin.h"
-#include "privdir.h"
-#include "proc.h"
-#include "retrylog.h"
+#include "common/privdir.h"
+#include "common/proc.h"
+#include "logs/retrylog.h"
 
 #define RQ_TIMEOUT_S 60  /* the whole decision, from slurmstepd's point of view */
 #define CMD_TIMEOUT_S 15 /* one scontrol/sinfo call */

@@ -35,13 +35,13 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "buf.h"
-#include "crypto.h"
-#include "instpath.h"
-#include "netaddr.h"
+#include "common/buf.h"
+#include "common/crypto.h"
+#include "common/instpath.h"
+#include "common/netaddr.h"
 #include "plugin.h"
-#include "proc.h"
-#include "svcauth.h"
+#include "common/proc.h"
+#include "services/svcauth.h"
 
 #define STOP_GRACE_MS 1000
 #define LOG_EXIT 123 /* child(): its --dl-verbose log could not be created */

@@ -16,13 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "elfneeds.h"
+#include "common/clock.h"
+#include "exchange/elfneeds.h"
 #include "exchange.h"
-#include "rdvclient.h"
-#include "plan_print.h"
+#include "exchange/rdvclient.h"
+#include "runtime/plan_print.h"
 #include "plugin.h"
-#include "svcauth.h"
+#include "services/svcauth.h"
 
 #define ENV_MAX 4096
 

@@ -12,7 +12,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "clock.h"
+#include "common/clock.h"
 #include "plugin.h"
 
 double dlrt_verbose_now_ms(void)

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "logline.h"
-#include "logrelay.h"
+#include "logs/logline.h"
+#include "logs/logrelay.h"
 
 #define CUT_LEN (sizeof(DLRT_LOGRELAY_CUT) - 1)
 

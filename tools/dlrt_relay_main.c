@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "opts.h"
-#include "relay.h"
-#include "service.h"
-#include "svcauth.h"
+#include "runtime/opts.h"
+#include "services/relay.h"
+#include "services/service.h"
+#include "services/svcauth.h"
 
 #define PROG "dlrt-relay"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuplan.h"
+#include "gpubind/gpuplan.h"
 
 static int env_set(const char *name)
 {

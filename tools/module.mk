@@ -4,18 +4,12 @@ BINS     += $(BUILD)/bin/dlrt-logs
 MANPAGES += docs/man/dlrt-logs.1
 MANPAGES += docs/man/dlrt-relay.8
 FUZZERS  += logline
-UNIT_TESTS += $(BUILD)/tests/test_logs $(BUILD)/tests/test_privdir
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-logs,tools/dlrt_logs_main.c))
-# --dl-retries' readers (common/retrylog.c, used by spank/requeue.c).
-FUZZERS    += retrylog
-UNIT_TESTS += $(BUILD)/tests/test_retrylog
-# dlrt-relay: the node relay of a step with a service (common/relay.c; started
+# dlrt-relay: the node relay of a step with a service (services/relay.c; started
 # by spank/service.c on every node of such a step).
 LIBEXEC    += $(BUILD)/libexec/dlrt-relay
-UNIT_TESTS += $(BUILD)/tests/test_relay
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-relay,tools/dlrt_relay_main.c))
-TEST_LDFLAGS_relay := -lpthread
-# dlrt-topo: the GPU/NIC plan of a node or a fixture (common/gpu*.c; docs/gpu-binding.md).
+# dlrt-topo: the GPU/NIC plan of a node or a fixture (gpubind/; docs/gpu-binding.md).
 BINS       += $(BUILD)/bin/dlrt-topo
 MANPAGES   += docs/man/dlrt-topo.1
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-topo,tools/dlrt_topo_main.c))

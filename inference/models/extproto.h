@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_EXTPROTO_LINE_MAX 4096
 #define DLRT_EXTPROTO_MAX_QUERIES 65536u

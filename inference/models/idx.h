@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_IDX_MAX_DIMS 4
 #define DLRT_IDX_MAX_BYTES ((size_t)512 << 20) /* decompressed file size */

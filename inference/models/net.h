@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_NET_MAX_LAYERS 24
 

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 #include "net.h"
 
 struct dlrt_trainer {

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 #include "net.h"
 
 #define DLRT_WEIGHTS_VERSION 1

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "buf.h"
-#include "runtime.h"
+#include "common/buf.h"
+#include "runtime/runtime.h"
 
 /* --dl-store: where caffe2 trainers rendezvous. */
 enum store_kind {

@@ -16,14 +16,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dlrt_err.h"
-#include "evloop.h"
+#include "common/dlrt_err.h"
+#include "services/evloop.h"
 #include "kvstore.h"
 #include "store_session.h"
-#include "service.h"
-#include "service_run.h"
-#include "svcauth.h"
-#include "tcpserver.h"
+#include "services/service.h"
+#include "services/service_run.h"
+#include "services/svcauth.h"
+#include "services/tcpserver.h"
 
 #define PROG "dlrt-store"
 

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 /* Redis's own inline/header limit (PROTO_INLINE_MAX_SIZE). */
 #define DLRT_RESP_INLINE_MAX (64 * 1024)

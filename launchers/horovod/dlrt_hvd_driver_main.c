@@ -20,15 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dlrt_err.h"
-#include "evloop.h"
+#include "common/dlrt_err.h"
+#include "services/evloop.h"
 #include "http.h"
 #include "hvd_plan.h"
 #include "rendezvous.h"
-#include "service.h"
-#include "service_run.h"
-#include "svcauth.h"
-#include "tcpserver.h"
+#include "services/service.h"
+#include "services/service_run.h"
+#include "services/svcauth.h"
+#include "services/tcpserver.h"
 
 #define PROG "dlrt-hvd-driver"
 

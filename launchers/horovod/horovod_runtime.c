@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
-#include "netaddr.h"
-#include "runtime.h"
+#include "common/buf.h"
+#include "common/netaddr.h"
+#include "runtime/runtime.h"
 
 /* A worker waits this long for its peers at each rendezvous. Horovod's default
  * is 30 s (TonY sets 2000 for YARN's slow starts); srun starts every task at

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 #define DLRT_HTTP_NEED_MORE 0
 #define DLRT_HTTP_COMPLETE  1

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 struct dlrt_hvd_slot {
 	const char *hostname; /* points into the plan */

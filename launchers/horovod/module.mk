@@ -7,7 +7,7 @@
 
 HVD_DIR := launchers/horovod
 
-LIB_SRCS += $(HVD_DIR)/http.c $(HVD_DIR)/kvmap.c $(HVD_DIR)/hvd_plan.c \
+LIB_SRCS += $(HVD_DIR)/http.c $(HVD_DIR)/hvd_plan.c \
             $(HVD_DIR)/rendezvous.c
 
 LIBEXEC += $(BUILD)/libexec/dlrt-hvd-driver

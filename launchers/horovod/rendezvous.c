@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kvmap.h"
+#include "services/kvmap.h"
 
 /* Counted per key on top of key and value bytes, so a flood of empty PUTs
  * also reaches max_bytes. */

@@ -14,7 +14,7 @@
  */
 #include <stdio.h>
 
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 static void jax_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 {

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 /* --dl-mxnet-sched: where ps-lite's scheduler runs. */
 enum mxnet_sched {

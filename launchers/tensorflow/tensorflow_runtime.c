@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "buf.h"
-#include "runtime.h"
+#include "common/buf.h"
+#include "runtime/runtime.h"
 
 /* The kernel refuses an environment string longer than 32 pages
  * (MAX_ARG_STRLEN, 128 KiB): exec would fail with E2BIG. */

@@ -18,12 +18,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dlrt_err.h"
-#include "evloop.h"
-#include "service.h"
-#include "service_run.h"
-#include "svcauth.h"
-#include "tcpserver.h"
+#include "common/dlrt_err.h"
+#include "services/evloop.h"
+#include "services/service.h"
+#include "services/service_run.h"
+#include "services/svcauth.h"
+#include "services/tcpserver.h"
 #include "tcpstore.h"
 
 #define PROG "dlrt-c10d-store"

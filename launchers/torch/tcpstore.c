@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../horovod/kvmap.h"
+#include "services/kvmap.h"
 
 /* What an entry costs besides its bytes (map entry, value header, malloc):
  * counted so that a flood of empty keys also fills the store. */

@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "common/buf.h"
 
 enum dlrt_tcpstore_query {
 	DLRT_TCPSTORE_SET,

@@ -13,7 +13,7 @@
  * TORCHELASTIC_USE_AGENT_STORE=True, which makes torch's env:// rendezvous
  * a store client on every rank, rank 0 included.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 /* The user's own MASTER_ADDR or MASTER_PORT means "rank 0 hosts torch's
  * store, as without dlrt": the framework's own, unprotected path. */

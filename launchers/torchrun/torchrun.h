@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "opts.h"
+#include "runtime/opts.h"
 
 struct torchrun_opts {
 	uint32_t elastic_min, elastic_max; /* --dl-elastic=MIN:MAX; 0 = not elastic */

@@ -12,7 +12,7 @@
  * is_host=0 keeps torch from trying to host a store itself (it would, since
  * 127.0.0.1 "matches the machine"). docs/torchrun.md has the whole contract.
  */
-#include "runtime.h"
+#include "runtime/runtime.h"
 
 #include <stdio.h>
 

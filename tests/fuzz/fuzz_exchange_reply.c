@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "exchange_reply.h"
+#include "exchange/exchange_reply.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../inference/models/extproto.h"
+#include "inference/models/extproto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpuplan.h"
+#include "gpubind/gpuplan.h"
 
 static void check_err(int rc, const struct dlrt_err *err)
 {

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../launchers/horovod/http.h"
-#include "../../launchers/horovod/hvd_plan.h"
-#include "../../launchers/horovod/rendezvous.h"
+#include "launchers/horovod/http.h"
+#include "launchers/horovod/hvd_plan.h"
+#include "launchers/horovod/rendezvous.h"
 
 static const struct dlrt_http_limits lim = {
 	.max_head = 2048, .max_headers = 16, .max_body = 1024,

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../inference/poolarray.h"
+#include "inference/poolarray.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

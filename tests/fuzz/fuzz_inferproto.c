@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../inference/gate.h"
-#include "../../inference/proto.h"
-#include "../../inference/state.h"
+#include "inference/gate.h"
+#include "inference/proto.h"
+#include "inference/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../inference/tsvlog.h"
+#include "inference/tsvlog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../progs/mxnet/pslite_msg.h"
+#include "tests/progs/mxnet/pslite_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rdvclient.h"
+#include "exchange/rdvclient.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

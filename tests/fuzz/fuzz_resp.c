@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../launchers/caffe2/kvstore.h"
-#include "../../launchers/caffe2/resp.h"
-#include "../../launchers/caffe2/store_session.h"
+#include "launchers/caffe2/kvstore.h"
+#include "launchers/caffe2/resp.h"
+#include "launchers/caffe2/store_session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

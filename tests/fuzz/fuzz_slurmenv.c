@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
-#include "runtime.h"
+#include "common/layout.h"
+#include "runtime/runtime.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opts.h"
+#include "runtime/opts.h"
 #include "tap.h"
 
 static char *slurp(const char *path)

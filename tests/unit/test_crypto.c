@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "crypto.h"
+#include "common/crypto.h"
 #include "tap.h"
 
 static const char *hex(const uint8_t *p, size_t n)

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "env.h"
+#include "common/env.h"
 #include "tap.h"
 
 /* The user's environment: NAME=VALUE strings; "NAME" alone = exported but

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "evloop.h"
+#include "services/evloop.h"
 #include "tap.h"
 
 struct ticks {

@@ -1,7 +1,7 @@
 /* Unit tests: reading the answers of the plugin's address exchange (common/exchange_reply.h). */
 #include <string.h>
 
-#include "exchange_reply.h"
+#include "exchange/exchange_reply.h"
 #include "tap.h"
 
 static int parse(const char *text, uint32_t n, struct dlrt_addrs *mine, struct dlrt_addrs *all,

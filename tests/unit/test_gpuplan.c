@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpuplan.h"
+#include "gpubind/gpuplan.h"
 #include "tap.h"
 
 static char path_buf[1024];

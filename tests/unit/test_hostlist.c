@@ -1,5 +1,5 @@
 /* Unit tests: Slurm hostlist and task-count expansion. */
-#include "hostlist.h"
+#include "common/hostlist.h"
 #include "tap.h"
 
 static void expect_list(const char *in, int n, const char *const *want)

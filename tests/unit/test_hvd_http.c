@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../launchers/horovod/http.h"
+#include "launchers/horovod/http.h"
 #include "tap.h"
 
 static const struct dlrt_http_limits lim = {

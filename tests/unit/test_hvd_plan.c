@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../launchers/horovod/hvd_plan.h"
+#include "launchers/horovod/hvd_plan.h"
 #include "tap.h"
 
 /* hosts.py get_host_assignments for "n1:3,n2:1,n3:2", worked out by hand:

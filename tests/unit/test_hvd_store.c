@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../launchers/horovod/rendezvous.h"
+#include "launchers/horovod/rendezvous.h"
 #include "tap.h"
 
 static struct dlrt_hvd_reply rep;

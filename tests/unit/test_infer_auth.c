@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../inference/auth.h"
-#include "../../inference/proto.h"
+#include "inference/auth.h"
+#include "inference/proto.h"
 #include "tap.h"
 
 static void test_secret(void)

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../inference/claim.h"
+#include "inference/claim.h"
 #include "tap.h"
 
 static int parse(const char *s, uint64_t *e)

@@ -5,7 +5,7 @@
  * when too many wait and each one past the deadline, in accept order. */
 #include <string.h>
 
-#include "../../inference/gate.h"
+#include "inference/gate.h"
 #include "tap.h"
 
 static int check(const struct dlrt_buf *b, size_t n, struct dlrt_err *err)

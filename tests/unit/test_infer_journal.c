@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../inference/journal.h"
+#include "inference/journal.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/test_infer_journal.XXXXXX";

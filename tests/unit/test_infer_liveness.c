@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../inference/liveness.h"
-#include "../../inference/proto.h"
-#include "../../inference/state.h"
+#include "inference/liveness.h"
+#include "inference/proto.h"
+#include "inference/state.h"
 #include "tap.h"
 
 static void test_attempts(void)

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../inference/poolarray.h"
+#include "inference/poolarray.h"
 #include "tap.h"
 
 static int parse(const char *text, struct dlrt_pool_array *a)

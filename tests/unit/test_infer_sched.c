@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../../inference/sched.h"
+#include "inference/sched.h"
 #include "tap.h"
 
 /* Simulates W workers running tasks of `batch` queries on jobs with the given

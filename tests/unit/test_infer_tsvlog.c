@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../inference/tsvlog.h"
+#include "inference/tsvlog.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/test_infer_tsvlog.XXXXXX";

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "instpath.h"
+#include "common/instpath.h"
 #include "tap.h"
 
 static void touch(const char *path)

@@ -5,8 +5,8 @@
  * JAX_LOCAL_DEVICE_IDS. Expected values are written out literally. */
 #include <string.h>
 
-#include "layout.h"
-#include "runtime.h"
+#include "common/layout.h"
+#include "runtime/runtime.h"
 #include "tap.h"
 
 static const struct dlrt_env_var *find(const struct dlrt_env *env, const char *name)

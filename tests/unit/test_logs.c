@@ -10,8 +10,8 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "logline.h"
-#include "logrelay.h"
+#include "logs/logline.h"
+#include "logs/logrelay.h"
 #include "tap.h"
 
 static char *slurp_fd(int fd)

@@ -11,12 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../inference/models/arch.h"
-#include "../../inference/models/idx.h"
-#include "../../inference/models/model.h"
-#include "../../inference/models/net.h"
-#include "../../inference/models/nn.h"
-#include "../../inference/models/weights.h"
+#include "inference/models/arch.h"
+#include "inference/models/idx.h"
+#include "inference/models/model.h"
+#include "inference/models/net.h"
+#include "inference/models/nn.h"
+#include "inference/models/weights.h"
 #include "tap.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"

@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../inference/models/extproto.h"
-#include "../../inference/models/idx.h"
-#include "../../inference/models/model.h"
+#include "inference/models/extproto.h"
+#include "inference/models/idx.h"
+#include "inference/models/model.h"
 #include "tap.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"

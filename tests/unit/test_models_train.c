@@ -8,12 +8,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../inference/models/arch.h"
-#include "../../inference/models/idx.h"
-#include "../../inference/models/model.h"
-#include "../../inference/models/net.h"
-#include "../../inference/models/train.h"
-#include "../../inference/models/weights.h"
+#include "inference/models/arch.h"
+#include "inference/models/idx.h"
+#include "inference/models/model.h"
+#include "inference/models/net.h"
+#include "inference/models/train.h"
+#include "inference/models/weights.h"
 #include "tap.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "opts.h"
-#include "runtime.h"
+#include "runtime/opts.h"
+#include "runtime/runtime.h"
 #include "tap.h"
 
 /* Servers of an mxnet plan of 6 tasks on 3 nodes: what --dl-servers and the

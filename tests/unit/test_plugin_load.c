@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "fake_spank.h"
-#include "opts.h"
+#include "runtime/opts.h"
 #include "tap.h"
 
 

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "privdir.h"
+#include "common/privdir.h"
 #include "tap.h"
 
 #define STRANGER 4242 /* a uid that is not ours (the tests that chown need root) */

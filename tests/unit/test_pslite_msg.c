@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../progs/mxnet/pslite_msg.h"
+#include "tests/progs/mxnet/pslite_msg.h"
 #include "tap.h"
 
 static struct dlrt_err err;

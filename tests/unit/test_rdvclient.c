@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "rdvclient.h"
-#include "service.h"
+#include "common/clock.h"
+#include "exchange/rdvclient.h"
+#include "services/service.h"
 #include "tap.h"
 
 static pid_t store_pid;

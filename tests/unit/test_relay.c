@@ -14,11 +14,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "peeruid.h"
-#include "relay.h"
-#include "svcauth.h"
+#include "services/peeruid.h"
+#include "services/relay.h"
+#include "services/svcauth.h"
 #include "tap.h"
-#include "tcpserver.h"
+#include "services/tcpserver.h"
 
 static const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN] = "0123456789abcdef0123456789abcde";
 

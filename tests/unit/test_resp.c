@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../launchers/caffe2/resp.h"
+#include "launchers/caffe2/resp.h"
 #include "tap.h"
 
 #define S(lit) (const uint8_t *)(lit), sizeof(lit) - 1

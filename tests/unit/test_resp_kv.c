@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../launchers/caffe2/kvstore.h"
-#include "../../launchers/caffe2/store_session.h"
+#include "launchers/caffe2/kvstore.h"
+#include "launchers/caffe2/store_session.h"
 #include "tap.h"
 
 static struct dlrt_kv *KV;

@@ -1,5 +1,5 @@
 /* Unit tests: the --dl-retries readers (common/retrylog.c). */
-#include "retrylog.h"
+#include "logs/retrylog.h"
 #include "tap.h"
 
 int main(void)

@@ -3,9 +3,9 @@
 #include <signal.h>
 #include <string.h>
 
-#include "failfast.h"
-#include "layout.h"
-#include "runtime.h"
+#include "runtime/failfast.h"
+#include "common/layout.h"
+#include "runtime/runtime.h"
 #include "tap.h"
 
 static struct dlrt_config cfg;

@@ -8,13 +8,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "evloop.h"
-#include "hostlist.h"
-#include "layout.h"
-#include "runtime.h"
-#include "service.h"
+#include "services/evloop.h"
+#include "common/hostlist.h"
+#include "common/layout.h"
+#include "runtime/runtime.h"
+#include "services/service.h"
 #include "tap.h"
-#include "tcpserver.h"
+#include "services/tcpserver.h"
 
 static int argv_has(char **argv, const char *a, const char *b)
 {

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "service_run.h"
+#include "services/service_run.h"
 #include "tap.h"
 
 struct echo {

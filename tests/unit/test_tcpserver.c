@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "nofile.h"
-#include "tcpserver.h"
+#include "services/nofile.h"
+#include "services/tcpserver.h"
 #include "tap.h"
 
 #define REPLY 16384

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../launchers/torch/tcpstore.h"
+#include "launchers/torch/tcpstore.h"
 #include "tap.h"
 
 struct cl {

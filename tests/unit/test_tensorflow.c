@@ -3,8 +3,8 @@
  * task's exchanged address, and its bound. Expected JSON is written out. */
 #include <string.h>
 
-#include "layout.h"
-#include "runtime.h"
+#include "common/layout.h"
+#include "runtime/runtime.h"
 #include "tap.h"
 
 int main(void)

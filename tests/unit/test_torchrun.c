@@ -3,10 +3,10 @@
  * --dl-nproc-per-node. Expected values are written out literally. */
 #include <string.h>
 
-#include "layout.h"
-#include "runtime.h"
+#include "common/layout.h"
+#include "runtime/runtime.h"
 #include "tap.h"
-#include "../../launchers/torchrun/torchrun.h"
+#include "launchers/torchrun/torchrun.h"
 
 extern const struct dlrt_runtime dlrt_runtime_torchrun;
 

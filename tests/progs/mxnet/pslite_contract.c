@@ -24,8 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "evloop.h"
-#include "opts.h"
+#include "services/evloop.h"
+#include "runtime/opts.h"
 #include "pslite_contract.h"
 
 #define NODE_BIND_RETRIES 40    /* zmq_van.h Bind: max_retry for servers and workers */

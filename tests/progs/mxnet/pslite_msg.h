@@ -27,8 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_PSLITE_MAGIC     0x50534c54u /* "PSLT" */
 #define DLRT_PSLITE_VERSION   1

@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "evloop.h"
+#include "services/evloop.h"
 
 #define RETRY_MS    100   /* ZMQ_RECONNECT_IVL default */
 #define POLL_MAX_MS 100   /* re-check timers at least this often */

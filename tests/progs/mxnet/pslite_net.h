@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
 #include "pslite_msg.h"
 
 enum pnet_state { PNET_CONNECTING, PNET_RETRY_WAIT, PNET_OPEN, PNET_CLOSED };

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evloop.h"
+#include "services/evloop.h"
 #include "pslite_contract.h"
 
 /* How long a lost server/worker waits for the scheduler's loss to show. */

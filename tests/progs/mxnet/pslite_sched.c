@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "evloop.h"
+#include "services/evloop.h"
 #include "pslite_contract.h"
 
 #define LINGER_MS 5000

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "common/clock.h"
 #include "logline.h"
 
 static const char *const stream_name[2] = { "out", "err" };

@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
-#include "runtime.h"
+#include "common/dlrt_err.h"
+#include "runtime/runtime.h"
 
 /* Parses `text` (`len` bytes, need not be NUL-terminated). Fills mine->root_*
  * and, if `all` is not NULL, all[0..ntasks-1].node_ip (each rank exactly once).

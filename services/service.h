@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 #include "evloop.h"
 #include "svcauth.h"
 

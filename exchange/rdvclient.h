@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
-#include "svcauth.h"
+#include "common/dlrt_err.h"
+#include "services/svcauth.h"
 
 #define DLRT_RDV_ENV "SLURM_DLRT_RENDEZVOUS"
 /* "65535#" + 64 hex digits + NUL */

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 #include "evloop.h"
 #include "service.h"
 #include "tcpserver.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "nofile.h"
-#include "crypto.h"
+#include "common/crypto.h"
 #include "svcauth.h"
 
 #define AUTH_DEFAULT_MAX 64

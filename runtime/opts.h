@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 struct dlrt_runtime;
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "netaddr.h"
-#include "opts.h"
-#include "svcauth.h"
+#include "common/netaddr.h"
+#include "runtime/opts.h"
+#include "services/svcauth.h"
 
 /* The longest line: a node's task ports, "R IP:T=P,..." for at most
  * DLRT_EXCHANGE_NODE_TASKS_MAX tasks (at most 4095 bytes per value). */

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "clock.h" /* dlrt_now_ms(), the timers' clock */
+#include "common/clock.h" /* dlrt_now_ms(), the timers' clock */
 
 #define DLRT_EV_READ  1u
 #define DLRT_EV_WRITE 2u

@@ -37,8 +37,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "dlrt_err.h"
+#include "common/buf.h"
+#include "common/dlrt_err.h"
 #include "evloop.h"
 
 struct dlrt_tcpserver;

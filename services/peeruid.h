@@ -13,7 +13,7 @@
 #include <netinet/in.h>
 #include <sys/types.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 /* The owner of the peer socket of the connected TCP/IPv4 socket `fd`
  * (accepted by us): the socket at getpeername() talking to getsockname().

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "crypto.h"
-#include "netaddr.h"
+#include "common/clock.h"
+#include "common/crypto.h"
+#include "common/netaddr.h"
 
 /* Binds an answer to this use, so an HMAC made for anything else with the
  * same key can never pass. */

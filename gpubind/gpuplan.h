@@ -31,7 +31,7 @@
 
 #include <hwloc.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_GPUPLAN_GPU_MAX 64    /* GPUs on one node (a GPU set is a uint64_t) */
 #define DLRT_GPUPLAN_NIC_MAX 64    /* network devices on one node */

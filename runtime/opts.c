@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gpuplan.h"
+#include "gpubind/gpuplan.h"
 #include "runtime.h"
 
 /* The generic options; runtimes declare theirs (struct dlrt_runtime.options). */

@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "crypto.h"
+#include "common/clock.h"
+#include "common/crypto.h"
 #include "rdvclient.h"
 
 /* torch 1.x TCPStore query bytes (launchers/torch/tcpstore.h). */

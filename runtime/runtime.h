@@ -19,11 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
-#include "env.h"
-#include "layout.h"
+#include "common/dlrt_err.h"
+#include "common/env.h"
+#include "common/layout.h"
 #include "opts.h"
-#include "service.h"
+#include "services/service.h"
 
 enum dlrt_role {
 	DLRT_ROLE_WORKER,

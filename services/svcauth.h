@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dlrt_err.h"
+#include "common/dlrt_err.h"
 
 #define DLRT_SVCAUTH_SECRET_LEN 32
 #define DLRT_SVCAUTH_CHALLENGE_LEN 32
