@@ -7,6 +7,8 @@
 #   make check           install dependencies, bring up the local cluster, run every test
 #   make check-scale     bring up a 16-node cluster, run t/82-scale.t across it, take it down
 #   make demo            install dependencies, bring up the local cluster, run an example job
+#   make check-layout    the folder rules: no folder includes one above it, no file over
+#                        900 lines, docs/ARCHITECTURE.md's file tables match the tree
 #   make unit            unit tests only (plain and under ASan+UBSan): no cluster, no
 #                        root; the packager's test
 #   make product         only what make install installs (no test-only dependency)
@@ -193,7 +195,13 @@ cluster-down:
 cluster-test: cluster-up
 	tests/cluster/run-tests.sh
 
+# The folder rules (layers, file size, the docs' file tables): docs/ARCHITECTURE.md.
+.PHONY: check-layout
+check-layout:
+	tests/layout/check-layout.py
+
 check: deps
+	$(MAKE) check-layout
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) fuzz-smoke

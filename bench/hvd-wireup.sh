@@ -3,7 +3,7 @@
 #
 # dlrt column: srun --dl-runtime=horovod --dl-horovod=gloo gloo_hvd_allreduce: the
 # plugin starts dlrt-hvd-driver on the first node, the tasks get its address through
-# the PMIx exchange, and each rank does Horovod's global rendezvous (PUT rank_<r>, PUT
+# the address exchange, and each rank does Horovod's global rendezvous (PUT rank_<r>, PUT
 # <r>, poll the peers, full-mesh connect, barrier, DELETE) against it.
 # Baseline column: plain srun --mpi=pmix mpi_allreduce, i.e. MPI_Init + MPI_Barrier,
 # what Horovod's MPI mode (or any MPI job) pays for its wire-up under Slurm.

@@ -1,7 +1,7 @@
 /* exchange_reply.h - reading the answers of the address exchange.
  *
  * A node's first task gets the values it asked srun's rendezvous for
- * (spank/exchange.c, common/rdvclient.h) and writes them as lines, one per
+ * (spank/exchange.c, exchange/rdvclient.h) and writes them as lines, one per
  * value, which this one parser reads (fuzzed: the values came over the
  * network):
  *

@@ -10,7 +10,7 @@
  * node: nobody has to wait for the others to have read it.
  *
  * Trust: the store admits a connection only once it proved the secret
- * (common/svcauth.h, the same challenge as the node services), and every
+ * (services/svcauth.h, the same challenge as the node services), and every
  * value carries HMAC-SHA256(secret, label, key, value) computed by the task
  * that set it, checked by every reader: a process that is not the step's
  * cannot read, write, or stand in for the store (docs/SECURITY.md).

@@ -29,7 +29,7 @@
  * (u8 role, u64 epoch, u32 length + a name) is smaller. */
 #define DLRT_GATE_FRAME_MAX (DLRT_IP_HDR + 1 + DLRT_IP_NONCE + 4 + DLRT_IP_PROOF_MAX)
 /* The input buffer before authentication: one frame, plus the 4 KiB the
- * server reserves for each read (common/tcpserver.c). */
+ * server reserves for each read (services/tcpserver.c). */
 #define DLRT_GATE_INPUT_MAX (DLRT_GATE_FRAME_MAX + 4096)
 #define DLRT_GATE_DEADLINE_MS 10000
 #define DLRT_GATE_MAX_PENDING 64

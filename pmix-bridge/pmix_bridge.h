@@ -3,7 +3,7 @@
  * Slurm's mpi/pmix plugin runs a PMIx server in every slurmstepd; a task of a
  * `srun --mpi=pmix` step is a PMIx client of it. dlrt-kv, the job scripts'
  * exchange tool, is built on this. (The plugin's own address exchange goes
- * through srun's rendezvous instead, common/rdvclient.h: one PMIx client
+ * through srun's rendezvous instead, exchange/rdvclient.h: one PMIx client
  * process per node and its messages cost 20-30 ms of CPU per node.)
  *
  * Rule: never call this from a task whose program uses PMIx or MPI itself. An

@@ -19,7 +19,7 @@
 struct dlrt_runtime;
 
 /* Runtime-private storage inside the generic structs: each runtime of the
- * table (common/runtime.c) owns one block, by its table index, and reaches it
+ * table (runtime/runtime.c) owns one block, by its table index, and reaches it
  * only through dlrt_rt_opts()/dlrt_rt_config()/plan->rt_state and its own
  * struct (a _Static_assert in its folder checks that the struct fits). Inline
  * fixed-size blocks rather than pointers: struct dlrt_opts and dlrt_config

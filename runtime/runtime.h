@@ -70,7 +70,7 @@ struct dlrt_task_addr {
 	uint16_t port;
 };
 
-/* Addresses learned through the PMIx exchange (pmix-bridge), per task. */
+/* Addresses learned through the address exchange (pmix-bridge), per task. */
 struct dlrt_addrs {
 	bool valid;
 	char root_ip[16];   /* numeric IPv4 of the root task's node (scheduler, rank 0) */
@@ -100,7 +100,7 @@ struct dlrt_step_ctx {
 	/* Copies the job's variable `name` into buf; 0, or -1 when it is unset. */
 	int (*getenv)(void *sp, const char *name, char *buf, size_t len);
 	void *sp;
-	/* The tasks' program takes dlrt's PMIx exchange before exec (it does not
+	/* The tasks' program takes dlrt's address exchange before exec (it does not
 	 * link MPI, and no DLRT_EXCHANGE=none). */
 	bool program_takes_exchange;
 };
@@ -161,7 +161,7 @@ struct dlrt_runtime {
 	/* The option that runs an MPI program of this runtime without dlrt's
 	 * exchange (horovod: "--dl-horovod=mpi"), named in that error. May be NULL. */
 	const char *mpi_option;
-	/* A node service this step needs (see common/service.h), or NULL. Called on
+	/* A node service this step needs (see services/service.h), or NULL. Called on
 	 * every node, since every node must know whether the exchange carries the
 	 * service's port: returns true and fills `spec` (program and the runtime's
 	 * own arguments) when the step needs one. The plugin starts it on the

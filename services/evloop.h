@@ -3,7 +3,7 @@
  * dlrt's services (the Horovod rendezvous driver, the Caffe2 helper store, the
  * inference coordinator) each run one loop: file events for sockets, and
  * timers for idle timeouts, heartbeats and, for the services a step starts,
- * the step's lifetime (common/service.h). Nothing in a callback may block;
+ * the step's lifetime (services/service.h). Nothing in a callback may block;
  * every wait is a timer.
  */
 #ifndef DLRT_EVLOOP_H

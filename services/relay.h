@@ -3,10 +3,10 @@
  * Every node of a step with a service (Horovod's rendezvous driver, Caffe2's
  * store) runs one dlrt-relay, as the job user, listening on 127.0.0.1 only.
  * The tasks get its address instead of the service's. On accept the relay
- * asks the kernel who owns the client's socket (common/peeruid.h) and closes
+ * asks the kernel who owns the client's socket (services/peeruid.h) and closes
  * any connection that is not the job user's at once. For an admitted client
  * it connects to the service, answers the service's challenge with the step
- * secret (common/svcauth.h), and then forwards bytes both ways. Each
+ * secret (services/svcauth.h), and then forwards bytes both ways. Each
  * direction has a fixed buffer; a side is not read while the other side's
  * buffer is full, so a slow peer slows its partner instead of growing memory.
  * A half-close is passed on (shutdown), so request/EOF protocols work.

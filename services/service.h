@@ -19,7 +19,7 @@
  *   --secret-fd FD       the step secret: 32 bytes, then end of file; every
  *                        connection must prove it (tcpserver.h) before the
  *                        protocol sees a byte. Only the node relays
- *                        (dlrt-relay, common/relay.h) hold it.
+ *                        (dlrt-relay, services/relay.h) hold it.
  *   [--verbose]          log to stderr
  * Service programs parse it with struct dlrt_service_args (below), so that
  * every service reads, checks and applies it in the same way; their main()

@@ -3,10 +3,10 @@
  *
  * The frameworks' own clients (gloo's and Caffe2's Redis stores, Horovod's
  * HTTP client) cannot authenticate, so they talk to the relay on their node's
- * loopback, which admits only the job user's sockets (common/relay.h), and the
+ * loopback, which admits only the job user's sockets (services/relay.h), and the
  * relay talks to the service. The service sends a random challenge as soon as
  * it accepts; the relay answers with HMAC-SHA256(secret, label || challenge);
- * only then does a byte reach the service's protocol (common/tcpserver.c).
+ * only then does a byte reach the service's protocol (services/tcpserver.c).
  *
  * The per-step secret is made by slurmstepd on the root task's node and never
  * appears in an argv or a file: the service reads it from a pipe

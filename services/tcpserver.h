@@ -8,7 +8,7 @@
  * client cannot hold a slot, and a connection cap.
  *
  * With a step secret (cfg.secret) every connection must first prove it holds
- * the secret (common/svcauth.h): the server sends a challenge at accept and
+ * the secret (services/svcauth.h): the server sends a challenge at accept and
  * reads at most the answer's bytes; only a right answer within
  * auth_timeout_ms makes the connection reach the protocol (on_open). A wrong
  * answer closes it. At most max_unauthed connections wait for their answer:

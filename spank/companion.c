@@ -14,7 +14,7 @@
  *   - it exits only when both have ended, so the companion outlives every
  *     other task (a scheduler may be needed until the last one finalized)
  *     and the step ends with it; the companion dies with it (PR_SET_PDEATHSIG);
- *   - the first of the two that fails (common/failfast.h) is reported in one
+ *   - the first of the two that fails (runtime/failfast.h) is reported in one
  *     line naming it, and the step is ended at once (failfast.c).
  * Like the log relay (logs.c) it does not die of the signals Slurm sends the
  * step: both children get them too, and it reports what they did. A child

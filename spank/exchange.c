@@ -2,7 +2,7 @@
  *
  * Runtimes whose tasks must find a root (a scheduler, a rank 0) learn its
  * address from the root task itself, through the step's rendezvous: the
- * key/value store srun runs for the step (common/rdvclient.h). The root
+ * key/value store srun runs for the step (exchange/rdvclient.h). The root
  * picks a port that is free on its node right now (or passes the port of a
  * service the plugin started) and publishes "ip:port"; the first task of
  * every other node waits for it there. No redis, ZooKeeper or file, and no

@@ -1,5 +1,5 @@
 /* exchange.h - the address exchange of each task, just before exec, through
- * srun's rendezvous for the step (common/rdvclient.h). */
+ * srun's rendezvous for the step (exchange/rdvclient.h). */
 #ifndef DLRT_EXCHANGE_H
 #define DLRT_EXCHANGE_H
 
@@ -8,7 +8,7 @@
 
 #include "runtime/runtime.h"
 
-/* srun's rendezvous for this step (common/rdvclient.h); port 0: none. */
+/* srun's rendezvous for this step (exchange/rdvclient.h); port 0: none. */
 struct dlrt_rdv_coords {
 	char ip[16];      /* srun's address, SLURM_LAUNCH_NODE_IPADDR */
 	uint16_t port;

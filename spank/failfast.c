@@ -2,7 +2,7 @@
  *
  * ps-lite's roles wait forever for a peer that died, so a killed scheduler,
  * a scheduler whose port was taken or a worker that raised an exception would
- * leave the step hanging until its time limit (common/failfast.h). Slurm tells
+ * leave the step hanging until its time limit (runtime/failfast.h). Slurm tells
  * slurmstepd (as root) about every task's end in slurm_spank_task_exit: at the
  * first failure on its node, dlrt prints one line naming the role and task
  * (slurmstepd's stderr is task 0's, so the line reaches srun) and ends the

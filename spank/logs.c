@@ -6,7 +6,7 @@
  * are the user's (checked below: never create them as root). The task forks: the
  * child returns into slurmstepd's exec path and becomes the program, with its
  * stdout and stderr on pipes; this process, which slurmstepd waits for as the
- * task, relays the pipes (common/logrelay.c) and then exits with the program's
+ * task, relays the pipes (logs/logrelay.c) and then exits with the program's
  * own status or signal, so srun, sacct and --dl-retries see what the program did.
  * With a terminal (srun --pty) nothing is redirected: the shell stays interactive.
  */

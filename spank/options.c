@@ -4,7 +4,7 @@
  * srun, sbatch/salloc and slurmstepd alike: the static `spank_options` table is
  * not loaded in the allocator context, and then sbatch would not know
  * --dl-runtime (docs/contracts.md, "Slurm SPANK"). The names and usages come
- * from common/opts.c's flat list: the generic options, then every runtime's
+ * from runtime/opts.c's flat list: the generic options, then every runtime's
  * own (struct dlrt_runtime.options), whichever runtime the job picks, since
  * option values arrive before --dl-runtime is known.
  */

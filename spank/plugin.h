@@ -74,7 +74,7 @@ void dlrt_service_stop(struct dlrt_svc *svc);
 int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 			  struct dlrt_err *err);
 
-/* service.c: srun's rendezvous for the step (local context, common/rdvclient.h);
+/* service.c: srun's rendezvous for the step (local context, exchange/rdvclient.h);
  * stopped with dlrt_service_stop. */
 int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err);

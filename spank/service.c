@@ -1,4 +1,4 @@
-/* service.c - starts and ends a runtime's node service (common/service.h).
+/* service.c - starts and ends a runtime's node service (services/service.h).
  *
  * In slurm_spank_user_init on the node of the root task (task 0), slurmstepd
  * forks the service program from the install's libexec/dlrt, as the job user,
@@ -17,7 +17,7 @@
  * (started here too, the same way, before any task), which admits only the
  * job user's loopback sockets. The node's first task gives its relay the
  * service's address and the secret after the address exchange, on a pipe
- * made here (close-on-exec, so no program keeps it). See common/relay.h.
+ * made here (close-on-exec, so no program keeps it). See services/relay.h.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -492,7 +492,7 @@ void dlrt_service_stop(struct dlrt_svc *svc)
 	svc->pid = 0;
 }
 
-/* srun's rendezvous (common/rdvclient.h): the step's key/value store, run by
+/* srun's rendezvous (exchange/rdvclient.h): the step's key/value store, run by
  * srun as its user before it asks Slurm for the step, on every address of
  * srun's host (the nodes reach srun on the address Slurm gives them,
  * SLURM_LAUNCH_NODE_IPADDR, which srun does not know itself). No allow list:

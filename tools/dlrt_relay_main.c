@@ -1,4 +1,4 @@
-/* dlrt-relay - the node relay of a step with a service (common/relay.h).
+/* dlrt-relay - the node relay of a step with a service (services/relay.h).
  *
  * Started by the plugin in slurmstepd, as the job user, on every node of a
  * step whose runtime has a node service: listens on 127.0.0.1, reports its

@@ -2,8 +2,8 @@
  *
  * horovodrun starts horovod/runner/http/http_server.py before any worker and
  * registers the scope sizes of its host plan; this program does the same for
- * dlrt: one epoll loop (common/evloop.h), the shared TCP server core
- * (common/tcpserver.h) and the pure parser and store of this folder. It lives
+ * dlrt: one epoll loop (services/evloop.h), the shared TCP server core
+ * (services/tcpserver.h) and the pure parser and store of this folder. It lives
  * exactly as long as the step: it exits when its lifetime fd reaches EOF or
  * its parent process is gone. See docs/man/dlrt-hvd-driver.1.
  */

@@ -63,7 +63,7 @@ const struct dlrt_runtime dlrt_runtime_jax = {
 	.summary = "JAX jax.distributed.initialize(): coordinator address, process count/id, "
 		   "local devices",
 	.program_uses_pmix = false,
-	.needs_root_addr = true, /* JAX_COORDINATOR_ADDRESS from the PMIx exchange */
+	.needs_root_addr = true, /* JAX_COORDINATOR_ADDRESS from the address exchange */
 	.assign = jax_assign,
 	.task_env = jax_task_env,
 	.gpu_env = jax_gpu_env,

@@ -1,6 +1,6 @@
 /* tcpstore.h - torch.distributed's TCPStore, server side, as dlrt-c10d-store
  * hosts it for a step (the agent's store of torchrun), and as srun hosts it
- * for every step's address exchange (the rendezvous, common/rdvclient.h).
+ * for every step's address exchange (the rendezvous, exchange/rdvclient.h).
  *
  * The wire protocol is the one torch 1.x's c10d client speaks (Debian 12's
  * python3-torch 1.13, TCPStore.cpp): a request is one query-type byte, then

@@ -1,5 +1,5 @@
 /* fuzz_elfneeds.c - libFuzzer target for the DT_NEEDED reader
- * (common/elfneeds.c), which the plugin runs on the user's program file. */
+ * (exchange/elfneeds.c), which the plugin runs on the user's program file. */
 #include <stdint.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* fuzz_exchange_reply.c - libFuzzer target for the reader of the exchange's answers
- * (common/exchange_reply.c), which the plugin runs inside slurmstepd's
+ * (exchange/exchange_reply.c), which the plugin runs inside slurmstepd's
  * task: whatever the bytes, it must return 0 with a usable root address (and,
  * when asked, every task's numeric address and the task ports of
  * needs_task_ports) or -1 with a one-line error. */

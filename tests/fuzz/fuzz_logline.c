@@ -1,5 +1,5 @@
 /* Fuzz target: the exported-log line and file-name parsers dlrt-logs reads
- * (common/logline.c). Input: one line, or a file name after a NUL. */
+ * (logs/logline.c). Input: one line, or a file name after a NUL. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* fuzz_rdvclient.c - libFuzzer target for what a task reads about srun's
- * rendezvous (common/rdvclient.c): the "PORT#HEX" of its environment and
+ * rendezvous (exchange/rdvclient.c): the "PORT#HEX" of its environment and
  * the signed values the store sends back. Whatever the bytes, a parsed
  * environment value has a port and formats back to itself, and a value opens
  * only if it is the one sealed for that key with that secret. */

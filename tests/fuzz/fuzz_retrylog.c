@@ -1,4 +1,4 @@
-/* Fuzz target: the --dl-retries readers (common/retrylog.c): a retry log, sinfo
+/* Fuzz target: the --dl-retries readers (logs/retrylog.c): a retry log, sinfo
  * and scontrol output. Input: any text; every reader sees all of it. */
 #include <stdint.h>
 #include <stdlib.h>

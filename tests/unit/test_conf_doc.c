@@ -3,7 +3,7 @@
  *
  * The list of keys comes from the parser itself (its "unknown key" error names
  * the valid ones, generated from the generic keys and every runtime's), so a
- * key added to common/opts.c or to a runtime without a comment line in
+ * key added to runtime/opts.c or to a runtime without a comment line in
  * etc/plugstack.conf.d/dlrt.conf.in fails here. The file's example line, which
  * uses every key, must parse. The OPTIONS section of docs/man/dlrt.7 has one
  * `.BI \-\-dl\-NAME= ARG` (or `.B \-\-dl\-NAME` for a flag) per option of

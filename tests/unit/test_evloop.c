@@ -1,4 +1,4 @@
-/* test_evloop.c - common/evloop.c: timers and file events in one loop, and its
+/* test_evloop.c - services/evloop.c: timers and file events in one loop, and its
  * spin before sleeping: a quiet loop (events further apart than the spin's
  * bound) never spins, a loop whose events follow each other does. */
 #include <fcntl.h>

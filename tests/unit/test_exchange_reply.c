@@ -1,4 +1,4 @@
-/* Unit tests: reading the answers of the plugin's address exchange (common/exchange_reply.h). */
+/* Unit tests: reading the answers of the plugin's address exchange (exchange/exchange_reply.h). */
 #include <string.h>
 
 #include "exchange/exchange_reply.h"

@@ -72,7 +72,7 @@ int main(void)
 	if (!bound)
 		return tap_done();
 	TAP_IS_INT(plugin.init(&h, 0, NULL), 0, "init");
-	/* horovod (MPI mode) needs no PMIx exchange, which this host cannot give. */
+	/* horovod (MPI mode) needs no address exchange, which this host cannot give. */
 	TAP_IS_INT(fake_spank_set_option("dl-runtime", "horovod"), 0, "--dl-runtime=horovod");
 	TAP_IS_INT(fake_spank_set_option("dl-horovod", "mpi"), 0, "--dl-horovod=mpi (gloo would start a driver)");
 	TAP_IS_INT(fake_spank_set_option("dl-topology", topo), 0, "--dl-topology=2s2g.xml");

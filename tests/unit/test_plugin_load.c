@@ -68,7 +68,7 @@ int main(void)
 	if (!cb)
 		return tap_done();
 	/* Slurm may call twice with the same value (env, then launch message).
-	 * horovod (MPI mode) needs no PMIx exchange, which this fake host cannot
+	 * horovod (MPI mode) needs no address exchange, which this fake host cannot
 	 * give; the exchange is tested on the real cluster. */
 	TAP_IS_INT(cb(val, "horovod", 1), 0, "option callback horovod");
 	TAP_IS_INT(cb(val, "horovod", 1), 0, "option callback again, same value");

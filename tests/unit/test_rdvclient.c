@@ -1,4 +1,4 @@
-/* test_rdvclient - a task's side of srun's rendezvous (common/rdvclient.h),
+/* test_rdvclient - a task's side of srun's rendezvous (exchange/rdvclient.h),
  * against the real store program srun starts (dlrt-c10d-store with the
  * rendezvous secret, as spank/service.c runs it). */
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* test_relay.c - the node relay (common/relay.c), the peer-uid lookup
- * (common/peeruid.c) and the services' authentication phase
- * (common/tcpserver.c with a secret, common/svcauth.c), against real sockets
+/* test_relay.c - the node relay (services/relay.c), the peer-uid lookup
+ * (services/peeruid.c) and the services' authentication phase
+ * (services/tcpserver.c with a secret, services/svcauth.c), against real sockets
  * on loopback: an echo service behind a relay, in one event loop run by a
  * thread, and blocking clients in the test. */
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-/* Unit tests: the --dl-retries readers (common/retrylog.c). */
+/* Unit tests: the --dl-retries readers (logs/retrylog.c). */
 #include "logs/retrylog.h"
 #include "tap.h"
 

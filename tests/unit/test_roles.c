@@ -95,7 +95,7 @@ static void check_mxnet(const char *tpn, uint32_t nnodes, int servers, enum dlrt
 	check_mxnet_sched(tpn, nnodes, servers, d, "task", want);
 }
 
-/* The first-failure line (common/failfast.c) for task `rank` of an mxnet plan. */
+/* The first-failure line (runtime/failfast.c) for task `rank` of an mxnet plan. */
 static void check_failfast(void)
 {
 	struct dlrt_layout l;

@@ -1,4 +1,4 @@
-/* Unit tests: node service descriptions (common/service.c) and the Horovod
+/* Unit tests: node service descriptions (services/service.c) and the Horovod
  * runtime's service and gloo-mode environment. */
 #include <arpa/inet.h>
 #include <signal.h>

@@ -1,5 +1,5 @@
 /* test_service_run.c - the one start sequence of the service programs
- * (common/service_run.c): a tiny echo protocol run by dlrt_service_main in a
+ * (services/service_run.c): a tiny echo protocol run by dlrt_service_main in a
  * child, as slurmstepd's launcher runs a service: its exit codes, its
  * readiness line, the lifetime pipe, the protocol's own option and teardown. */
 #include <arpa/inet.h>

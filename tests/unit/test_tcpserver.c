@@ -1,8 +1,8 @@
-/* test_tcpserver.c - common/tcpserver.c's bounds, on a real loopback server:
+/* test_tcpserver.c - services/tcpserver.c's bounds, on a real loopback server:
  * out of descriptors it sheds pending connections instead of spinning, a
  * client that pipelines without reading is not read from while its replies
  * wait (and gets every reply once it reads), and the connection cap fits the
- * descriptor limit (common/nofile.c). */
+ * descriptor limit (services/nofile.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -52,7 +52,7 @@ if grep -q 'MASTER_ADDR=' "$OUT"; then
 	is "$RC" 0 "example 3 (PyTorch job) ran"
 	is "$(sort "$WORK/job.out" | tr '\n' ' ')" "0 4 1 4 2 4 3 4 " "every rank joined a world of 4"
 else
-	# torch's MASTER_ADDR/PORT come from the PMIx address exchange; until
+	# torch's MASTER_ADDR/PORT come from the address exchange; until
 	# it is switched on the example cannot rendezvous.
 	ok 0 "example 3 (PyTorch job) # SKIP the address exchange is not enabled yet (no MASTER_ADDR)"
 fi

@@ -1,6 +1,6 @@
 #!/bin/bash
 # srun's rendezvous (the store the step's tasks exchange addresses through,
-# common/rdvclient.h) against another user of the same hosts: it runs as the
+# exchange/rdvclient.h) against another user of the same hosts: it runs as the
 # job's user and only while srun does; a stranger cannot read its secret from
 # srun, is refused without it, and cannot lock the step out by holding
 # connections open; the program never sees the secret.
