@@ -1,5 +1,7 @@
 # tests/unit: the unit tests of common/ and the plugin (other folders list theirs in their
 # module.mk).
+# Test-only code every unit test may use: where a program of this build is.
+TEST_LIB_SRCS += tests/unit/buildpath.c
 UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_plugin_load \
               $(BUILD)/tests/test_crypto $(BUILD)/tests/test_proc \
               $(BUILD)/tests/test_instpath $(BUILD)/tests/test_env \

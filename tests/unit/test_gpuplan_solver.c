@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "gpuplan_fixture.h"
+#include "buildpath.h"
 #include "tap.h"
 
 /* nogpu.xml's text with `from` replaced by `to` (first occurrence). */
@@ -99,18 +100,15 @@ static void test_load_errors(void)
 /* dlrt-topo itself: its messages speak of its own options. */
 static void test_topo_tool(void)
 {
-	const char *plugin = getenv("DLRT_PLUGIN");
 	char bin[1024], cmd[4096], out[4096];
-	const char *slash = plugin ? strrchr(plugin, '/') : NULL;
 	FILE *p;
 	size_t n;
 	int rc;
 
-	if (!slash) {
-		TAP_OK(0, "DLRT_PLUGIN is not set: run through make unit");
+	if (test_build_program("bin/dlrt-topo", bin, sizeof(bin)) < 0) {
+		TAP_OK(0, "dlrt-topo is not at %s: run through make unit", bin);
 		return;
 	}
-	snprintf(bin, sizeof(bin), "%.*s/bin/dlrt-topo", (int)(slash - plugin), plugin);
 	snprintf(cmd, sizeof(cmd), "env -u SLURM_STEP_GPUS -u SLURM_JOB_GPUS -u "
 		 "CUDA_VISIBLE_DEVICES %s --xml %s --gpus 0,1 2>&1 >/dev/null", bin,
 		 fixture_path("nogpu.xml"));

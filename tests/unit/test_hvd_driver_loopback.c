@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -25,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buildpath.h"
 #include "tap.h"
 
 static char driver_path[PATH_MAX];
@@ -48,39 +48,13 @@ static int64_t now_ms(void)
 
 static int find_driver(void)
 {
-	const char *e;
-	char self[2048];
-	ssize_t n;
+	const char *e = getenv("DLRT_HVD_DRIVER");
 
-	if ((e = getenv("DLRT_HVD_DRIVER")) && *e) {
+	if (e && *e) {
 		snprintf(driver_path, sizeof(driver_path), "%s", e);
 		return access(driver_path, X_OK);
 	}
-	if ((e = getenv("DLRT_BUILD")) && *e) {
-		snprintf(driver_path, sizeof(driver_path), "%s/libexec/dlrt-hvd-driver", e);
-		if (access(driver_path, X_OK) == 0)
-			return 0;
-	}
-	if ((e = getenv("DLRT_PLUGIN")) && *e) {
-		char tmp[2048];
-
-		snprintf(tmp, sizeof(tmp), "%s", e);
-		snprintf(driver_path, sizeof(driver_path), "%s/libexec/dlrt-hvd-driver", dirname(tmp));
-		if (access(driver_path, X_OK) == 0)
-			return 0;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = '\0';
-		/* $(BUILD)/tests/x and $(BUILD)/asan/tests/x */
-		snprintf(driver_path, sizeof(driver_path), "%s/../libexec/dlrt-hvd-driver", dirname(self));
-		if (access(driver_path, X_OK) == 0)
-			return 0;
-		snprintf(driver_path, sizeof(driver_path), "%s/../../libexec/dlrt-hvd-driver", self);
-		if (access(driver_path, X_OK) == 0)
-			return 0;
-	}
-	return -1;
+	return test_build_program("libexec/dlrt-hvd-driver", driver_path, sizeof(driver_path));
 }
 
 /* Starts the driver; returns its pid, *life_w is the write end of its lifetime pipe. */
