@@ -1,5 +1,5 @@
 /* rdvclient.h - a task's side of the step's rendezvous, the key/value store
- * that srun hosts for the step (spank/rendezvous.c).
+ * that srun hosts for the step (started by spank/client.c, spank/service.c).
  *
  * srun starts the store (dlrt-c10d-store, torch 1.x's TCPStore protocol, see
  * launchers/torch/tcpstore.h) before it asks Slurm for the step, and hands

@@ -11,7 +11,7 @@
  * The per-step secret is made by slurmstepd on the root task's node and never
  * appears in an argv or a file: the service reads it from a pipe
  * (--secret-fd), the other nodes get it with the address through the step's
- * PMIx exchange, as "IP:PORT#HEX" (64 hex digits).
+ * address exchange, as "IP:PORT#HEX" (64 hex digits).
  */
 #ifndef DLRT_SVCAUTH_H
 #define DLRT_SVCAUTH_H
