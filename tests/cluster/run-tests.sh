@@ -10,8 +10,9 @@ eval "$(./cluster.sh env)"
 FAILLOG=$DLRT_CLUSTER_DIR/work/failures.log
 mkdir -p "$DLRT_CLUSTER_DIR/work"
 : >"$FAILLOG"
-# Bounded: a test file that hangs is killed and counted as failed.
-prove --timer -e 'timeout -k 10 900 bash' "$@"
+# Bounded: a test file that hangs is killed and counted as failed (20 min: t/67 builds
+# both packages, the .deb with its unit tests).
+prove --timer -e 'timeout -k 10 1200 bash' "$@"
 rc=$?
 # prove hides a failing test's details; show them last, where a truncated log
 # still has them.
