@@ -14,6 +14,9 @@ const char dlrt_instpath_pkglibexecdir[] = DLRT_PKGLIBEXECDIR;
 const char dlrt_instpath_modeldir[] = DLRT_MODELDIR;
 const char dlrt_instpath_plugin_to_pkglibexec[] = DLRT_PLUGIN_TO_PKGLIBEXEC;
 const char dlrt_instpath_bin_to_modeldir[] = DLRT_BIN_TO_MODELDIR;
+/* dlrt-kv, which the PMIx exchange runs (spank/exchange_pmix.c). */
+const char dlrt_instpath_bindir[] = DLRT_BINDIR;
+const char dlrt_instpath_plugin_to_bin[] = DLRT_PLUGIN_TO_BIN;
 
 int dlrt_instpath_find(const char *dir, const char *anchor, const char *rel, const char *name,
 		       char *out, size_t len, struct dlrt_err *err)

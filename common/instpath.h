@@ -23,6 +23,7 @@ int dlrt_instpath_find(const char *dir, const char *anchor, const char *rel, con
 
 /* The compiled-in directories and the relative paths of the fallback. */
 extern const char dlrt_instpath_pkglibexecdir[], dlrt_instpath_modeldir[],
-	dlrt_instpath_plugin_to_pkglibexec[], dlrt_instpath_bin_to_modeldir[];
+	dlrt_instpath_plugin_to_pkglibexec[], dlrt_instpath_bin_to_modeldir[],
+	dlrt_instpath_bindir[], dlrt_instpath_plugin_to_bin[];
 
 #endif

@@ -29,7 +29,36 @@ static const struct dlrt_opt_desc generic_opts[DLRT_OPT_GENERIC_COUNT] = {
 			       "[dlrt] task output to DIR/job/step/role-N.log", NULL },
 	[DLRT_OPT_RETRIES] = { "dl-retries", "N",
 			       "[dlrt] requeue up to N times if a node fails", NULL },
+	[DLRT_OPT_EXCHANGE] = { "dl-exchange", "VIA",
+				"[dlrt] address exchange: auto, pmix or srun", NULL },
 };
+
+const char *dlrt_exchange_via_name(enum dlrt_exchange_via via)
+{
+	switch (via) {
+	case DLRT_EXCHANGE_PMIX:
+		return "pmix";
+	case DLRT_EXCHANGE_SRUN:
+		return "srun";
+	case DLRT_EXCHANGE_AUTO:
+		break;
+	}
+	return "auto";
+}
+
+/* "auto", "pmix" or "srun"; -1 otherwise. */
+static int parse_exchange_via(const char *v, enum dlrt_exchange_via *via)
+{
+	static const enum dlrt_exchange_via all[] = { DLRT_EXCHANGE_AUTO, DLRT_EXCHANGE_PMIX,
+						      DLRT_EXCHANGE_SRUN };
+
+	for (size_t i = 0; v && i < sizeof(all) / sizeof(*all); i++)
+		if (!strcmp(v, dlrt_exchange_via_name(all[i]))) {
+			*via = all[i];
+			return 0;
+		}
+	return -1;
+}
 
 static int rt_slot(const struct dlrt_runtime *rt)
 {
@@ -231,6 +260,13 @@ static int key_exchange_timeout(struct dlrt_config *cfg, const char *v, struct d
 	return 0;
 }
 
+static int key_exchange(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (parse_exchange_via(v, &cfg->exchange) < 0)
+		return dlrt_err_set(err, "plugstack.conf: exchange='%s' is not auto, pmix or srun", v);
+	return 0;
+}
+
 static int key_gpu_bind(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
 {
 	char why[sizeof(err->msg)];
@@ -271,6 +307,7 @@ static const struct {
 	{ "runtimes", key_runtimes },
 	{ "verbose", key_verbose },
 	{ "exchange_timeout", key_exchange_timeout },
+	{ "exchange", key_exchange },
 	{ "gpu_bind", key_gpu_bind },
 	{ "topology_xml", key_topology_xml },
 	{ "service_timeout", key_service_timeout },
@@ -374,6 +411,7 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 {
 	memset(o, 0, sizeof(*o));
 	o->verbose = cfg->verbose;
+	o->exchange = cfg->exchange;
 	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
 	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
 		if (dlrt_runtimes[i]->opts_init)
@@ -451,6 +489,12 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, int id, co
 			return dlrt_err_set(err, "--dl-retries=%s: must be a number from 0 to 100",
 					    arg ? arg : "");
 		o->retries = v;
+		return 0;
+	case DLRT_OPT_EXCHANGE:
+		if (parse_exchange_via(arg, &o->exchange) < 0)
+			return dlrt_err_set(err, "--dl-exchange=%.64s is unknown: use pmix (Slurm's "
+					    "PMIx, with --mpi=pmix), srun (srun's rendezvous) or auto",
+					    arg ? arg : "");
 		return 0;
 	case DLRT_OPT_GENERIC_COUNT:
 		break;

@@ -39,11 +39,22 @@ struct dlrt_rt_config {
 	_Alignas(max_align_t) unsigned char b[DLRT_RT_CONFIG_SIZE];
 };
 
+/* What carries the step's address exchange (--dl-exchange, exchange=). */
+enum dlrt_exchange_via {
+	DLRT_EXCHANGE_AUTO,  /* PMIx when the step has a PMIx server, else srun's rendezvous */
+	DLRT_EXCHANGE_PMIX,  /* Slurm's PMIx server on every node (pmix-bridge, dlrt-kv) */
+	DLRT_EXCHANGE_SRUN,  /* the rendezvous srun hosts for the step (exchange/rdvclient.h) */
+};
+
+/* "auto", "pmix", "srun". */
+const char *dlrt_exchange_via_name(enum dlrt_exchange_via via);
+
 /* Site settings: plugstack.conf arguments "key=value" after the plugin path. */
 struct dlrt_config {
 	uint32_t allowed;         /* bit i set = runtime i of the runtime table is allowed */
 	bool verbose;             /* behave as if every job passed --dl-verbose */
 	uint32_t exchange_timeout; /* seconds any wait of the address exchange may take */
+	enum dlrt_exchange_via exchange; /* exchange=: what carries it when a job does not say */
 	char gpu_bind[256];       /* gpu_bind=: --dl-gpu-bind when a job gives none */
 	char topology_xml[1024];  /* topology_xml=: hwloc XML instead of the live node ("%n" = node) */
 	uint32_t service_timeout;  /* seconds a node service may take to listen */
@@ -96,6 +107,7 @@ enum dlrt_opt_id {
 	DLRT_OPT_TOPOLOGY,
 	DLRT_OPT_LOG_DIR,
 	DLRT_OPT_RETRIES,
+	DLRT_OPT_EXCHANGE,
 	DLRT_OPT_GENERIC_COUNT
 };
 
@@ -123,6 +135,7 @@ struct dlrt_opts {
 	char topology[1024];                /* --dl-topology: "" = topology_xml=, else the node */
 	char log_dir[1024];                 /* --dl-log-dir: "" = no log export (spank/logs.c) */
 	uint32_t retries;                   /* --dl-retries: requeues allowed (spank/requeue.c) */
+	enum dlrt_exchange_via exchange;    /* --dl-exchange, else the site's exchange= */
 	uint32_t rt_given[DLRT_RUNTIME_MAX]; /* bit k: the job gave runtime i's option k */
 	struct dlrt_rt_opts rt[DLRT_RUNTIME_MAX]; /* each runtime's own options */
 };

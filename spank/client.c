@@ -35,6 +35,12 @@ static int start_rendezvous(void)
 	if (!rt || !(rt->needs_root_addr || rt->needs_task_ports || rt->service ||
 		     dlrt_plugin.opts.dry_run))
 		return 0;
+	/* Slurm's PMIx carries the exchange (spank/exchange_pmix.c): srun hosts
+	 * nothing. With auto, srun cannot know yet whether the step gets a PMIx
+	 * server (the nodes decide from the tasks' environment), so it starts
+	 * the rendezvous, which such a step then leaves unused. */
+	if (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX)
+		return 0;
 	if (dlrt_rendezvous_start(&dlrt_plugin.rendezvous, secret, &err) < 0) {
 		slurm_error("dlrt: %s", err.msg);
 		exit(1);

@@ -33,6 +33,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "exchange.h"
+#include "exchange_via.h"
 #include "exchange/exchange_reply.h"
 #include "common/netaddr.h"
 #include "runtime/opts.h"
@@ -60,6 +61,18 @@ static const char *env_find(char **env, const char *name)
 		if (!strncmp(*env, name, n) && (*env)[n] == '=')
 			return *env + n + 1;
 	return NULL;
+}
+
+char **dlrt_exchange_task_env(spank_t sp)
+{
+	return job_env(sp);
+}
+
+bool dlrt_exchange_pmix_possible(spank_t sp)
+{
+	char **env = job_env(sp);
+
+	return env_find(env, "PMIX_NAMESPACE") && env_find(env, "PMIX_RANK");
 }
 
 /* The other tasks of a node: wait for the first one's answer. */
@@ -238,23 +251,25 @@ static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_add
 	return 0;
 }
 
-/* What a task publishes: its own value and, on the root, the root's. */
-struct publish {
-	const char *keys[2], *values[2];
-	char key_s[2][96];
-	size_t n;
-};
-
-static void publish_add(struct publish *p, const struct dlrt_exchange_req *req, const char *what,
-			long rank, const char *value)
+static int xlist_init(struct dlrt_xlist *l, size_t cap, struct dlrt_err *err)
 {
-	rdv_key(p->key_s[p->n], sizeof(p->key_s[p->n]), req, what, rank);
-	p->keys[p->n] = p->key_s[p->n];
-	p->values[p->n++] = value;
+	l->n = 0;
+	l->cap = cap;
+	l->v = calloc(cap ? cap : 1, sizeof(*l->v));
+	return l->v ? 0 : dlrt_err_set(err, "out of memory");
+}
+
+static void xlist_add(struct dlrt_xlist *l, const char *what, long rank, const char *value)
+{
+	if (l->n == l->cap)
+		return;
+	snprintf(l->v[l->n].what, sizeof(l->v[l->n].what), "%s", what);
+	l->v[l->n].rank = rank;
+	l->v[l->n++].value = value;
 }
 
 /* On the root task: its value into root_s (len bytes), published as "root". */
-static int publish_root(struct publish *p, const struct dlrt_exchange_req *req,
+static int publish_root(struct dlrt_xlist *pub, const struct dlrt_exchange_req *req,
 			const struct dlrt_addrs *mine, char *root_s, size_t len,
 			struct dlrt_err *err)
 {
@@ -262,79 +277,50 @@ static int publish_root(struct publish *p, const struct dlrt_exchange_req *req,
 		return 0;
 	if (root_value(req, mine, root_s, len, err) < 0)
 		return -1;
-	publish_add(p, req, "root", -1, root_s);
+	xlist_add(pub, "root", -1, root_s);
 	return 0;
 }
 
-/* The keys a task waits for, the root's first, each with the rank its
- * answer line names (-1: none). */
-struct wanted {
-	const char **keys;
-	long *ranks;
-	char *keybuf;
-	size_t n, cap;
-};
-
-static int wanted_init(struct wanted *w, const struct dlrt_exchange_req *req, size_t cap,
-		       struct dlrt_err *err)
-{
-	w->n = 0;
-	w->cap = cap;
-	w->keys = calloc(cap, sizeof(*w->keys));
-	w->ranks = calloc(cap, sizeof(*w->ranks));
-	w->keybuf = calloc(cap, 96);
-	if (!w->keys || !w->ranks || !w->keybuf)
-		return dlrt_err_set(err, "out of memory");
-	rdv_key(w->keybuf, 96, req, "root", -1);
-	w->keys[0] = w->keybuf;
-	w->ranks[0] = -1;
-	w->n = 1;
-	return 0;
-}
-
-static void wanted_add(struct wanted *w, const struct dlrt_exchange_req *req, const char *what,
-		       long rank)
-{
-	if (w->n == w->cap)
-		return;
-	rdv_key(w->keybuf + 96 * w->n, 96, req, what, rank);
-	w->keys[w->n] = w->keybuf + 96 * w->n;
-	w->ranks[w->n++] = rank;
-}
-
-static void wanted_free(struct wanted *w)
-{
-	free(w->keys);
-	free(w->ranks);
-	free(w->keybuf);
-}
-
-/* Publishes `pub`, then waits for and reads `want`; the answer goes to
- * `text` as lines, value i after "ranks[i] " (none for -1). */
-static int rdv_exchange(const struct dlrt_exchange_req *req, const struct publish *pub,
-			const struct wanted *want, struct dlrt_buf *text, struct dlrt_err *err)
+/* srun's rendezvous carries it: publishes `pub`, then waits for and reads
+ * `want`, in one round trip (exchange_via.h). */
+static int rdv_exchange(const struct dlrt_exchange_req *req, const struct dlrt_xlist *pub,
+			const struct dlrt_xlist *want, struct dlrt_buf *text, struct dlrt_err *err)
 {
 	struct dlrt_rdv r;
 	size_t n = want->n;
 	char **values = calloc(n ? n : 1, sizeof(*values));
+	const char **keys = calloc(n ? n : 1, sizeof(*keys));
+	char *keybuf = calloc(n ? n : 1, 96), key[96];
 	int rc = -1;
 
-	if (!values)
+	if (!values || !keys || !keybuf) {
+		free(values);
+		free((void *)keys);
+		free(keybuf);
 		return dlrt_err_set(err, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		rdv_key(keybuf + 96 * i, 96, req, want->v[i].what, want->v[i].rank);
+		keys[i] = keybuf + 96 * i;
+	}
 	if (rdv_open(req, &r, err) < 0) {
 		free(values);
+		free((void *)keys);
+		free(keybuf);
 		return -1;
 	}
-	for (size_t i = 0; i < pub->n; i++)
-		if (dlrt_rdv_set(&r, pub->keys[i], pub->values[i], err) < 0)
+	for (size_t i = 0; i < pub->n; i++) {
+		rdv_key(key, sizeof(key), req, pub->v[i].what, pub->v[i].rank);
+		if (dlrt_rdv_set(&r, key, pub->v[i].value, err) < 0)
 			goto out;
-	if (dlrt_rdv_get(&r, want->keys, n, values, err) < 0)
+	}
+	if (dlrt_rdv_get(&r, keys, n, values, err) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		char prefix[24] = "";
 
-		if (want->ranks[i] >= 0)
-			snprintf(prefix, sizeof(prefix), "%ld ", want->ranks[i]);
+		if (want->v[i].rank >= 0)
+			snprintf(prefix, sizeof(prefix), "%ld ", want->v[i].rank);
 		if (dlrt_buf_append(text, prefix, strlen(prefix)) < 0 ||
 		    dlrt_buf_append(text, values[i], strlen(values[i])) < 0 ||
 		    dlrt_buf_append(text, "\n", 1) < 0) {
@@ -350,8 +336,19 @@ out:
 		free(values[i]);
 	}
 	free(values);
+	free((void *)keys);
+	free(keybuf);
 	dlrt_rdv_close(&r);
 	return rc;
+}
+
+/* The carrier the step chose (req->via). */
+static int carry(const struct dlrt_exchange_req *req, bool per_node, const struct dlrt_xlist *pub,
+		 const struct dlrt_xlist *want, struct dlrt_buf *text, struct dlrt_err *err)
+{
+	if (req->via == DLRT_EXCHANGE_PMIX)
+		return dlrt_exchange_via_pmix(req, per_node, pub, want, text, err);
+	return rdv_exchange(req, pub, want, text, err);
 }
 
 /* One exchange per node (struct dlrt_exchange_req): the root's node
@@ -362,15 +359,16 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_ad
 			     struct dlrt_err *err)
 {
 	char root_s[DLRT_SVCADDR_MAX + 520], *tports = NULL;
-	struct publish pub = { .n = 0 };
-	struct wanted want = { .n = 0 };
+	struct dlrt_xlist pub = { 0 }, want = { 0 };
 	struct dlrt_buf text;
 	int rc = -1;
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
 	/* The peers are at most the entries of "R,R,...", plus the root. */
-	if (wanted_init(&want, req, strlen(req->reps) / 2 + 3, err) < 0 ||
-	    publish_root(&pub, req, mine, root_s, sizeof(root_s), err) < 0)
+	if (xlist_init(&pub, 2, err) < 0 || xlist_init(&want, strlen(req->reps) / 2 + 3, err) < 0)
+		goto out;
+	xlist_add(&want, "root", -1, NULL);
+	if (publish_root(&pub, req, mine, root_s, sizeof(root_s), err) < 0)
 		goto out;
 	if (req->nlocal) {
 		size_t peers_len = strlen(req->reps) + 16;
@@ -390,7 +388,7 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_ad
 			free(peers);
 			goto out;
 		}
-		publish_add(&pub, req, "tports", req->rank, tports);
+		xlist_add(&pub, "tports", req->rank, tports);
 		task_ports_peers(req, peers, peers_len);
 		for (const char *r = peers; *r;) {
 			char *end;
@@ -398,12 +396,12 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_ad
 
 			if (end == r)
 				break;
-			wanted_add(&want, req, "tports", (long)rank);
+			xlist_add(&want, "tports", (long)rank, NULL);
 			r = end + (*end == ',');
 		}
 		free(peers);
 	}
-	if (rdv_exchange(req, &pub, &want, &text, err) < 0)
+	if (carry(req, true, &pub, &want, &text, err) < 0)
 		goto out;
 	rc = dlrt_exchange_reply_parse_tasks((const char *)dlrt_buf_head(&text), text.len,
 					     req->ntasks, mine, NULL,
@@ -423,7 +421,8 @@ out:
 		memset(dlrt_buf_head(&text), 0, text.len);
 	dlrt_buf_free(&text);
 	free(tports);
-	wanted_free(&want);
+	free(pub.v);
+	free(want.v);
 	return rc;
 }
 
@@ -433,20 +432,21 @@ static int exchange_every_task(const struct dlrt_exchange_req *req, struct dlrt_
 			       struct dlrt_addrs *all, struct dlrt_err *err)
 {
 	char root_s[DLRT_SVCADDR_MAX + 520];
-	struct publish pub = { .n = 0 };
-	struct wanted want = { .n = 0 };
+	struct dlrt_xlist pub = { 0 }, want = { 0 };
 	struct dlrt_buf text;
 	int rc = -1;
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
-	if (wanted_init(&want, req, all ? (size_t)req->ntasks + 1 : 1, err) < 0)
+	if (xlist_init(&pub, 2, err) < 0 ||
+	    xlist_init(&want, all ? (size_t)req->ntasks + 1 : 1, err) < 0)
 		goto out;
-	publish_add(&pub, req, "host", req->rank, mine->node_ip);
+	xlist_add(&want, "root", -1, NULL);
+	xlist_add(&pub, "host", req->rank, mine->node_ip);
 	if (publish_root(&pub, req, mine, root_s, sizeof(root_s), err) < 0)
 		goto out;
 	for (uint32_t t = 0; all && t < req->ntasks; t++)
-		wanted_add(&want, req, "host", (long)t);
-	if (rdv_exchange(req, &pub, &want, &text, err) < 0)
+		xlist_add(&want, "host", (long)t, NULL);
+	if (carry(req, false, &pub, &want, &text, err) < 0)
 		goto out;
 	rc = dlrt_exchange_reply_parse((const char *)dlrt_buf_head(&text), text.len, req->ntasks,
 				       mine, all, err);
@@ -455,7 +455,8 @@ static int exchange_every_task(const struct dlrt_exchange_req *req, struct dlrt_
 out:
 	memset(root_s, 0, sizeof(root_s));
 	dlrt_buf_free(&text);
-	wanted_free(&want);
+	free(pub.v);
+	free(want.v);
 	return rc;
 }
 

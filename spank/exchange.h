@@ -16,7 +16,9 @@ struct dlrt_rdv_coords {
 };
 
 struct dlrt_exchange_req {
-	const struct dlrt_rdv_coords *rdv;
+	enum dlrt_exchange_via via; /* what carries it: DLRT_EXCHANGE_PMIX or _SRUN */
+	const struct dlrt_rdv_coords *rdv; /* srun's rendezvous (via srun) */
+	char **env;         /* the task's environment with Slurm's PMIx coordinates (via pmix) */
 	uint32_t step_id;   /* the rendezvous' keys are per step */
 	uint32_t rank;      /* this task */
 	uint32_t ntasks;    /* tasks in the step */
@@ -58,6 +60,15 @@ struct dlrt_node_share {
 	/* [ntasks] with task ports (the page is mapped that much larger) */
 	struct dlrt_task_addr tasks[];
 };
+
+/* The task's future environment (S_JOB_ENV), with Slurm's PMIx coordinates
+ * in a --mpi=pmix step: what dlrt-kv runs with. */
+char **dlrt_exchange_task_env(spank_t sp);
+
+/* The step has a PMIx server this task can be a client of (srun --mpi=pmix,
+ * or MpiDefault=pmix): slurmstepd put its coordinates into the task's
+ * environment before task_init. */
+bool dlrt_exchange_pmix_possible(spank_t sp);
 
 /* Reads srun's rendezvous from the task's environment into c and removes it
  * from there. 1: found, 0: absent, -1: malformed (c->port is 0 then). */

@@ -459,6 +459,40 @@ static void print_node_env(spank_t sp, const struct dlrt_addrs *mine, FILE *f)
 static struct dlrt_rdv_coords rdv;
 static int rdv_state;
 
+/* What carries this step's exchange (--dl-exchange, the site's exchange=).
+ * Every node decides alike: the option is the step's, and Slurm gives every
+ * task of a --mpi=pmix step its PMIx server's coordinates. auto: PMIx where
+ * the step has it, else srun's rendezvous. */
+static int exchange_via(spank_t sp, enum dlrt_exchange_via *via, struct dlrt_err *err)
+{
+	bool pmix = dlrt_exchange_pmix_possible(sp);
+
+	switch (dlrt_plugin.opts.exchange) {
+	case DLRT_EXCHANGE_PMIX:
+		if (!pmix)
+			return dlrt_err_set(err, "--dl-exchange=pmix: this step has no PMIx server "
+					    "(no PMIX_NAMESPACE in its tasks): start it with srun "
+					    "--mpi=pmix (or MpiDefault=pmix in slurm.conf), or use "
+					    "--dl-exchange=srun");
+		*via = DLRT_EXCHANGE_PMIX;
+		return 0;
+	case DLRT_EXCHANGE_SRUN:
+		*via = DLRT_EXCHANGE_SRUN;
+		return 0;
+	case DLRT_EXCHANGE_AUTO:
+		break;
+	}
+	*via = pmix ? DLRT_EXCHANGE_PMIX : DLRT_EXCHANGE_SRUN;
+	return 0;
+}
+
+/* The step's tasks can learn the root's address: PMIx carries it, or srun
+ * started a rendezvous. */
+static bool exchange_carried(const struct dlrt_exchange_req *req)
+{
+	return req->via == DLRT_EXCHANGE_PMIX || rdv.port;
+}
+
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
  * exec'ing the program. task_init runs in the forked task process, so _exit
  * ends only that task, never slurmstepd. When the step has a rendezvous, the exchange
@@ -468,7 +502,7 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 	struct dlrt_addrs mine = { .valid = false }, *all = NULL;
 	struct dlrt_err err;
 
-	if (exchange_wanted(sp, rank) && rdv.port) {
+	if (exchange_wanted(sp, rank) && exchange_carried(req)) {
 		all = rank == 0 ? calloc(dlrt_plugin.layout.ntasks, sizeof(*all)) : NULL;
 		if (dlrt_exchange_root(sp, req, &mine, all, &err) < 0) {
 			fprintf(stderr, "dlrt: %s\n", err.msg);
@@ -483,6 +517,10 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 		all[t].root_port = dlrt_plugin.relay.port;
 	}
 	if (rank == 0) {
+		if (exchange_wanted(sp, rank))
+			printf("address exchange: %s (--dl-exchange=%s)\n",
+			       req->via == DLRT_EXCHANGE_PMIX ? "Slurm's PMIx" : "srun's rendezvous",
+			       dlrt_exchange_via_name(dlrt_plugin.opts.exchange));
 		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all,
 				    user_value, sp, &err) < 0)
 			fprintf(stderr, "dlrt: %s\n", err.msg);
@@ -515,10 +553,11 @@ static void publish_failure(spank_t sp, int local)
 
 	if (!dlrt_plugin.svc_failed || local != 0 || !dlrt_plugin.share || !dlrt_plugin.reps ||
 	    !dlrt_plugin.reps[0] || spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
-	    rank != 0 || !exchange_wanted(sp, rank) || !rdv.port)
+	    rank != 0 || !exchange_wanted(sp, rank))
 		return;
 	req = (struct dlrt_exchange_req){
 		.rdv = &rdv,
+		.env = dlrt_exchange_task_env(sp),
 		.step_id = dlrt_plugin.step.step_id,
 		.rank = 0,
 		.ntasks = dlrt_plugin.layout.ntasks,
@@ -530,6 +569,8 @@ static void publish_failure(spank_t sp, int local)
 		.reps = dlrt_plugin.reps,
 		.fail = dlrt_plugin.deferred_err.msg,
 	};
+	if (exchange_via(sp, &req.via, &err) < 0 || !exchange_carried(&req))
+		return;
 	req.local_tasks = node_tasks(&req.nlocal);
 	dlrt_exchange_root(sp, &req, &mine, NULL, &err);
 	free((void *)req.local_tasks);
@@ -602,6 +643,7 @@ int dlrt_stepd_task_init(spank_t sp)
 		task_fail(local, err.msg);
 	req = (struct dlrt_exchange_req){
 		.rdv = &rdv,
+		.env = dlrt_exchange_task_env(sp),
 		.step_id = dlrt_plugin.step.step_id,
 		.rank = rank,
 		.ntasks = dlrt_plugin.layout.ntasks,
@@ -617,7 +659,9 @@ int dlrt_stepd_task_init(spank_t sp)
 		.secret = dlrt_plugin.svc.pid > 0 && !dlrt_plugin.opts.dry_run ?
 			  dlrt_plugin.secret : NULL,
 	};
-	if (dlrt_plugin.has_service && !rdv.port) {
+	if (exchange_wanted(sp, rank) && exchange_via(sp, &req.via, &err) < 0)
+		task_fail(local, err.msg);
+	if (dlrt_plugin.has_service && exchange_wanted(sp, rank) && !exchange_carried(&req)) {
 		dlrt_err_set(&err, "the tasks learn the address of %s (which dlrt starts on the "
 			     "node of task 0) through srun's rendezvous, and this step has none "
 			     "(%s): start the step with srun on a host where dlrt is installed",
@@ -649,7 +693,8 @@ int dlrt_stepd_task_init(spank_t sp)
 				     dlrt_verbose_now_ms() - t1);
 			task_fail(local, err.msg);
 		}
-		dlrt_verbose(rank, "address exchange through srun: %.1f ms, root %s:%u",
+		dlrt_verbose(rank, "address exchange through %s: %.1f ms, root %s:%u",
+			     req.via == DLRT_EXCHANGE_PMIX ? "Slurm's PMIx" : "srun's rendezvous",
 			     dlrt_verbose_now_ms() - t1, addrs.root_ip, addrs.root_port);
 		use_relay(local, &addrs);
 	}
