@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "common/privdir.h"
@@ -373,6 +374,7 @@ int main(int argc, char **argv)
 	};
 	const char *dir = getenv("DLRT_LOG_DIR");
 	struct logfile *files = NULL;
+	struct rlimit rl;
 	uint32_t job, step = 0;
 	int c, do_merge = 0, only_step = 0, rc;
 	size_t n = 0;
@@ -407,6 +409,11 @@ int main(int argc, char **argv)
 	if (!dir || !*dir) {
 		fprintf(stderr, "dlrt-logs: give --dir DIR (the job's --dl-log-dir) or set DLRT_LOG_DIR\n");
 		return 1;
+	}
+	/* One descriptor per step folder and, to merge, per file: as many as allowed. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (collect(dir, job, only_step, step, &files, &n) < 0) {
 		free(files);

@@ -8,18 +8,6 @@
 # to others.
 . "$(dirname "$0")/../lib.sh"
 
-job_field() { scontrol show job -o "$1" 2>/dev/null | grep -oE "(^| )$2=[^ ]*" | cut -d= -f2-; }
-# next_job: the id the next submission gets (a held job takes one id; this
-# cluster runs one test at a time, so nothing else takes the next).
-next_job() {
-	local held
-	held=$(as_user sbatch --parsable --hold -o /dev/null --wrap true) || return 1
-	scancel "$held"
-	echo $((held + 1))
-}
-# as_stranger_sh CMD: a shell command as the other user.
-as_stranger_sh() { as_stranger bash -c "umask 0; $1"; }
-
 shared=$WORK/scratch
 mkdir "$shared" && chmod 1777 "$shared" # owned by root, like a site's scratch space
 uid2=$(id -u "$STRANGER")

@@ -6,17 +6,6 @@
 # and the stranger's folder gets nothing. The same for a --dl-retries batch job.
 . "$(dirname "$0")/../lib.sh"
 
-job_field() { scontrol show job -o "$1" 2>/dev/null | grep -oE "(^| )$2=[^ ]*" | cut -d= -f2-; }
-# next_job: the id the next submission gets (a held job takes one id; this
-# cluster runs one test at a time, so nothing else takes the next).
-next_job() {
-	local held
-	held=$(as_user sbatch --parsable --hold -o /dev/null --wrap true) || return 1
-	scancel "$held"
-	echo $((held + 1))
-}
-as_stranger_sh() { as_stranger bash -c "umask 0; $1"; }
-
 shared=$WORK/scratch
 mkdir "$shared" && chmod 1777 "$shared"
 uid=$(id -u "$DLRT_TEST_USER")
