@@ -1,5 +1,6 @@
 #include "privdir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -7,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "crypto.h"
 
 /* "user NAME (uid N)", or "uid N" where the name is unknown. */
 static const char *owner_name(uid_t uid, char *out, size_t len)
@@ -176,4 +180,163 @@ int dlrt_privdir_read(int dirfd, const char *name, const char *shown, const char
 		      struct dlrt_err *err)
 {
 	return open_checked(dirfd, name, O_RDONLY, S_IFREG, shown, what, err);
+}
+
+/* ---- the job's folder, and its fallback when someone else took the name ---- */
+
+#define ALT_HEX 32 /* <job>.<uid>.<16 hex: creation time in us><16 hex: random> */
+
+/* "<name>.<uid>.": what every fallback name of `name` starts with. */
+static void alt_prefix(const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%s.%u.", name, (unsigned)geteuid());
+}
+
+/* A fallback folder of the caller's: the prefix, ALT_HEX lowercase hex
+ * digits, a folder (not a link) owned by the caller, writable by no one else.
+ * Another user can create such a name, never one the caller owns. */
+static bool alt_ours(int dirfd, const char *entry, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+	struct stat st;
+
+	if (strncmp(entry, prefix, pl) || strlen(entry + pl) != ALT_HEX ||
+	    strspn(entry + pl, "0123456789abcdef") != ALT_HEX)
+		return false;
+	return fstatat(dirfd, entry, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	       st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Calls fn for each fallback folder of the caller's for `name` in dirfd, in
+ * the order of their names (oldest first: the names start with the time).
+ * Returns how many there are, or -1 (errno) if dirfd cannot be read. */
+static int alt_each(int dirfd, const char *name, char (*names)[DLRT_PRIVDIR_NAME], int max)
+{
+	char prefix[DLRT_PRIVDIR_NAME];
+	struct dirent *e;
+	int fd, n = 0;
+	DIR *d;
+
+	alt_prefix(name, prefix, sizeof(prefix));
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		int i;
+
+		if (!alt_ours(dirfd, e->d_name, prefix) || strlen(e->d_name) >= DLRT_PRIVDIR_NAME)
+			continue;
+		/* Keep the `max` smallest names, sorted. */
+		for (i = n; i > 0 && strcmp(names[i - 1], e->d_name) > 0; i--)
+			if (i < max)
+				memcpy(names[i], names[i - 1], DLRT_PRIVDIR_NAME);
+		if (i < max) {
+			snprintf(names[i], DLRT_PRIVDIR_NAME, "%s", e->d_name);
+			if (n < max)
+				n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* Why DIR/<name> cannot be the job's: it exists and is someone else's (a
+ * folder, a file or a symbolic link). `why` gets "SHOWN belongs to WHO ...". */
+static bool squatted(int dirfd, const char *name, const char *shown, char *why, size_t wlen)
+{
+	struct stat st;
+	char who[160];
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid == geteuid())
+		return false;
+	owner_name(st.st_uid, who, sizeof(who));
+	snprintf(why, wlen, "%s %s %s%s: another user created it before this job", shown,
+		 S_ISLNK(st.st_mode) ? "is a symbolic link owned by" : "belongs to", who,
+		 S_ISLNK(st.st_mode) ? "" : ", not to you");
+	return true;
+}
+
+/* Creates a new fallback folder: a name nobody can guess (the kernel's random
+ * bytes), made by mkdir as the caller, so it is the caller's or it fails. */
+static int alt_create(int dirfd, const char *name, const char *what, const char *base,
+		      struct dlrt_err *err)
+{
+	char prefix[DLRT_PRIVDIR_NAME], entry[DLRT_PRIVDIR_NAME];
+	struct timespec ts;
+	uint64_t rnd;
+	int k;
+
+	alt_prefix(name, prefix, sizeof(prefix));
+	for (int tries = 0; tries < 8; tries++) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if (dlrt_crypto_random(&rnd, sizeof(rnd)) < 0)
+			return dlrt_err_errno(err, errno, "%s: no random bytes for a folder name", what);
+		k = snprintf(entry, sizeof(entry), "%s%016llx%016llx", prefix,
+			     (unsigned long long)ts.tv_sec * 1000000ull +
+			     (unsigned long long)ts.tv_nsec / 1000, (unsigned long long)rnd);
+		if (k < 0 || (size_t)k >= sizeof(entry))
+			return dlrt_err_set(err, "%s: %s: name too long", what, prefix);
+		if (mkdirat(dirfd, entry, 0750) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return dlrt_err_errno(err, errno, "%s: cannot create %s/%s", what, base, entry);
+	}
+	return dlrt_err_set(err, "%s: cannot create a folder named %s* in %s: every name tried "
+			    "exists; use a folder only you can write", what, prefix, base);
+}
+
+int dlrt_privdir_job(int dirfd, const char *base, const char *name, const char *what,
+		     struct dlrt_privdir_jobdir *out, struct dlrt_err *err)
+{
+	char names[1][DLRT_PRIVDIR_NAME];
+	int n;
+
+	out->squatted[0] = '\0';
+	snprintf(out->path, sizeof(out->path), "%s/%s", base, name);
+	if (!name[0] || strchr(name, '/') || name[0] == '.')
+		return dlrt_err_set(err, "%s: %s is not one folder name", what, name);
+	if (mkdirat(dirfd, name, 0750) < 0 && errno != EEXIST)
+		return dlrt_err_errno(err, errno, "%s: cannot create %s", what, out->path);
+	if (!squatted(dirfd, name, out->path, out->squatted, sizeof(out->squatted)))
+		return open_checked(dirfd, name, O_RDONLY | O_DIRECTORY, S_IFDIR, out->path, what,
+				    err);
+	/* The job's own folder under another name: the first one any of its
+	 * processes made (the oldest name), so that the tasks of every node and
+	 * every later step and the retry record meet in one folder. */
+	n = alt_each(dirfd, name, names, 1);
+	if (n == 0) {
+		if (alt_create(dirfd, name, what, base, err) < 0)
+			return -1;
+		n = alt_each(dirfd, name, names, 1);
+	}
+	if (n <= 0)
+		return dlrt_err_errno(err, n < 0 ? errno : ENOENT, "%s: cannot list %s", what, base);
+	snprintf(out->path, sizeof(out->path), "%s/%s", base, names[0]);
+	return open_checked(dirfd, names[0], O_RDONLY | O_DIRECTORY, S_IFDIR, out->path, what, err);
+}
+
+int dlrt_privdir_jobdirs(int dirfd, const char *name, const char *shown,
+			 char (*names)[DLRT_PRIVDIR_NAME], int max, char *why, size_t wlen)
+{
+	struct stat st;
+	int n = 0, alt;
+
+	why[0] = '\0';
+	if (max < 1 || !name[0] || strchr(name, '/') || name[0] == '.')
+		return 0;
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == geteuid())
+		snprintf(names[n++], DLRT_PRIVDIR_NAME, "%s", name);
+	else
+		squatted(dirfd, name, shown, why, wlen);
+	alt = alt_each(dirfd, name, names + n, max - n);
+	return n + (alt > 0 ? alt : 0);
+}
+
+int dlrt_privdir_open(int dirfd, const char *name, const char *shown, const char *what,
+		      struct dlrt_err *err)
+{
+	return open_checked(dirfd, name, O_RDONLY | O_DIRECTORY, S_IFDIR, shown, what, err);
 }

@@ -15,6 +15,7 @@
 #ifndef DLRT_PRIVDIR_H
 #define DLRT_PRIVDIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "dlrt_err.h"
@@ -41,6 +42,42 @@ int dlrt_privdir_append(int dirfd, const char *name, const char *shown, const ch
 /* Opens an existing file inside a verified folder for reading, with the same
  * checks. Returns a descriptor; -1 with errno ENOENT (and err set) if absent. */
 int dlrt_privdir_read(int dirfd, const char *name, const char *shown, const char *what,
+		      struct dlrt_err *err);
+
+/* ---- the job's folder DIR/<job> -------------------------------------------
+ * Job ids are easy to guess, so another user can create DIR/<job> first in a
+ * shared DIR. That must neither fail the job nor receive its output: the job
+ * then uses a folder of its own, DIR/<job>.<uid>.<time><random> (the time in
+ * microseconds and 8 random bytes, 32 hex digits), which nobody can guess and
+ * which only mkdir by the job's user can make that user's. Every process of the
+ * job (each task of each step, the retry record) takes the oldest such folder
+ * of the user's, so they meet in one; readers (dlrt-logs) take them all. */
+
+#define DLRT_PRIVDIR_NAME 256 /* a folder name and its NUL */
+
+struct dlrt_privdir_jobdir {
+	char path[4400];     /* the folder used: DIR/<job>, or the fallback */
+	char squatted[1024]; /* why DIR/<job> was not used ("" when it was) */
+};
+
+/* Creates or takes DIR/<name> in `dirfd` (from dlrt_privdir_base; `base` is
+ * its path, for messages) as dlrt_privdir_sub does; when it exists and is
+ * another user's (anything, a link included), the fallback above, created if
+ * the job has none yet, and out->squatted says why. Returns a descriptor. */
+int dlrt_privdir_job(int dirfd, const char *base, const char *name, const char *what,
+		     struct dlrt_privdir_jobdir *out, struct dlrt_err *err);
+
+/* The folders that may hold a job's files, to read them: DIR/<name> if it is
+ * the caller's, then the caller's fallback folders, oldest first, at most
+ * `max` names (each checked on the folder's status; open them with
+ * dlrt_privdir_open, which checks the descriptor). `why` gets the reason when
+ * DIR/<name> (`shown`) exists and is someone else's, else "". */
+int dlrt_privdir_jobdirs(int dirfd, const char *name, const char *shown,
+			 char (*names)[DLRT_PRIVDIR_NAME], int max, char *why, size_t wlen);
+
+/* Opens an existing folder `name` in `dirfd` with dlrt_privdir_sub's checks,
+ * creating nothing. Returns a descriptor; -1 with errno ENOENT if absent. */
+int dlrt_privdir_open(int dirfd, const char *name, const char *shown, const char *what,
 		      struct dlrt_err *err);
 
 #endif

@@ -1,6 +1,8 @@
 /* coord_dispatch.c - handing out tasks: which job a worker serves next
  * (sched.h), the job's queue of tasks (requeued ones first), JOBINFO before
- * a worker's first task of a job, and the dispatch ids (liveness.h).
+ * a worker's first task of a job, and the dispatch ids (liveness.h). Its
+ * part takes TASKFAIL and gives idle workers tasks before each flush of the
+ * deferred writes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,8 +160,8 @@ void dlrt_coord_fill_worker(struct coord *c, struct wk *w)
 }
 
 /* TASKFAIL: the worker cannot run a task of its own; the job fails with why. */
-int dlrt_coord_on_taskfail(struct coord *c, struct dlrt_conn *conn,
-			   const struct dlrt_ip_frame *f, struct dlrt_err *err)
+static int on_taskfail(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		       struct dlrt_err *err)
 {
 	struct wk *w = ((struct peer *)conn->state)->w;
 	struct dlrt_ip_taskfail tf;
@@ -185,3 +187,31 @@ int dlrt_coord_on_taskfail(struct coord *c, struct dlrt_conn *conn,
 	dlrt_coord_fill_worker(c, w);
 	return 0;
 }
+
+/* Before the deferred writes go out: tasks for the workers with room for
+ * more (a job's end freed them, a new job came, a worker is back). */
+static bool fill_idle_workers(struct coord *c)
+{
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		struct wk *w = c->workers[i];
+		uint32_t before;
+
+		if (!w->conn || w->n >= c->o->prefetch)
+			continue;
+		before = w->n;
+		dlrt_coord_fill_worker(c, w);
+		if (w->n != before)
+			dlrt_coord_mark_dirty(c, w->conn);
+	}
+	return false;
+}
+
+static const struct dlrt_coord_frame frames[] = {
+	{ DLRT_IP_TASKFAIL, DLRT_IP_ROLE_WORKER, on_taskfail },
+};
+
+const struct dlrt_coord_part dlrt_coord_dispatch_part = {
+	.frames = frames,
+	.nframes = sizeof(frames) / sizeof(frames[0]),
+	.before_flush = fill_idle_workers,
+};

@@ -1,12 +1,26 @@
 /* coord_int.h - the coordinator's shared state, for its files only.
  *
- * coord.c is the loop and its wiring; each concern has its file:
- * coord_requests.c (handshake, clients), coord_dispatch.c (tasks out),
- * coord_results.c (answers in), coord_replication.c (commit, journal,
- * standby), coord_jobs.c (a job's start, end and resume),
- * coord_liveness.c (lost workers), coord_timeline.c (rates, shares,
- * timeline files). Functions named dlrt_coord_* here are for those files
- * only; dlrt_coord_run() (infer.h) is the way in.
+ * Calls go one way, downwards:
+ *
+ *   coord_run.c    dlrt_coord_run() (infer.h), the way in: the start (epoch
+ *                  claim, state, journal, listener, timers), the shutdown,
+ *                  and the list of parts below
+ *   coord_*.c      the concerns, each a part: coord_requests.c (a peer
+ *                  joining, the clients' requests), coord_dispatch.c (tasks
+ *                  out), coord_results.c (answers in), coord_replication.c
+ *                  (commit, journal, standby, fencing), coord_jobs.c (a
+ *                  job's start, end and resume), coord_liveness.c (lost
+ *                  workers), coord_timeline.c (rates, shares, timeline files)
+ *   coord.c        the core: the log, the clocks, the wake-up (kick) and the
+ *                  deferred writes, the connections and their admission
+ *                  (gate, authentication), and the frame reader
+ *
+ * The core calls no concern by name: it reaches them only through the
+ * struct dlrt_coord_part each concern file exports (its frame handlers and
+ * the hooks below), in the order of coord_run.c's list. The concerns call
+ * the core and each other (a result ends a job, a job's end is committed):
+ * they are peers over the state in this header. Functions named dlrt_coord_*
+ * here are for these files only.
  */
 #ifndef DLRT_INFER_COORD_INT_H
 #define DLRT_INFER_COORD_INT_H
@@ -107,6 +121,10 @@ struct peer {
 
 struct coord {
 	const struct dlrt_coord_opts *o;
+	/* The concerns, as the core reaches them (dlrt_coord_set_parts). */
+	const struct dlrt_coord_part *const *parts;
+	uint32_t nparts;
+	const struct dlrt_coord_frame *frame_of[DLRT_IP_TYPE_MAX]; /* by type; NULL: none */
 	struct dlrt_evloop *loop;
 	struct dlrt_tcpserver *srv;
 	struct dlrt_infer_state st;
@@ -160,12 +178,59 @@ struct coord {
 	char broken_msg[DLRT_ERR_MAX];
 };
 
-/* coord.c */
+/* ---- coord.c: the core ---------------------------------------------------------- */
+
 double dlrt_coord_wall_now(void);
 void dlrt_coord_log(struct coord *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double dlrt_coord_tsec(struct coord *c, int64_t us);
 void dlrt_coord_kick(struct coord *c);
 void dlrt_coord_mark_dirty(struct coord *c, struct dlrt_conn *conn);
+void dlrt_coord_flush_dirty(struct coord *c);
+void dlrt_coord_reply_error(struct dlrt_conn *conn, const char *msg);
+void dlrt_coord_set_parts(struct coord *c, const struct dlrt_coord_part *const *parts,
+			  uint32_t nparts);
+int64_t dlrt_coord_gate_tick(struct dlrt_evloop *loop, void *arg);
+void dlrt_coord_on_signal(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
+extern const struct dlrt_proto dlrt_coord_proto;
+
+/* ---- the parts: how the core reaches the concerns ------------------------------------ */
+
+/* A handler of one frame type an authenticated peer sends. -1 with err: the
+ * connection closes with that line logged. */
+typedef int (*dlrt_coord_handler)(struct coord *c, struct dlrt_conn *conn,
+				  const struct dlrt_ip_frame *f, struct dlrt_err *err);
+
+struct dlrt_coord_frame {
+	uint16_t type;
+	uint8_t role;           /* the one role that may send it */
+	dlrt_coord_handler fn;
+};
+
+/* What one concern file gives the core. Every member may be left out; each
+ * frame type has one handler in all the parts, and join and reply_buf are
+ * given by one part each. */
+struct dlrt_coord_part {
+	const struct dlrt_coord_frame *frames;
+	uint32_t nframes;
+	/* An authenticated peer introduces itself (its HELLO): -1 refuses it. */
+	int (*join)(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h);
+	/* Any frame of an authenticated peer, before its handler. */
+	void (*seen)(struct coord *c, struct dlrt_conn *conn);
+	/* Before the deferred writes go out: true if they must not (fenced out). */
+	bool (*before_flush)(struct coord *c);
+	/* Where the replies a client's frames added go (conn->out, or held). */
+	struct dlrt_buf *(*reply_buf)(struct coord *c, struct dlrt_conn *conn);
+	/* The connection closes: forget it. */
+	void (*closed)(struct coord *c, struct dlrt_conn *conn);
+};
+
+extern const struct dlrt_coord_part dlrt_coord_replication_part;
+extern const struct dlrt_coord_part dlrt_coord_requests_part;
+extern const struct dlrt_coord_part dlrt_coord_liveness_part;
+extern const struct dlrt_coord_part dlrt_coord_dispatch_part;
+extern const struct dlrt_coord_part dlrt_coord_results_part;
+
+/* ---- what the concerns give each other (and coord_run.c) ----------------------------- */
 
 /* coord_timeline.c */
 bool dlrt_coord_job_runnable(struct coord *c, uint32_t ji);
@@ -181,11 +246,8 @@ int64_t dlrt_coord_tick(struct dlrt_evloop *loop, void *arg);
 
 /* coord_replication.c */
 struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn);
-void dlrt_coord_release_held(struct coord *c, bool all);
-void dlrt_coord_held_forget(struct coord *c, struct dlrt_conn *conn);
 void dlrt_coord_put_ack(struct coord *c, struct dlrt_conn *conn, uint32_t job, uint64_t task);
 bool dlrt_coord_fence_check(struct coord *c);
-void dlrt_coord_standby_acked(struct coord *c, uint64_t seq);
 void dlrt_coord_sb_drain(struct coord *c);
 int64_t dlrt_coord_ha_tick(struct dlrt_evloop *loop, void *arg);
 void dlrt_coord_break(struct coord *c, const char *msg);
@@ -211,36 +273,6 @@ void dlrt_coord_requeue(struct coord *c, uint32_t ji, uint64_t task);
 void dlrt_coord_fill_worker(struct coord *c, struct wk *w);
 
 /* coord_liveness.c */
-void dlrt_coord_worker_lost(struct coord *c, struct wk *w, const char *how);
 int64_t dlrt_coord_heartbeat_check(struct dlrt_evloop *loop, void *arg);
-void dlrt_coord_worker_seen(struct coord *c, struct wk *w);
-
-/* coord_requests.c */
-void dlrt_coord_reply_error(struct dlrt_conn *conn, const char *msg);
-int dlrt_coord_handshake(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			 struct dlrt_err *err);
-int dlrt_coord_on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h);
-
-/* One handler per frame type an authenticated peer sends (the table in
- * coord.c names the role that may send it). -1 with err: the connection
- * closes with that line logged. */
-typedef int (*dlrt_coord_handler)(struct coord *c, struct dlrt_conn *conn,
-				  const struct dlrt_ip_frame *f, struct dlrt_err *err);
-
-#define DLRT_COORD_HANDLER(name) \
-	int name(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f, \
-		 struct dlrt_err *err)
-
-DLRT_COORD_HANDLER(dlrt_coord_on_seqack);    /* coord_replication.c */
-DLRT_COORD_HANDLER(dlrt_coord_on_heartbeat); /* coord_liveness.c */
-DLRT_COORD_HANDLER(dlrt_coord_on_drain);
-DLRT_COORD_HANDLER(dlrt_coord_on_result);    /* coord_results.c */
-DLRT_COORD_HANDLER(dlrt_coord_on_resent);
-DLRT_COORD_HANDLER(dlrt_coord_on_taskfail);  /* coord_dispatch.c */
-DLRT_COORD_HANDLER(dlrt_coord_on_submit);    /* coord_requests.c */
-DLRT_COORD_HANDLER(dlrt_coord_on_statusreq);
-DLRT_COORD_HANDLER(dlrt_coord_on_cancel);
-DLRT_COORD_HANDLER(dlrt_coord_on_wait);
-DLRT_COORD_HANDLER(dlrt_coord_on_stop);
 
 #endif

@@ -1,6 +1,8 @@
 /* coord_liveness.c - workers that die or go silent: their tasks go back to
  * the front of their jobs' queues, and one that speaks again is back
- * (liveness.h has the heartbeat rules).
+ * (liveness.h has the heartbeat rules). Its part sees every frame of a
+ * worker, takes HEARTBEAT and DRAIN, and loses a worker whose connection
+ * closes; the heartbeat check is a timer coord_run.c starts.
  */
 #include <stdio.h>
 
@@ -9,7 +11,7 @@
 
 /* A worker died or went silent: its dispatches are void (a late answer is
  * dropped) and its tasks go back to the front of their jobs' queues, in order. */
-void dlrt_coord_worker_lost(struct coord *c, struct wk *w, const char *how)
+static void worker_lost(struct coord *c, struct wk *w, const char *how)
 {
 	uint32_t n = w->n;
 
@@ -59,7 +61,7 @@ int64_t dlrt_coord_heartbeat_check(struct dlrt_evloop *loop, void *arg)
 		if (!w->lost) {
 			snprintf(how, sizeof(how), "silent for %.2f s (heartbeat bound %.2f s)",
 				 (double)(t - w->last_seen_ms) / 1000, (double)c->hb.bound_ms / 1000);
-			dlrt_coord_worker_lost(c, w, how);
+			worker_lost(c, w, how);
 		} else if (t - w->last_seen_ms > c->hb.give_up_ms) {
 			dlrt_coord_log(c, "worker %u (%s) silent for %.0f s: connection closed",
 				       w->id, w->name, (double)(t - w->last_seen_ms) / 1000);
@@ -71,8 +73,13 @@ int64_t dlrt_coord_heartbeat_check(struct dlrt_evloop *loop, void *arg)
 
 /* Any frame from a worker shows it alive; one declared dead comes back empty-handed:
  * answers of its old dispatches are dropped as late. */
-void dlrt_coord_worker_seen(struct coord *c, struct wk *w)
+static void worker_seen(struct coord *c, struct dlrt_conn *conn)
 {
+	struct peer *p = conn->state;
+	struct wk *w = p->w;
+
+	if (p->role != DLRT_IP_ROLE_WORKER)
+		return;
 	w->last_seen_ms = dlrt_now_ms();
 	if (!w->lost || !w->conn)
 		return;
@@ -84,9 +91,9 @@ void dlrt_coord_worker_seen(struct coord *c, struct wk *w)
 	dlrt_coord_kick(c);
 }
 
-/* HEARTBEAT: nothing but the frame itself (the table's caller saw it). */
-int dlrt_coord_on_heartbeat(struct coord *c, struct dlrt_conn *conn,
-			    const struct dlrt_ip_frame *f, struct dlrt_err *err)
+/* HEARTBEAT: nothing but the frame itself (worker_seen saw it). */
+static int on_heartbeat(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+			struct dlrt_err *err)
 {
 	(void)c;
 	(void)conn;
@@ -94,8 +101,8 @@ int dlrt_coord_on_heartbeat(struct coord *c, struct dlrt_conn *conn,
 }
 
 /* DRAIN: the worker is near its time limit and gets no new tasks. */
-int dlrt_coord_on_drain(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			struct dlrt_err *err)
+static int on_drain(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		    struct dlrt_err *err)
 {
 	struct wk *w = ((struct peer *)conn->state)->w;
 	struct dlrt_ip_drain d;
@@ -112,3 +119,29 @@ int dlrt_coord_on_drain(struct coord *c, struct dlrt_conn *conn, const struct dl
 	dlrt_coord_retarget(c);
 	return 0;
 }
+
+/* A worker's connection closes: lost, unless it was lost already. */
+static void worker_closed(struct coord *c, struct dlrt_conn *conn)
+{
+	struct wk *w = ((struct peer *)conn->state)->w;
+
+	if (!w)
+		return;
+	if (!w->lost)
+		worker_lost(c, w, "left (connection closed)");
+	else
+		dlrt_coord_log(c, "worker %u (%s): connection closed", w->id, w->name);
+	w->conn = NULL;
+}
+
+static const struct dlrt_coord_frame frames[] = {
+	{ DLRT_IP_HEARTBEAT, DLRT_IP_ROLE_WORKER, on_heartbeat },
+	{ DLRT_IP_DRAIN, DLRT_IP_ROLE_WORKER, on_drain },
+};
+
+const struct dlrt_coord_part dlrt_coord_liveness_part = {
+	.frames = frames,
+	.nframes = sizeof(frames) / sizeof(frames[0]),
+	.seen = worker_seen,
+	.closed = worker_closed,
+};

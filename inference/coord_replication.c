@@ -2,7 +2,10 @@
  * standby (standby.h): commit (journal, then the standby), the group commit
  * that holds replies until the standby acknowledged what they tell of,
  * fencing by a newer epoch, asking a worker for a standby, and the stop of
- * the pool when the journal fails.
+ * the pool when the journal fails. Its part takes SEQACK, decides where a
+ * client's replies go, checks the fence before each flush of the deferred
+ * writes, and forgets a connection's held replies (or the standby) when it
+ * closes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -47,7 +50,7 @@ struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn)
 
 /* Sends the held replies the standby now holds the changes of (all: the
  * standby is gone and the journal alone is the record). */
-void dlrt_coord_release_held(struct coord *c, bool all)
+static void release_held(struct coord *c, bool all)
 {
 	for (uint32_t i = 0; i < c->nheld; i++) {
 		struct dlrt_conn *conn = c->held[i];
@@ -71,7 +74,7 @@ void dlrt_coord_release_held(struct coord *c, bool all)
 	}
 }
 
-void dlrt_coord_held_forget(struct coord *c, struct dlrt_conn *conn)
+static void held_forget(struct coord *c, struct dlrt_conn *conn)
 {
 	struct peer *p = conn->state;
 
@@ -144,11 +147,11 @@ static void standby_lost(struct coord *c, const char *why)
 	shutdown(conn->fd, SHUT_RDWR);
 	if (!dlrt_coord_fence_check(c)) {
 		c->promote_ms = dlrt_now_ms();
-		dlrt_coord_release_held(c, true);
+		release_held(c, true);
 	}
 }
 
-void dlrt_coord_standby_acked(struct coord *c, uint64_t seq)
+static void standby_acked(struct coord *c, uint64_t seq)
 {
 	if (seq > c->sb_acked)
 		c->sb_acked = seq;
@@ -163,7 +166,7 @@ void dlrt_coord_standby_acked(struct coord *c, uint64_t seq)
 		c->sb_wrote = c->sb_sent; /* the next group */
 		dlrt_coord_mark_dirty(c, c->sb);
 	}
-	dlrt_coord_release_held(c, false);
+	release_held(c, false);
 }
 
 /* Waits (blocking, up to the takeover bound) until the standby holds every
@@ -179,7 +182,7 @@ void dlrt_coord_sb_drain(struct coord *c)
 		standby_lost(c, err.msg);
 		return;
 	}
-	dlrt_coord_standby_acked(c, c->sb_acked);
+	standby_acked(c, c->sb_acked);
 }
 
 /* Asks a worker to start a standby next to it: preferably on another node
@@ -305,7 +308,7 @@ static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t ki
 	} else {
 		/* Written at the end of this loop iteration with the rest of the
 		 * group, or, while a group is on its way, with the next group when
-		 * its SEQACK comes (dlrt_coord_standby_acked): the busier the pool, the larger
+		 * its SEQACK comes (standby_acked): the busier the pool, the larger
 		 * the groups. The replies telling of it wait for its SEQACK. */
 		c->sb_sent = seq;
 		if (!c->sb_ready || c->sb_acked >= c->sb_wrote) {
@@ -371,14 +374,50 @@ int dlrt_coord_standby_attach(struct coord *c, struct dlrt_conn *conn,
 }
 
 /* SEQACK: the standby holds every change up to seq. */
-int dlrt_coord_on_seqack(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			 struct dlrt_err *err)
+static int on_seqack(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		     struct dlrt_err *err)
 {
 	uint64_t seq;
 
 	(void)conn;
 	if (dlrt_ip_get_seq(f->payload, f->len, &seq, err) < 0)
 		return -1;
-	dlrt_coord_standby_acked(c, seq);
+	standby_acked(c, seq);
 	return 0;
 }
+
+/* Before the deferred writes go out: not one after a newer epoch was
+ * claimed. One stat(2) per batch; the claims are scanned only when it
+ * changed. */
+static bool fenced_before_flush(struct coord *c)
+{
+	return dlrt_claim_changed(c->pool, &c->claims_seen) && dlrt_coord_fence_check(c);
+}
+
+/* A connection closes: its held replies go with it; if it was the standby,
+ * another is asked for and the replies held for it go out. */
+static void conn_closed(struct coord *c, struct dlrt_conn *conn)
+{
+	held_forget(c, conn);
+	if (conn != c->sb)
+		return;
+	c->sb = NULL;
+	c->sb_ready = false;
+	dlrt_coord_log(c, "standby lost: it closed its connection");
+	if (!dlrt_coord_fence_check(c)) {
+		c->promote_ms = dlrt_now_ms();
+		release_held(c, true);
+	}
+}
+
+static const struct dlrt_coord_frame frames[] = {
+	{ DLRT_IP_SEQACK, DLRT_IP_ROLE_STANDBY, on_seqack },
+};
+
+const struct dlrt_coord_part dlrt_coord_replication_part = {
+	.frames = frames,
+	.nframes = sizeof(frames) / sizeof(frames[0]),
+	.before_flush = fenced_before_flush,
+	.reply_buf = dlrt_coord_reply_buf,
+	.closed = conn_closed,
+};

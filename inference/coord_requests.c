@@ -1,21 +1,14 @@
-/* coord_requests.c - the peers' side of the coordinator: the handshake
- * (HELLO, CHALLENGE, AUTH), a worker or client joining, and the clients'
- * requests (submit, status, wait, cancel, stop).
+/* coord_requests.c - the peers' side of the coordinator: a worker, client or
+ * standby joining once the core authenticated it (coord.c), and the clients'
+ * requests (submit, status, wait, cancel, stop). Its part takes the
+ * clients' frames, lets peers in, and ends a client's waits when it goes.
  */
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "coord_int.h"
-#include "auth.h"
 #include "common/clock.h"
-
-void dlrt_coord_reply_error(struct dlrt_conn *conn, const char *msg)
-{
-	dlrt_ip_put_error(&conn->out, msg);
-}
 
 static int submit(struct coord *c, struct dlrt_conn *conn, struct dlrt_ip_submit *s)
 {
@@ -124,55 +117,8 @@ static void wait_job(struct coord *c, struct dlrt_conn *conn, uint32_t job)
 	r->waiters[r->nwaiters++] = conn;
 }
 
-/* HELLO -> CHALLENGE, AUTH -> verified (auth.h). A refusal is one log line
- * (on_data's "closing a connection: ...") and one ERROR to the peer. */
-int dlrt_coord_handshake(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			 struct dlrt_err *err)
-{
-	struct peer *p = conn->state;
-	struct dlrt_ip_auth a;
-	struct dlrt_err why;
-	char ip[INET_ADDRSTRLEN] = "?";
-
-	if (!p->challenged) {
-		struct dlrt_ip_challenge ch = { .mode = c->auth_mode };
-
-		if (f->type != DLRT_IP_HELLO)
-			return dlrt_err_set(err, "%s before HELLO", dlrt_ip_type_name(f->type));
-		if (dlrt_ip_get_hello(f->payload, f->len, &p->hello, err) < 0)
-			return -1;
-		if (p->hello.epoch != c->epoch) {
-			dlrt_coord_reply_error(conn,
-					       "stale access record (epoch differs): read it again");
-			return dlrt_err_set(err, "a peer came with epoch %llu, not %llu",
-					    (unsigned long long)p->hello.epoch,
-					    (unsigned long long)c->epoch);
-		}
-		if (dlrt_auth_nonce(p->nonce, err) < 0)
-			return -1;
-		memcpy(ch.nonce, p->nonce, sizeof(ch.nonce));
-		dlrt_ip_put_challenge(&conn->out, &ch);
-		p->challenged = true;
-		return 0;
-	}
-	if (f->type != DLRT_IP_AUTH)
-		return dlrt_err_set(err, "%s before AUTH", dlrt_ip_type_name(f->type));
-	if (dlrt_ip_get_auth(f->payload, f->len, &a, err) < 0)
-		return -1;
-	inet_ntop(AF_INET, &conn->peer_ipv4, ip, sizeof(ip));
-	if (a.mode != c->auth_mode)
-		dlrt_err_set(&why, "it answered in mode %s, the pool uses %s",
-			     dlrt_auth_mode_name(a.mode), dlrt_auth_mode_name(c->auth_mode));
-	else if (dlrt_auth_verify(a.mode, p->nonce, c->secret, p->hello.role, p->hello.epoch,
-				  a.nonce, a.proof, geteuid(), &why) == 0)
-		return 0;
-	dlrt_coord_reply_error(conn, why.msg);
-	return dlrt_err_set(err, "authentication refused for a %s from %s (%.100s): %s",
-			    p->hello.role == DLRT_IP_ROLE_WORKER ? "worker" : "client", ip,
-			    p->hello.name, why.msg);
-}
-
-int dlrt_coord_on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h)
+/* An authenticated peer introduces itself: the role its HELLO names. */
+static int on_hello(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_hello *h)
 {
 	struct peer *p = conn->state;
 	struct wk *w;
@@ -218,10 +164,10 @@ int dlrt_coord_on_hello(struct coord *c, struct dlrt_conn *conn, const struct dl
 	return 0;
 }
 
-/* ---- one handler per client frame (coord.c's table) ----------------------------- */
+/* ---- one handler per client frame (the part below) ------------------------------- */
 
-int dlrt_coord_on_submit(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			 struct dlrt_err *err)
+static int on_submit(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		     struct dlrt_err *err)
 {
 	struct dlrt_ip_submit s;
 	int rc = dlrt_ip_get_submit(f->payload, f->len, &s, err);
@@ -232,8 +178,8 @@ int dlrt_coord_on_submit(struct coord *c, struct dlrt_conn *conn, const struct d
 	return rc;
 }
 
-int dlrt_coord_on_statusreq(struct coord *c, struct dlrt_conn *conn,
-			    const struct dlrt_ip_frame *f, struct dlrt_err *err)
+static int on_statusreq(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+			struct dlrt_err *err)
 {
 	if (dlrt_ip_get_empty(f->payload, f->len, err) < 0)
 		return -1;
@@ -241,8 +187,8 @@ int dlrt_coord_on_statusreq(struct coord *c, struct dlrt_conn *conn,
 	return 0;
 }
 
-int dlrt_coord_on_cancel(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			 struct dlrt_err *err)
+static int on_cancel(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		     struct dlrt_err *err)
 {
 	struct dlrt_ip_jobref r;
 	struct dlrt_infer_job *j;
@@ -261,8 +207,8 @@ int dlrt_coord_on_cancel(struct coord *c, struct dlrt_conn *conn, const struct d
 	return 0;
 }
 
-int dlrt_coord_on_wait(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-		       struct dlrt_err *err)
+static int on_wait(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		   struct dlrt_err *err)
 {
 	struct dlrt_ip_jobref r;
 
@@ -272,8 +218,8 @@ int dlrt_coord_on_wait(struct coord *c, struct dlrt_conn *conn, const struct dlr
 	return 0;
 }
 
-int dlrt_coord_on_stop(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-		       struct dlrt_err *err)
+static int on_stop(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		   struct dlrt_err *err)
 {
 	if (dlrt_ip_get_empty(f->payload, f->len, err) < 0)
 		return -1;
@@ -288,3 +234,30 @@ int dlrt_coord_on_stop(struct coord *c, struct dlrt_conn *conn, const struct dlr
 	dlrt_coord_kick(c);
 	return 0;
 }
+
+/* A client that goes is no longer told of its jobs' ends. */
+static void forget_waits(struct coord *c, struct dlrt_conn *conn)
+{
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
+		struct jrt *r = &c->jr[ji];
+
+		for (uint32_t i = 0; i < r->nwaiters; i++)
+			if (r->waiters[i] == conn)
+				r->waiters[i--] = r->waiters[--r->nwaiters];
+	}
+}
+
+static const struct dlrt_coord_frame frames[] = {
+	{ DLRT_IP_SUBMIT, DLRT_IP_ROLE_CLIENT, on_submit },
+	{ DLRT_IP_STATUSREQ, DLRT_IP_ROLE_CLIENT, on_statusreq },
+	{ DLRT_IP_CANCEL, DLRT_IP_ROLE_CLIENT, on_cancel },
+	{ DLRT_IP_WAIT, DLRT_IP_ROLE_CLIENT, on_wait },
+	{ DLRT_IP_STOP, DLRT_IP_ROLE_CLIENT, on_stop },
+};
+
+const struct dlrt_coord_part dlrt_coord_requests_part = {
+	.frames = frames,
+	.nframes = sizeof(frames) / sizeof(frames[0]),
+	.join = on_hello,
+	.closed = forget_waits,
+};

@@ -1,7 +1,7 @@
 /* coord_results.c - answers: exactly once (the task's current dispatch
  * only), their rows stored in the results file before the answer is
  * recorded, re-sent answers after a failover, and the end of a job whose
- * last answer came.
+ * last answer came. Its part takes RESULT and RESENT.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -252,8 +252,8 @@ static void record_resent(struct coord *c, struct wk *w, const struct dlrt_ip_re
 
 /* RESENT: an answer no coordinator acknowledged. Acknowledged whether it is
  * recorded now or was before: the worker forgets it either way. */
-int dlrt_coord_on_resent(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			 struct dlrt_err *err)
+static int on_resent(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		     struct dlrt_err *err)
 {
 	struct wk *w = ((struct peer *)conn->state)->w;
 	struct dlrt_ip_result res;
@@ -270,8 +270,8 @@ int dlrt_coord_on_resent(struct coord *c, struct dlrt_conn *conn, const struct d
 
 /* RESULT: the answer to a task of this worker; its next task goes out with
  * the ACK. */
-int dlrt_coord_on_result(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
-			 struct dlrt_err *err)
+static int on_result(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip_frame *f,
+		     struct dlrt_err *err)
 {
 	struct wk *w = ((struct peer *)conn->state)->w;
 	struct dlrt_ip_result res;
@@ -289,3 +289,13 @@ int dlrt_coord_on_result(struct coord *c, struct dlrt_conn *conn, const struct d
 	dlrt_coord_kick(c);
 	return rc;
 }
+
+static const struct dlrt_coord_frame frames[] = {
+	{ DLRT_IP_RESENT, DLRT_IP_ROLE_WORKER, on_resent },
+	{ DLRT_IP_RESULT, DLRT_IP_ROLE_WORKER, on_result },
+};
+
+const struct dlrt_coord_part dlrt_coord_results_part = {
+	.frames = frames,
+	.nframes = sizeof(frames) / sizeof(frames[0]),
+};

@@ -1,5 +1,6 @@
 /* infer.h - the three programs of a dlrt-infer pool, as library entry points
- * (dlrt_infer_main.c is only the command line around them).
+ * (dlrt_infer_main.c and the cli_*.c files are only the command line around
+ * them).
  */
 #ifndef DLRT_INFER_H
 #define DLRT_INFER_H

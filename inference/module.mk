@@ -3,11 +3,14 @@
 # infer_runtime.c (the runtime table's `infer`, linked into the plugin from
 # libdlrt.a like every other runtime). The models live in inference/models/
 # (their own module.mk). See docs/inference.md.
-INFER_SRCS := $(filter-out %_main.c,$(wildcard inference/*.c))
+# The command line (dlrt_infer_main.c and the cli_*.c files of its commands)
+# is dlrt-infer's alone: it stays out of libdlrt.a.
+INFER_CLI_SRCS := $(wildcard inference/cli_*.c)
+INFER_SRCS := $(filter-out %_main.c $(INFER_CLI_SRCS),$(wildcard inference/*.c))
 LIB_SRCS   += $(INFER_SRCS)
 
 BINS       += $(BUILD)/bin/dlrt-infer
-$(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,inference/dlrt_infer_main.c))
+$(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,inference/dlrt_infer_main.c $(INFER_CLI_SRCS)))
 
 UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched \
               $(BUILD)/tests/test_infer_liveness $(BUILD)/tests/test_infer_auth \

@@ -47,26 +47,32 @@ static int log_base(spank_t sp, char *out, size_t len, struct dlrt_err *err)
 
 /* Opens DIR/<job>/<step>/<leaf> for appending: each level created as the user
  * and checked on its descriptor (common/privdir.h), so nothing another user
- * created in a shared DIR can receive the task's output. */
-static int log_open(spank_t sp, const char *leaf, char *file, size_t len, struct dlrt_err *err)
+ * created in a shared DIR can receive the task's output. When someone else
+ * took DIR/<job> first, the job's folder is DIR/<job>.<uid>.<random> instead
+ * (dlrt_privdir_job): the job runs, and task 0 says where on its stderr. */
+static int log_open(spank_t sp, uint32_t rank, const char *leaf, char *file, size_t len,
+		    struct dlrt_err *err)
 {
 	static const char what[] = "--dl-log-dir";
+	const struct dlrt_step_info *st = &dlrt_plugin.step;
+	struct dlrt_privdir_jobdir jd;
 	char base[2048], name[16];
 	int dfd = -1, jfd = -1, sfd = -1, fd = -1;
 
 	if (log_base(sp, base, sizeof(base), err) < 0 ||
 	    (dfd = dlrt_privdir_base(base, what, err)) < 0)
 		goto out;
-	snprintf(name, sizeof(name), "%u", dlrt_plugin.step.job_id);
-	snprintf(file, len, "%s/%s", base, name);
-	if ((jfd = dlrt_privdir_sub(dfd, name, file, what, err)) < 0)
+	snprintf(name, sizeof(name), "%u", st->job_id);
+	if ((jfd = dlrt_privdir_job(dfd, base, name, what, &jd, err)) < 0)
 		goto out;
-	snprintf(name, sizeof(name), "%u", dlrt_plugin.step.step_id);
-	snprintf(file, len, "%s/%u/%s", base, dlrt_plugin.step.job_id, name);
+	if (jd.squatted[0] && rank == 0)
+		fprintf(stderr, "dlrt: %s: %s; this job's logs are in %s/ instead (dlrt-logs %u "
+			"finds them there)\n", what, jd.squatted, jd.path, st->job_id);
+	snprintf(name, sizeof(name), "%u", st->step_id);
+	snprintf(file, len, "%s/%s", jd.path, name);
 	if ((sfd = dlrt_privdir_sub(jfd, name, file, what, err)) < 0)
 		goto out;
-	snprintf(file, len, "%s/%u/%u/%s", base, dlrt_plugin.step.job_id,
-		 dlrt_plugin.step.step_id, leaf);
+	snprintf(file, len, "%s/%u/%s", jd.path, st->step_id, leaf);
 	fd = dlrt_privdir_append(sfd, leaf, file, what, err);
 out:
 	if (sfd >= 0)
@@ -85,7 +91,7 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 				     SIGXFSZ /* a file size limit: the write fails, the log is cut */ };
 	const struct dlrt_task_role *tr = &dlrt_plugin.plan.task[rank];
 	struct dlrt_logrelay r = { .in = { -1, -1 }, .tee = { STDOUT_FILENO, STDERR_FILENO } };
-	char file[2200], leaf[64];
+	char file[4600], leaf[64];
 	int out[2] = { -1, -1 }, errp[2] = { -1, -1 }, status;
 	uid_t uid = 0;
 	sigset_t all, old;
@@ -99,7 +105,7 @@ int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 				    "uid %u; refusing to create log files", (unsigned)geteuid(),
 				    (unsigned)uid);
 	snprintf(leaf, sizeof(leaf), "%s-%u.log", dlrt_role_name(tr->role), tr->role_index);
-	r.file = log_open(sp, leaf, file, sizeof(file), err);
+	r.file = log_open(sp, rank, leaf, file, sizeof(file), err);
 	if (r.file < 0)
 		return -1;
 	dlrt_logrelay_init(&r, r.file, file);

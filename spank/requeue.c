@@ -51,6 +51,8 @@ struct rq_job {
 	char pwd[1024], home[1024], slurm_conf[1024], path[2048], nodelist[4096];
 	char env_path[2048]; /* PATH for scontrol/sinfo: the job's, then the usual places */
 	int dirfd; /* the job's verified folder of the retry record, or -1 */
+	int basefd; /* the folder that holds it (DIR, ~/.dlrt/jobs), or -1 */
+	char base[2048];
 };
 
 static void getenv_job(spank_t sp, const char *name, char *buf, int len)
@@ -78,42 +80,51 @@ static void rq_report(const char *fmt, ...)
  * ~/.dlrt/jobs/<job>/dlrt-retries.log. Called as the user. The job's folder is
  * created and checked like the task logs' (common/privdir.h): only the job's
  * user can write in it, so no other user can plant a line that requeues the
- * job. A folder that fails the check is reported (one line in the slurmd log)
+ * job. When another user took DIR/<job> first, the record goes where the
+ * task logs go, the job's own DIR/<job>.<uid>.<random> (one line in the
+ * slurmd log says so). A folder that fails the checks is reported (one line)
  * and leaves j->dirfd at -1: nothing is recorded, nothing is read, and the
  * decision rests on the node states alone. */
 static int retry_log_path(struct rq_job *j, char *out, size_t len)
 {
 	static const char what[] = "--dl-retries";
 	const char *d = dlrt_plugin.opts.log_dir;
-	char base[2048], name[16];
+	struct dlrt_privdir_jobdir jd;
 	struct dlrt_err err = { "" };
-	int n, dfd;
+	char name[16];
+	int n;
 
-	j->dirfd = -1;
+	j->dirfd = j->basefd = -1;
 	if (d[0] == '/')
-		n = snprintf(base, sizeof(base), "%s", d);
+		n = snprintf(j->base, sizeof(j->base), "%s", d);
 	else if (d[0] && j->pwd[0] == '/')
-		n = snprintf(base, sizeof(base), "%s/%s", j->pwd, d);
+		n = snprintf(j->base, sizeof(j->base), "%s/%s", j->pwd, d);
 	else if (j->home[0] == '/') /* the job's HOME: no NSS lookup in slurmstepd */
-		n = snprintf(base, sizeof(base), "%s/.dlrt/jobs", j->home);
+		n = snprintf(j->base, sizeof(j->base), "%s/.dlrt/jobs", j->home);
 	else
 		return -1;
-	if (n < 0 || (size_t)n >= sizeof(base))
+	if (n < 0 || (size_t)n >= sizeof(j->base))
 		return -1;
 	snprintf(name, sizeof(name), "%u", j->job_id);
-	n = snprintf(out, len, "%s/%s/" RQ_LOG_NAME, base, name);
+	n = snprintf(out, len, "%s/%s/" RQ_LOG_NAME, j->base, name);
 	if (n < 0 || (size_t)n >= len)
 		return -1;
-	dfd = dlrt_privdir_base(base, what, &err);
-	if (dfd >= 0) {
-		char shown[2100];
-
-		snprintf(shown, sizeof(shown), "%s/%s", base, name);
-		j->dirfd = dlrt_privdir_sub(dfd, name, shown, what, &err);
-		close(dfd);
-	}
-	if (j->dirfd < 0)
+	j->basefd = dlrt_privdir_base(j->base, what, &err);
+	if (j->basefd >= 0)
+		j->dirfd = dlrt_privdir_job(j->basefd, j->base, name, what, &jd, &err);
+	if (j->dirfd < 0) {
 		rq_report("dlrt: %s (job %u: its retry record is not used)", err.msg, j->job_id);
+		return 0;
+	}
+	n = snprintf(out, len, "%s/" RQ_LOG_NAME, jd.path);
+	if (n < 0 || (size_t)n >= len) {
+		close(j->dirfd);
+		j->dirfd = -1;
+		return -1;
+	}
+	if (jd.squatted[0])
+		rq_report("dlrt: %s: %s; job %u's retry record is in %s instead", what, jd.squatted,
+			  j->job_id, out);
 	return 0;
 }
 
@@ -149,9 +160,10 @@ static void rq_note(const struct rq_job *j, const char *fmt, ...)
 			    n - 1, line, j->path, strerror(errno), j->job_id);
 }
 
-/* This attempt's part of the retry record (its last lines, from a line start)
- * into buf; "" if there is none or it cannot be trusted (reported). */
-static void rq_read(const struct rq_job *j, char *buf, size_t len)
+/* The tail of one retry record (from a line start) into buf; "" if there is
+ * none or it cannot be trusted (reported). */
+static void rq_read_one(const struct rq_job *j, int dirfd, const char *shown, char *buf,
+			size_t len)
 {
 	struct dlrt_err err = { "" };
 	struct stat st;
@@ -161,9 +173,9 @@ static void rq_read(const struct rq_job *j, char *buf, size_t len)
 	int fd;
 
 	buf[0] = '\0';
-	if (j->dirfd < 0 || len < 2)
+	if (len < 2)
 		return;
-	fd = dlrt_privdir_read(j->dirfd, RQ_LOG_NAME, j->path, "--dl-retries", &err);
+	fd = dlrt_privdir_read(dirfd, RQ_LOG_NAME, shown, "--dl-retries", &err);
 	if (fd < 0) {
 		if (errno != ENOENT)
 			rq_report("dlrt: %s (job %u: the record is not used)", err.msg, j->job_id);
@@ -178,6 +190,38 @@ static void rq_read(const struct rq_job *j, char *buf, size_t len)
 		memmove(buf, p + 1, strlen(p + 1) + 1);
 	else if (from > 0)
 		buf[0] = '\0';
+}
+
+/* This attempt's part of the retry record into buf. Every folder of the
+ * user's that may hold it is read (DIR/<job> and the fallbacks, oldest
+ * first): the steps of a job whose DIR/<job> another user took, or removed
+ * again midway, may have recorded in more than one. */
+static void rq_read(const struct rq_job *j, char *buf, size_t len)
+{
+	char names[4][DLRT_PRIVDIR_NAME], why[1024], job[16], shown[3200];
+	size_t used = 0;
+	int n;
+
+	buf[0] = '\0';
+	if (j->dirfd < 0 || j->basefd < 0)
+		return;
+	snprintf(job, sizeof(job), "%u", j->job_id);
+	snprintf(shown, sizeof(shown), "%s/%s", j->base, job);
+	n = dlrt_privdir_jobdirs(j->basefd, job, shown, names, 4, why, sizeof(why));
+	for (int i = 0; i < n && used + 1 < len; i++) {
+		struct dlrt_err err = { "" };
+		int dfd;
+
+		snprintf(shown, sizeof(shown), "%s/%s/" RQ_LOG_NAME, j->base, names[i]);
+		dfd = dlrt_privdir_open(j->basefd, names[i], shown, "--dl-retries", &err);
+		if (dfd < 0) {
+			rq_report("dlrt: %s (job %u: the record is not used)", err.msg, j->job_id);
+			continue;
+		}
+		rq_read_one(j, dfd, shown, buf + used, len - used);
+		used += strlen(buf + used);
+		close(dfd);
+	}
 }
 
 /* Runs argv (scontrol, sinfo) with the job's Slurm config; its output into

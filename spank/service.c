@@ -557,13 +557,16 @@ int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECR
 	argv[n++] = ready_s;
 	/* A task sets at most a node's task ports (rdvclient.h), a step one
 	 * value per node (per task in a dry run); a stranger cannot set anything
-	 * without the secret. 64 MiB in all holds 10000 nodes' task ports. */
+	 * without the secret. --max-store also counts the key lists of parked
+	 * WAITs, and every node's first task waits for every other node's ports
+	 * (about 26 bytes a key): N nodes that all wait at once hold N x N x 26
+	 * bytes, so 1 GiB in all serves 6,000 nodes (64 MiB: 1,500). */
 	argv[n++] = "--max-value";
 	argv[n++] = "9216";
 	argv[n++] = "--max-key";
 	argv[n++] = "128";
 	argv[n++] = "--max-store";
-	argv[n++] = "67108864";
+	argv[n++] = "1073741824";
 	argv[n++] = "--max-wait-keys"; /* a node waits for every other node's ports */
 	argv[n++] = "65536";
 	if (dlrt_plugin.opts.verbose)

@@ -7,21 +7,36 @@
  * Each log file is already in time order (one writer per file), so the merge
  * reads all files at once and always prints the line with the smallest stamp:
  * memory stays one line per file.
+ *
+ * The job's logs are in DIR/JOBID, or, when another user took that name first
+ * in a shared DIR, in DIR/JOBID.<uid>.<random> (common/privdir.h): every folder
+ * of the caller's that may hold them is read, each opened without following a
+ * link and checked on its descriptor (the caller's own, writable by no one
+ * else), so a folder or file someone else planted is never shown as the job's.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "common/privdir.h"
 #include "logs/logline.h"
 #include "logs/logrelay.h"
+
+#define MAX_JOBDIRS 16 /* DIR/JOBID and its fallbacks read at most */
+#define MAX_STEPDIRS 4096
 
 #define CUT_LEN (sizeof(DLRT_LOGRELAY_CUT) - 1)
 
 struct logfile {
 	char path[4096];
+	int dirfd;      /* its step folder, checked (the file is opened in it) */
+	char leaf[256];
 	char name[96];  /* "3 worker-2": step and role-index, the merge prefix */
 	uint32_t step, index;
 	char role[32];
@@ -75,56 +90,148 @@ static int parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
-/* Collects DIR/JOBID/<step>/<role>-<index>.log. */
-static int collect(const char *jobdir, int only_step, uint32_t step_want, struct logfile **out,
-		   size_t *n)
+/* The folders read, open and checked: job folders, then step folders. */
+static int jobfds[MAX_JOBDIRS], stepfds[MAX_STEPDIRS];
+static char jobpaths[MAX_JOBDIRS][4400];
+static int njob, nstep;
+
+/* Opens a log file of the list in its checked step folder; NULL (with one
+ * line on stderr) if it is not the caller's own regular file. */
+static FILE *open_log(const struct logfile *l)
 {
-	DIR *jd = opendir(jobdir), *sd;
-	struct dirent *se, *fe;
+	struct dlrt_err err = { "" };
+	int fd = dlrt_privdir_read(l->dirfd, l->leaf, l->path, "dlrt-logs", &err);
+	FILE *f;
+
+	if (fd < 0) {
+		fprintf(stderr, "dlrt-logs: skipped: %s\n", err.msg);
+		return NULL;
+	}
+	if (!(f = fdopen(fd, "r")))
+		close(fd);
+	return f;
+}
+
+/* Adds the <role>-<index>.log files of one checked step folder. */
+static int collect_step(int sfd, const char *sdir, uint32_t step, struct logfile **out,
+			size_t *n, size_t *cap)
+{
+	int fd = openat(sfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *sd = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *fe;
+
+	if (!sd) {
+		if (fd >= 0)
+			close(fd);
+		fprintf(stderr, "dlrt-logs: cannot read %s: %s\n", sdir, strerror(errno));
+		return 0;
+	}
+	while ((fe = readdir(sd))) {
+		struct logfile *l;
+
+		if (*n == *cap) {
+			struct logfile *bigger = realloc(*out, (*cap = *cap ? 2 * *cap : 16) *
+							 sizeof(**out));
+			if (!bigger) {
+				fprintf(stderr, "dlrt-logs: out of memory\n");
+				closedir(sd);
+				return -1;
+			}
+			*out = bigger;
+		}
+		l = &(*out)[*n];
+		memset(l, 0, sizeof(*l));
+		if (dlrt_logname_parse(fe->d_name, l->role, sizeof(l->role), &l->index) < 0 ||
+		    strlen(fe->d_name) >= sizeof(l->leaf))
+			continue;
+		l->step = step;
+		l->dirfd = sfd;
+		snprintf(l->leaf, sizeof(l->leaf), "%s", fe->d_name);
+		if ((size_t)snprintf(l->path, sizeof(l->path), "%s/%s", sdir, fe->d_name) >=
+		    sizeof(l->path))
+			continue;
+		snprintf(l->name, sizeof(l->name), "%u %s-%u", step, l->role, l->index);
+		(*n)++;
+	}
+	closedir(sd);
+	return 0;
+}
+
+/* Collects DIR/JOBID/<step>/<role>-<index>.log, and the same in the caller's
+ * fallback folders DIR/JOBID.<uid>.<random>. */
+static int collect(const char *dir, uint32_t job, int only_step, uint32_t step_want,
+		   struct logfile **out, size_t *n)
+{
+	char names[MAX_JOBDIRS][DLRT_PRIVDIR_NAME], jname[16], shown[4400], why[1024];
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), k;
 	size_t cap = 0;
 
-	if (!jd) {
+	snprintf(jname, sizeof(jname), "%u", job);
+	snprintf(shown, sizeof(shown), "%s/%s", dir, jname);
+	if (dfd < 0) {
 		fprintf(stderr, "dlrt-logs: cannot open %s: %s (is --dir the job's --dl-log-dir?)\n",
-			jobdir, strerror(errno));
+			shown, strerror(errno));
 		return -1;
 	}
-	while ((se = readdir(jd))) {
-		char sdir[4096];
-		uint32_t step;
-
-		if (parse_u32(se->d_name, &step) < 0 || (only_step && step != step_want))
-			continue;
-		if ((size_t)snprintf(sdir, sizeof(sdir), "%s/%s", jobdir, se->d_name) >= sizeof(sdir) ||
-		    !(sd = opendir(sdir)))
-			continue;
-		while ((fe = readdir(sd))) {
-			struct logfile *l;
-
-			if (*n == cap) {
-				struct logfile *bigger = realloc(*out, (cap = cap ? 2 * cap : 16) *
-								 sizeof(**out));
-				if (!bigger) {
-					fprintf(stderr, "dlrt-logs: out of memory\n");
-					closedir(sd);
-					closedir(jd);
-					return -1;
-				}
-				*out = bigger;
-			}
-			l = &(*out)[*n];
-			memset(l, 0, sizeof(*l));
-			if (dlrt_logname_parse(fe->d_name, l->role, sizeof(l->role), &l->index) < 0)
-				continue;
-			l->step = step;
-			if ((size_t)snprintf(l->path, sizeof(l->path), "%s/%s", sdir, fe->d_name) >=
-			    sizeof(l->path))
-				continue;
-			snprintf(l->name, sizeof(l->name), "%u %s-%u", step, l->role, l->index);
-			(*n)++;
-		}
-		closedir(sd);
+	k = dlrt_privdir_jobdirs(dfd, jname, shown, names, MAX_JOBDIRS, why, sizeof(why));
+	if (k == 0) {
+		if (why[0])
+			fprintf(stderr, "dlrt-logs: %s, and no folder of yours holds job %u's logs "
+				"(is --dir the job's --dl-log-dir?)\n", why, job);
+		else
+			fprintf(stderr, "dlrt-logs: cannot open %s: %s (is --dir the job's "
+				"--dl-log-dir?)\n", shown, strerror(ENOENT));
+		close(dfd);
+		return -1;
 	}
-	closedir(jd);
+	for (int i = 0; i < k; i++) {
+		struct dlrt_err err = { "" };
+		struct dirent *se;
+		DIR *jd;
+		int jfd, fd;
+
+		snprintf(jobpaths[njob], sizeof(jobpaths[njob]), "%s/%s", dir, names[i]);
+		jfd = dlrt_privdir_open(dfd, names[i], jobpaths[njob], "dlrt-logs", &err);
+		if (jfd < 0) {
+			fprintf(stderr, "dlrt-logs: skipped: %s\n", err.msg);
+			continue;
+		}
+		if (why[0])
+			fprintf(stderr, "dlrt-logs: %s; job %u's logs are in %s\n", why, job,
+				jobpaths[njob]);
+		jobfds[njob++] = jfd;
+		fd = openat(jfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || !(jd = fdopendir(fd))) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		while ((se = readdir(jd))) {
+			char sdir[4096];
+			uint32_t step;
+			int sfd;
+
+			if (parse_u32(se->d_name, &step) < 0 || (only_step && step != step_want) ||
+			    nstep == MAX_STEPDIRS)
+				continue;
+			if ((size_t)snprintf(sdir, sizeof(sdir), "%s/%s", jobpaths[njob - 1],
+					     se->d_name) >= sizeof(sdir))
+				continue;
+			sfd = dlrt_privdir_open(jfd, se->d_name, sdir, "dlrt-logs", &err);
+			if (sfd < 0) {
+				fprintf(stderr, "dlrt-logs: skipped: %s\n", err.msg);
+				continue;
+			}
+			stepfds[nstep++] = sfd;
+			if (collect_step(sfd, sdir, step, out, n, &cap) < 0) {
+				closedir(jd);
+				close(dfd);
+				return -1;
+			}
+		}
+		closedir(jd);
+	}
+	close(dfd);
 	qsort(*out, *n, sizeof(**out), by_step_role);
 	return 0;
 }
@@ -157,7 +264,7 @@ static void print_merged(const struct logfile *l)
 static int merge(struct logfile *files, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		files[i].f = fopen(files[i].path, "r");
+		files[i].f = open_log(&files[i]);
 		if (!files[i].f || next_line(&files[i]) < 0) {
 			if (files[i].f)
 				fclose(files[i].f);
@@ -183,9 +290,9 @@ static int merge(struct logfile *files, size_t n)
 	return 0;
 }
 
-static int list(struct logfile *files, size_t n, const char *jobdir)
+static int list(struct logfile *files, size_t n)
 {
-	char retries[4200], *line = NULL;
+	char retries[4500], *line = NULL;
 	size_t cap = 0;
 	FILE *f;
 
@@ -196,7 +303,7 @@ static int list(struct logfile *files, size_t n, const char *jobdir)
 		struct dlrt_logline ll;
 		ssize_t len;
 
-		if (!(f = fopen(l->path, "r")))
+		if (!(f = open_log(l)))
 			continue;
 		while ((len = getline(&line, &cap, f)) >= 0) {
 			if (len && line[len - 1] == '\n')
@@ -231,14 +338,29 @@ static int list(struct logfile *files, size_t n, const char *jobdir)
 		       l->end[0] ? l->end : "running or cut off");
 	}
 	free(line);
-	snprintf(retries, sizeof(retries), "%s/dlrt-retries.log", jobdir);
-	if ((f = fopen(retries, "r"))) {
-		char buf[1024];
+	for (int i = 0; i < njob; i++) {
+		struct dlrt_err err = { "" };
+		int fd;
 
-		printf("retries (%s):\n", retries);
-		while (fgets(buf, sizeof(buf), f))
-			printf("  %s", buf);
-		fclose(f);
+		if ((size_t)snprintf(retries, sizeof(retries), "%s/dlrt-retries.log", jobpaths[i]) >=
+		    sizeof(retries))
+			continue;
+		fd = dlrt_privdir_read(jobfds[i], "dlrt-retries.log", retries, "dlrt-logs", &err);
+		if (fd < 0) {
+			if (errno != ENOENT)
+				fprintf(stderr, "dlrt-logs: skipped: %s\n", err.msg);
+			continue;
+		}
+		if ((f = fdopen(fd, "r"))) {
+			char buf[1024];
+
+			printf("retries (%s):\n", retries);
+			while (fgets(buf, sizeof(buf), f))
+				printf("  %s", buf);
+			fclose(f);
+		} else {
+			close(fd);
+		}
 	}
 	return 0;
 }
@@ -252,7 +374,7 @@ int main(int argc, char **argv)
 	};
 	const char *dir = getenv("DLRT_LOG_DIR");
 	struct logfile *files = NULL;
-	char jobdir[4096];
+	struct rlimit rl;
 	uint32_t job, step = 0;
 	int c, do_merge = 0, only_step = 0, rc;
 	size_t n = 0;
@@ -288,18 +410,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlrt-logs: give --dir DIR (the job's --dl-log-dir) or set DLRT_LOG_DIR\n");
 		return 1;
 	}
-	snprintf(jobdir, sizeof(jobdir), "%s/%u", dir, job);
-	if (collect(jobdir, only_step, step, &files, &n) < 0) {
+	/* One descriptor per step folder and, to merge, per file: as many as allowed. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (collect(dir, job, only_step, step, &files, &n) < 0) {
 		free(files);
 		return 1;
 	}
 	if (n == 0) {
-		fprintf(stderr, "dlrt-logs: no task logs under %s%s\n", jobdir,
+		fprintf(stderr, "dlrt-logs: no task logs under %s/%u%s\n", dir, job,
 			only_step ? " for that step" : "");
 		free(files);
 		return 1;
 	}
-	rc = do_merge ? merge(files, n) : list(files, n, jobdir);
+	rc = do_merge ? merge(files, n) : list(files, n);
 	free(files);
 	return rc ? 1 : 0;
 }

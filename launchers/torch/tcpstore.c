@@ -12,6 +12,8 @@
 /* What an entry costs besides its bytes (map entry, value header, malloc):
  * counted so that a flood of empty keys also fills the store. */
 #define ENTRY_OVERHEAD 96u
+/* What a parked WAIT costs besides its key list (the copy's malloc header). */
+#define WAIT_OVERHEAD 64u
 
 /* torch 2.x opens every connection with VALIDATE (query 0) and this number. */
 #define TORCH2_MAGIC 0x3C85F7CEu
@@ -24,9 +26,11 @@ struct val {
 struct dlrt_tcpstore {
 	struct dlrt_tcpstore_limits lim;
 	struct dlrt_kvmap map;
-	size_t bytes;
+	size_t bytes; /* keys and values */
+	size_t held;  /* clients' parked key lists, unfinished requests, unread replies */
 	uint64_t next_id;
-	struct dlrt_tcpstore_client *parked;
+	struct dlrt_tcpstore_client *parked, *clients;
+	char full[320]; /* the refusal, with the bound in it */
 	dlrt_tcpstore_wake_fn wake;
 	void *wake_arg;
 };
@@ -56,6 +60,11 @@ struct dlrt_tcpstore *dlrt_tcpstore_create(const struct dlrt_tcpstore_limits *li
 		s->lim.max_store = DLRT_TCPSTORE_DEFAULT_MAX_STORE;
 		s->lim.max_wait_keys = DLRT_TCPSTORE_DEFAULT_MAX_WAIT_KEYS;
 	}
+	/* One line for the log (dlrt_c10d_store_main.c prints it after "closing: "). */
+	snprintf(s->full, sizeof(s->full), "the store is full (--max-store=%zu bytes, counting "
+		 "the values, the keys parked WAITs hold, unfinished requests and unread replies "
+		 "of all clients): a rendezvous needs far less; check what the job's ranks set, "
+		 "wait for and leave unread (an admin can raise --max-store)", s->lim.max_store);
 	dlrt_kvmap_init(&s->map);
 	s->wake = wake;
 	s->wake_arg = wake_arg;
@@ -80,6 +89,38 @@ size_t dlrt_tcpstore_bytes(const struct dlrt_tcpstore *s)
 	return s->bytes;
 }
 
+size_t dlrt_tcpstore_held(const struct dlrt_tcpstore *s)
+{
+	return s->held;
+}
+
+/* Recounts what the store holds for c: the request being executed is as good
+ * as consumed, a parked WAIT holds its copy of the key list. */
+static void count(struct dlrt_tcpstore_client *c)
+{
+	size_t h = c->out ? c->out->len : 0;
+
+	if (c->in && c->in->len > c->skip)
+		h += c->in->len - c->skip;
+	if (c->waiting)
+		h += c->wait_len + WAIT_OVERHEAD;
+	c->store->held = c->store->held - c->held + h;
+	c->held = h;
+}
+
+/* True if `more` bytes would take the store past --max-store. Other clients'
+ * counts may be high (the server has since sent their replies or they were
+ * parked and woken), so they are all recounted before a refusal: the common
+ * case costs nothing, a refusal is exact. */
+static bool full(struct dlrt_tcpstore *s, size_t more)
+{
+	if (s->bytes + s->held + more <= s->lim.max_store)
+		return false;
+	for (struct dlrt_tcpstore_client *c = s->clients; c; c = c->cnext)
+		count(c);
+	return s->bytes + s->held + more > s->lim.max_store;
+}
+
 void dlrt_tcpstore_client_init(struct dlrt_tcpstore *s, struct dlrt_tcpstore_client *c,
 			       struct dlrt_buf *out, void *owner)
 {
@@ -88,6 +129,10 @@ void dlrt_tcpstore_client_init(struct dlrt_tcpstore *s, struct dlrt_tcpstore_cli
 	c->out = out;
 	c->owner = owner;
 	c->id = ++s->next_id;
+	c->cnext = s->clients;
+	if (s->clients)
+		s->clients->cprev = c;
+	s->clients = c;
 }
 
 static void unpark(struct dlrt_tcpstore_client *c)
@@ -109,7 +154,18 @@ static void unpark(struct dlrt_tcpstore_client *c)
 
 void dlrt_tcpstore_client_free(struct dlrt_tcpstore_client *c)
 {
+	struct dlrt_tcpstore *s = c->store;
+
 	unpark(c);
+	s->held -= c->held;
+	c->held = 0;
+	if (c->cprev)
+		c->cprev->cnext = c->cnext;
+	else if (s->clients == c)
+		s->clients = c->cnext;
+	if (c->cnext)
+		c->cnext->cprev = c->cprev;
+	c->cprev = c->cnext = NULL;
 }
 
 /* ---- parsing --------------------------------------------------------------- */
@@ -295,9 +351,8 @@ static int put(struct dlrt_tcpstore_client *cl, const uint8_t *k, size_t kl,
 	size_t old = e ? cost(kl, ((struct val *)e->val)->len) : 0;
 	struct val *nv;
 
-	if (s->bytes - old + cost(kl, vl) > s->lim.max_store) {
-		cl->error = "the store is full (--max-store): a key or value of this job is "
-			    "far larger than a rendezvous needs";
+	if (cost(kl, vl) > old && full(s, cost(kl, vl) - old)) {
+		cl->error = s->full;
 		return -1;
 	}
 	nv = malloc(sizeof(*nv) + vl + 1);
@@ -336,8 +391,14 @@ static bool all_present(struct dlrt_tcpstore *s, const uint8_t *list, size_t len
 	return true;
 }
 
+/* Replies count until the server has sent them: a client that never reads
+ * holds them in the store's memory. */
 static int reply(struct dlrt_tcpstore_client *cl, const void *p, size_t n)
 {
+	if (full(cl->store, n)) {
+		cl->error = cl->store->full;
+		return -1;
+	}
 	if (dlrt_buf_append(cl->out, p, n) < 0) {
 		cl->error = "the client does not read its replies (reply buffer full)";
 		return -1;
@@ -352,6 +413,10 @@ static int reply_u64(struct dlrt_tcpstore_client *cl, uint64_t v)
 
 static int reply_vec(struct dlrt_tcpstore_client *cl, const uint8_t *p, size_t n)
 {
+	if (full(cl->store, 8 + n)) {
+		cl->error = cl->store->full;
+		return -1;
+	}
 	if (dlrt_buf_reserve(cl->out, 8 + n) < 0) {
 		cl->error = "the client does not read its replies (reply buffer full)";
 		return -1;
@@ -371,10 +436,13 @@ static void wake_waiters(struct dlrt_tcpstore *s)
 		if (!all_present(s, c->wait_keys, c->wait_len, c->wait_n))
 			continue;
 		unpark(c);
-		/* A full reply buffer here is caught by the client's next feed,
-		 * which sees c->error set. */
-		if (reply(c, &stop_waiting, 1) < 0)
+		/* One byte for the key list just given back: not refused. A full
+		 * reply buffer is caught by the client's next feed (c->error). */
+		if (dlrt_buf_append(c->out, &stop_waiting, 1) < 0) {
+			c->error = "the client does not read its replies (reply buffer full)";
 			continue;
+		}
+		count(c);
 		if (s->wake)
 			s->wake(c, s->wake_arg);
 	}
@@ -384,6 +452,12 @@ static int park(struct dlrt_tcpstore_client *cl, const struct request *r)
 {
 	struct dlrt_tcpstore *s = cl->store;
 
+	/* The copy of the key list stays until the WAIT is answered: many
+	 * clients parked on long lists must not add up past the bound. */
+	if (full(s, r->list_len + WAIT_OVERHEAD)) {
+		cl->error = s->full;
+		return -1;
+	}
 	cl->wait_keys = malloc(r->list_len ? r->list_len : 1);
 	if (!cl->wait_keys) {
 		cl->error = "out of memory";
@@ -509,6 +583,7 @@ int dlrt_tcpstore_feed(struct dlrt_tcpstore_client *cl, struct dlrt_buf *in,
 {
 	if (cl->error)
 		return -1; /* set while the client was being woken */
+	cl->in = in;
 	while (!cl->waiting && in->len && in->len >= cl->need) {
 		struct cursor c = { .p = dlrt_buf_head(in), .n = in->len };
 		struct request r = { 0 };
@@ -517,14 +592,17 @@ int dlrt_tcpstore_feed(struct dlrt_tcpstore_client *cl, struct dlrt_buf *in,
 
 		if (rc == BAD) {
 			dlrt_buf_consume(in, in->len);
+			count(cl);
 			return -1;
 		}
 		if (rc == SHORT) {
 			cl->need = c.need;
-			return 0;
+			break;
 		}
 		cl->need = 0;
+		cl->skip = c.off;
 		rc = exec(cl, &r, &note);
+		cl->skip = 0;
 		if (log)
 			log(log_arg, cl, r.q, r.key ? r.key : (r.list_n ? r.list + 8 : NULL),
 			    r.key ? r.klen : (r.list_n ? (size_t)load_u64(r.list) : 0),
@@ -532,8 +610,28 @@ int dlrt_tcpstore_feed(struct dlrt_tcpstore_client *cl, struct dlrt_buf *in,
 		dlrt_buf_consume(in, c.off);
 		if (rc < 0) {
 			dlrt_buf_consume(in, in->len);
+			count(cl);
 			return -1;
 		}
+		count(cl); /* its reply, before the next request's */
+	}
+	/* An unfinished request counts too: 64 clients each sending most of a
+	 * 16 MiB WAIT would otherwise hold 1 GiB before the first is parsed. */
+	count(cl);
+	if (in->len && full(cl->store, 0)) {
+		cl->error = cl->store->full;
+		dlrt_buf_consume(in, in->len);
+		count(cl);
+		return -1;
+	}
+	/* An unfinished request counts too: 64 clients each sending most of a
+	 * 16 MiB WAIT would otherwise hold 1 GiB before the first is parsed. */
+	count(cl);
+	if (in->len && full(cl->store, 0)) {
+		cl->error = cl->store->full;
+		dlrt_buf_consume(in, in->len);
+		count(cl);
+		return -1;
 	}
 	return 0;
 }

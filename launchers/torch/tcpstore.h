@@ -22,7 +22,10 @@
  * C++ Store::watchKey, never from init_process_group or a barrier) and torch
  * 2.x's protocol (which opens with a VALIDATE query and a magic number) are
  * refused with a reason. Everything is bounded: key and value lengths, keys in
- * one WAIT/CHECK, and the bytes the whole store holds.
+ * one WAIT/CHECK, and the bytes the whole store holds: --max-store counts the
+ * values and everything held for a client besides (the key list of a parked
+ * WAIT, an unfinished request, replies not yet sent), so many clients that
+ * each hold a little cannot add up past it.
  *
  * No socket here: the service (dlrt_c10d_store_main.c) feeds bytes in, the
  * unit test and the fuzzer do the same.
@@ -56,7 +59,7 @@ enum dlrt_tcpstore_query {
 struct dlrt_tcpstore_limits {
 	size_t max_key;       /* longest key */
 	size_t max_value;     /* longest value (SET, COMPARE_SET) */
-	size_t max_store;     /* bytes of keys and values the store holds in all */
+	size_t max_store;     /* bytes the store holds in all: keys, values, clients' */
 	size_t max_wait_keys; /* keys in one WAIT or CHECK */
 };
 
@@ -65,6 +68,7 @@ struct dlrt_tcpstore;
 struct dlrt_tcpstore_client {
 	struct dlrt_tcpstore *store;
 	struct dlrt_buf *out; /* replies are appended here */
+	struct dlrt_buf *in;  /* the requests, as last fed */
 	void *owner;          /* handed to the wake callback */
 	uint64_t id;
 	size_t need;          /* bytes the request at the front needs, once known */
@@ -72,6 +76,9 @@ struct dlrt_tcpstore_client {
 	uint8_t *wait_keys;
 	size_t wait_len, wait_n;
 	struct dlrt_tcpstore_client *wprev, *wnext;
+	struct dlrt_tcpstore_client *cprev, *cnext; /* every client of the store */
+	size_t held;          /* what this client holds, as last counted */
+	size_t skip;          /* the request being executed: counted as done */
 	bool waiting;
 	const char *error;    /* why feed asked to close */
 };
@@ -88,7 +95,11 @@ struct dlrt_tcpstore *dlrt_tcpstore_create(const struct dlrt_tcpstore_limits *li
 					   dlrt_tcpstore_wake_fn wake, void *wake_arg);
 void dlrt_tcpstore_destroy(struct dlrt_tcpstore *s);
 size_t dlrt_tcpstore_nkeys(const struct dlrt_tcpstore *s);
+/* Keys and values (with their overhead) the store holds. */
 size_t dlrt_tcpstore_bytes(const struct dlrt_tcpstore *s);
+/* What it holds for its clients besides, as last counted (at most --max-store
+ * with the above, give or take one read of a client's input). */
+size_t dlrt_tcpstore_held(const struct dlrt_tcpstore *s);
 
 void dlrt_tcpstore_client_init(struct dlrt_tcpstore *s, struct dlrt_tcpstore_client *c,
 			       struct dlrt_buf *out, void *owner);
@@ -99,7 +110,8 @@ void dlrt_tcpstore_client_free(struct dlrt_tcpstore_client *c);
  * later requests wait in `in` until it is answered; feed again then).
  * Returns 0 to keep the connection, -1 to send what is in `out` and close:
  * c->error says why (malformed or oversized request, store full, reply
- * buffer full, refused query). `log` may be NULL. */
+ * buffer full, refused query). The store full also when the bytes `in` holds
+ * for this request would take it past --max-store. `log` may be NULL. */
 int dlrt_tcpstore_feed(struct dlrt_tcpstore_client *c, struct dlrt_buf *in,
 		       dlrt_tcpstore_log_fn log, void *log_arg);
 

@@ -101,6 +101,22 @@ as_stranger() {
 		env SLURM_CONF="$SLURM_CONF" PATH="$PATH" HOME=/tmp "$@"
 }
 
+# as_stranger_sh CMD: a shell command as the other user (umask 0: what they
+# create is open to all, as an attacker would leave it).
+as_stranger_sh() { as_stranger bash -c "umask 0; $1"; }
+
+# job_field JOB KEY: one field of scontrol show job.
+job_field() { scontrol show job -o "$1" 2>/dev/null | grep -oE "(^| )$2=[^ ]*" | cut -d= -f2-; }
+
+# next_job: the id the next submission gets, as another user could guess it (a
+# held job takes one id; tests run one at a time, so nothing else takes the next).
+next_job() {
+	local held
+	held=$(as_user sbatch --parsable --hold -o /dev/null --wrap true) || return 1
+	scancel "$held"
+	echo $((held + 1))
+}
+
 # on_node NODE USER CMD...: CMD as USER inside a node of the cluster (its network,
 # hostname and /tmp), as a login shell on that node would run it; bounded in time.
 on_node() {

@@ -31,6 +31,61 @@ static off_t size_of(const char *path)
 	return lstat(path, &st) == 0 ? st.st_size : -1;
 }
 
+/* DIR/<job> taken first by another user (a folder, then a link): the job
+ * gets a folder of its own under a name nobody can guess, every process of
+ * the job the same one, and a reader finds it but never the stranger's. */
+static void test_squatted(int base, const char *top)
+{
+	char q[512], prefix[64], names[4][DLRT_PRIVDIR_NAME], why[1024];
+	struct dlrt_privdir_jobdir jd, jd2;
+	struct dlrt_err err = { "" };
+	struct stat st, st2;
+	int fd, fd2, n;
+
+	snprintf(q, sizeof(q), "%s/logs/deep/90", top);
+	mkdir(q, 0777);
+	chmod(q, 0777);
+	TAP_IS_INT(chown(q, STRANGER, STRANGER), 0, "a stranger's DIR/90");
+	/* A look-alike of the stranger's, named to sort first: never used. */
+	snprintf(prefix, sizeof(prefix), "90.%u.", (unsigned)geteuid());
+	snprintf(q, sizeof(q), "%s/logs/deep/%s%032d", top, prefix, 0);
+	mkdir(q, 0750);
+	TAP_IS_INT(chown(q, STRANGER, STRANGER), 0, "and a look-alike fallback of theirs");
+	fd = dlrt_privdir_job(base, "DIR", "90", what, &jd, &err);
+	TAP_OK(fd >= 0, "the job gets a folder anyway (%s)", err.msg);
+	TAP_OK(strstr(jd.squatted, "DIR/90 belongs to uid 4242, not to you") != NULL, "%s",
+	       jd.squatted);
+	TAP_OK(!strncmp(jd.path, "DIR/", 4) && !strncmp(jd.path + 4, prefix, strlen(prefix)) &&
+	       strlen(jd.path + 4 + strlen(prefix)) == 32 &&
+	       strcmp(jd.path + 4 + strlen(prefix), "00000000000000000000000000000000"),
+	       "named DIR/90.<uid>.<32 hex digits>, not the stranger's (%s)", jd.path);
+	TAP_OK(fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) == 0750,
+	       "the caller's, mode 0750");
+	fd2 = dlrt_privdir_job(base, "DIR", "90", what, &jd2, &err);
+	TAP_OK(fd2 >= 0 && fstat(fd2, &st2) == 0 && st2.st_ino == st.st_ino &&
+	       !strcmp(jd.path, jd2.path), "a second process of the job takes the same folder");
+	close(fd2);
+	close(fd);
+	n = dlrt_privdir_jobdirs(base, "90", "DIR/90", names, 4, why, sizeof(why));
+	TAP_IS_INT(n, 1, "a reader finds that one folder only");
+	TAP_OK(n == 1 && !strcmp(names[0], jd.path + 4), "%s", n ? names[0] : "");
+	TAP_OK(strstr(why, "DIR/90 belongs to uid 4242") != NULL, "and says why: %s", why);
+	/* A symbolic link of the stranger's as DIR/91. */
+	snprintf(q, sizeof(q), "%s/logs/deep/91", top);
+	TAP_IS_INT(symlink("/tmp", q), 0, "DIR/91: a link");
+	TAP_IS_INT(lchown(q, STRANGER, STRANGER), 0, "of the stranger's");
+	fd = dlrt_privdir_job(base, "DIR", "91", what, &jd, &err);
+	TAP_OK(fd >= 0 && strstr(jd.squatted, "DIR/91 is a symbolic link owned by uid 4242"),
+	       "a link is passed by too: %s", jd.squatted);
+	if (fd >= 0)
+		close(fd);
+	/* Readers: a job folder that is the caller's is listed as before. */
+	n = dlrt_privdir_jobdirs(base, "77", "DIR/77", names, 4, why, sizeof(why));
+	TAP_OK(n == 1 && !strcmp(names[0], "77") && !why[0], "DIR/77 (the caller's) is read");
+	n = dlrt_privdir_jobdirs(base, "92", "DIR/92", names, 4, why, sizeof(why));
+	TAP_OK(n == 0 && !why[0], "no folder, no reason");
+}
+
 int main(void)
 {
 	char top[] = "/tmp/dlrt-test-privdir-XXXXXX", p[512], q[512];
@@ -146,6 +201,7 @@ int main(void)
 	TAP_IS_INT(dlrt_privdir_base(q, what, &err), -1, "a DIR of another user is refused");
 	TAP_OK(strstr(err.msg, "belongs to uid 4242, who could move or replace") != NULL, "%s",
 	       err.msg);
+	test_squatted(base, top);
 	close(job);
 	close(base);
 	clean(top);

@@ -86,6 +86,108 @@ static const char *sendx(struct cl *k, const char *hex, size_t chunk)
 	return reply;
 }
 
+/* Feeds raw bytes; the replies stay in k->out (a client that does not read). */
+static void feed_raw(struct cl *k, const void *p, size_t n)
+{
+	dlrt_buf_append(&k->in, p, n);
+	k->closed = dlrt_tcpstore_feed(&k->c, &k->in, NULL, NULL) < 0;
+}
+
+static size_t put_u64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8); /* host order, as torch */
+	return 8;
+}
+
+/* WAIT on nkeys missing keys of klen bytes (tagged, so each client's differ). */
+static size_t wait_req(uint8_t *p, int tag, size_t nkeys, size_t klen)
+{
+	size_t n = 0;
+
+	p[n++] = 5;
+	n += put_u64(p + n, nkeys);
+	for (size_t i = 0; i < nkeys; i++) {
+		n += put_u64(p + n, klen);
+		memset(p + n, 'k', klen);
+		p[n] = (uint8_t)tag;
+		p[n + 1] = (uint8_t)i;
+		n += klen;
+	}
+	return n;
+}
+
+static int refused_full(const struct cl *k)
+{
+	return k->closed && k->c.error && strstr(k->c.error, "the store is full (--max-store=4096");
+}
+
+/* Everything the store holds for its clients counts against --max-store:
+ * parked WAITs' key lists, unfinished requests, replies not yet read. */
+static void test_held(const struct dlrt_tcpstore_limits *lim)
+{
+	struct dlrt_tcpstore *s = dlrt_tcpstore_create(lim, on_wake, NULL);
+	struct cl w[10];
+	uint8_t req[2048];
+	size_t n;
+	int parked = 0, refused = 0;
+
+	/* A WAIT on 8 keys of 60 bytes holds 544 bytes of key list (+64). */
+	for (int i = 0; i < 10; i++) {
+		cl_init(s, &w[i]);
+		feed_raw(&w[i], req, wait_req(req, i, 8, 60));
+		parked += w[i].c.waiting;
+		refused += refused_full(&w[i]);
+	}
+	TAP_IS_INT(parked, 6, "6 WAITs on 8 keys of 60 bytes park within --max-store=4096");
+	TAP_IS_INT(refused, 4, "the next 4 are refused: the store is full");
+	TAP_OK(dlrt_tcpstore_bytes(s) + dlrt_tcpstore_held(s) <= lim->max_store,
+	       "what it holds stays within the bound (%zu)", dlrt_tcpstore_held(s));
+	for (int i = 0; i < 10; i++)
+		cl_free(&w[i]);
+	TAP_IS_INT(dlrt_tcpstore_held(s), 0, "clients that leave give it all back");
+
+	/* Unfinished requests: all but the last 5 bytes of a 577-byte WAIT each. */
+	n = wait_req(req, 0, 8, 63) - 5;
+	parked = refused = 0;
+	for (int i = 0; i < 8; i++) {
+		cl_init(s, &w[i]);
+		feed_raw(&w[i], req, n);
+		parked += !w[i].closed;
+		refused += refused_full(&w[i]);
+	}
+	TAP_IS_INT(parked, 7, "7 unfinished requests of %zu bytes are held", n);
+	TAP_IS_INT(refused, 1, "the 8th is refused: the store is full");
+	for (int i = 0; i < 8; i++)
+		cl_free(&w[i]);
+
+	/* Replies a client does not read: a 400-byte value, GET 20 times. */
+	cl_init(s, &w[0]);
+	cl_init(s, &w[1]);
+	n = 0;
+	req[n++] = 0;
+	n += put_u64(req + n, 1);
+	req[n++] = 'v';
+	n += put_u64(req + n, 400);
+	memset(req + n, 'x', 400);
+	n += 400;
+	feed_raw(&w[0], req, n);
+	TAP_OK(!w[0].closed, "SET of 400 bytes");
+	n = 0;
+	for (int i = 0; i < 20; i++) {
+		req[n++] = 2;
+		n += put_u64(req + n, 1);
+		req[n++] = 'v';
+	}
+	feed_raw(&w[1], req, n);
+	TAP_OK(refused_full(&w[1]), "GETs whose replies are never read are refused at the bound");
+	TAP_IS_INT(w[1].out.len, 8 * 408, "after 8 replies of 408 bytes (497 stored)");
+	cl_free(&w[1]);
+	feed_raw(&w[0], req, 10);
+	TAP_IS_INT(w[0].out.len, 408, "a client that reads is answered once they are gone");
+	cl_free(&w[0]);
+	dlrt_tcpstore_destroy(s);
+}
+
 /* Lengths and integers as torch writes them (little-endian on x86/arm64). */
 #define L(n) #n "00000000000000"
 
@@ -219,5 +321,6 @@ int main(void)
 	cl_free(&a);
 	cl_free(&c);
 	dlrt_tcpstore_destroy(s);
+	test_held(&lim);
 	return tap_done();
 }

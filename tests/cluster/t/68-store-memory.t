@@ -8,6 +8,10 @@
 #   - the store's peak RSS (VmHWM, read as root from /proc) stays under twice
 #     the limit plus slack, and a normal GET is answered during and after.
 # The clients are the job's own tasks, using REDIS_HOST/REDIS_PORT as given.
+# dlrt-c10d-store (torch's store) likewise counts what it holds for its clients,
+# not only values: 64 connections that each WAIT on 4,096 keys of 4 KiB (16 MiB
+# of key list each, 1 GiB in all) are refused past --max-store with one log line,
+# its peak RSS stays bounded, and a normal client is still answered.
 . "$(dirname "$0")/../lib.sh"
 
 cat >"$WORK/flood.py" <<'PY'
@@ -114,4 +118,76 @@ ok "$([ -n "$hwm" ] && [ "$hwm" -lt "$bound" ]; echo $?)" \
 ok "$([ -n "$rss" ] && [ "$rss" -lt "$bound" ]; echo $?)" "and so does its RSS while flooded (${rss:-?} kB)"
 like "$out" "GET while flooded: \\\$5" "another client is answered while four pipeline without reading"
 like "$out" "GET afterwards: \\\$5" "the store answers a normal GET afterwards"
+
+# ---- dlrt-c10d-store: keys held in WAITs count against --max-store ------------------
+# The store runs as the test user on this host with its defaults (256 MiB); the
+# clients speak torch 1.x's TCPStore wire format (tcpstore.h).
+cat >"$WORK/waitflood.py" <<'PY'
+import socket, struct, sys, threading
+
+port = int(sys.argv[1])
+Q_SET, Q_GET, Q_WAIT = 0, 2, 5
+
+
+def s_(b):
+    return struct.pack("=Q", len(b)) + b
+
+
+def wait_req(tag):
+    keys = [b"%s-%04d-" % (tag, i) + b"k" * (4096 - 12) for i in range(4096)]
+    return bytes([Q_WAIT]) + struct.pack("=Q", len(keys)) + b"".join(s_(k) for k in keys)
+
+
+closed = []
+
+
+def flood(i):
+    c = socket.create_connection(("127.0.0.1", port), timeout=60)
+    try:
+        c.sendall(wait_req(b"w%02d" % i))
+        c.settimeout(3)
+        if c.recv(1) == b"":
+            closed.append(i)
+    except socket.timeout:
+        pass  # parked: the store holds its keys
+    except OSError:
+        closed.append(i)
+    socks.append(c)
+
+
+socks = []
+threads = [threading.Thread(target=flood, args=(i,)) for i in range(64)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print("waits refused:", len(closed))
+open("waitflooded", "w").close()
+p = socket.create_connection(("127.0.0.1", port), timeout=30)
+p.sendall(bytes([Q_SET]) + s_(b"probe") + s_(b"hello") + bytes([Q_GET]) + s_(b"probe"))
+n = struct.unpack("=Q", p.recv(8, socket.MSG_WAITALL))[0]
+print("probe GET:", p.recv(n, socket.MSG_WAITALL).decode())
+PY
+store=$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-c10d-store
+as_user bash -c "exec '$store' --bind 127.0.0.1 --port 0 --ready-fd 3 3>'$WORK/c10d.port' 2>'$WORK/c10d.log'" &
+c10d=$!
+for _ in $(seq 100); do [ -s "$WORK/c10d.port" ] && break; sleep 0.1; done
+cport=$(head -1 "$WORK/c10d.port")
+cpid=$(pgrep -u "$DLRT_TEST_USER" -f "^$store --bind 127.0.0.1" | head -1)
+ok "$([ -n "$cport" ] && [ -n "$cpid" ]; echo $?)" "dlrt-c10d-store listens (pid ${cpid:-none}, port ${cport:-none})"
+wout=$(cd "$WORK" && timeout 120 python3 "$WORK/waitflood.py" "${cport:-0}" 2>&1)
+chwm=$(awk '/^VmHWM:/ {print $2}' "/proc/${cpid:-0}/status" 2>/dev/null)
+kill "${cpid:-0}" 2>/dev/null
+wait "$c10d" 2>/dev/null
+diag "dlrt-c10d-store VmHWM ${chwm:-?} kB; $(tr '\n' ';' <<<"$wout")"
+cbound=$(( (256 + 160) * 1024 ))
+ok "$([ -n "$chwm" ] && [ "$chwm" -lt "$cbound" ]; echo $?)" \
+	"64 WAITs on 4,096 keys of 4 KiB keep its peak RSS bounded (${chwm:-?} < $cbound kB)" ||
+	fail_detail "VmHWM ${chwm:-?} kB: keys held by WAITs are not counted against --max-store"
+n=$(sed -n 's/^waits refused: //p' <<<"$wout")
+ok "$([ -n "$n" ] && [ "$n" -ge 40 ]; echo $?)" "the WAITs past the limit are refused (${n:-?} of 64)"
+like "$(cat "$WORK/c10d.log")" "dlrt-c10d-store: conn [0-9]+: closing: the store is full \(--max-store=268435456 bytes" \
+	"the store logs one line naming the bound" || fail_detail "$(tail -3 "$WORK/c10d.log")"
+is "$(grep -c 'closing: the store is full' "$WORK/c10d.log")" "${n:-x}" "one line per refused client"
+like "$wout" "probe GET: hello" "a normal client is answered afterwards"
 done_testing

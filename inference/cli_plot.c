@@ -1,4 +1,4 @@
-/* plot.c - dlrt-infer plot: query rate and workers per job over time, as the
+/* cli_plot.c - dlrt-infer plot: query rate and workers per job over time, as the
  * figure of IDunno's paper, from the coordinator's timeline (POOL/timeline.tsv), drawn
  * by gnuplot (Debian's gnuplot-nox) into a PNG.
  */
@@ -11,9 +11,8 @@
 #include <unistd.h>
 
 #include "runtime/opts.h"
+#include "cli.h"
 #include "pool.h"
-
-int dlrt_infer_plot(int argc, char **argv, const char *pool);
 
 #define MAX_PLOT_JOBS 16
 #define MAX_MARKS 64
@@ -54,7 +53,9 @@ static int read_marks(const char *dir, struct mark *m, int max)
 	return n;
 }
 
-int dlrt_infer_plot(int argc, char **argv, const char *pool)
+/* Its --pool stays its own (not pool_opt): plot reads the pool's files and
+ * never connects to the coordinator. */
+int cmd_plot(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "out", required_argument, NULL, 'o' }, { "pool", required_argument, NULL, 'p' },
@@ -70,6 +71,7 @@ int dlrt_infer_plot(int argc, char **argv, const char *pool)
 	long rows = 0;
 	struct mark marks[MAX_MARKS];
 	int nmarks;
+	const char *pool = NULL;
 
 	while ((opt = getopt_long(argc, argv, "o:p:t:h", lo, NULL)) != -1) {
 		switch (opt) {
