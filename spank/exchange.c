@@ -1,15 +1,14 @@
 /* exchange.c - the address exchange, in each task just before exec.
  *
  * Runtimes whose tasks must find a root (a scheduler, a rank 0) learn its
- * address from the root task itself, through the step's rendezvous: the
- * key/value store srun runs for the step (exchange/rdvclient.h). The root
- * picks a port that is free on its node right now (or passes the port of a
- * service the plugin started) and publishes "ip:port"; the first task of
- * every other node waits for it there. No redis, ZooKeeper or file, and no
- * process started per node: the task itself asks, in one round trip.
- *
- * srun lives until the step ends, so the root's value stays readable for
- * every node that comes late: no node waits for the others to have read it.
+ * address from the root task itself. The root picks a port that is free on
+ * its node right now (or passes the port of a service the plugin started)
+ * and publishes "ip:port"; the first task of every other node waits for it.
+ * No redis, ZooKeeper or file. What carries the values is the step's choice
+ * (exchange_via.h): Slurm's PMIx (exchange_pmix.c) or the key/value store
+ * srun runs for the step (here, exchange/rdvclient.h: the task itself asks,
+ * in one round trip; srun lives until the step ends, so the root's value
+ * stays readable for every node that comes late).
  *
  * Runtimes whose every task listens (needs_task_ports) also get a port per
  * task: each node's first task checks one free port for each of its node's

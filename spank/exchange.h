@@ -1,5 +1,6 @@
-/* exchange.h - the address exchange of each task, just before exec, through
- * srun's rendezvous for the step (exchange/rdvclient.h). */
+/* exchange.h - the address exchange of each task, just before exec, carried by
+ * srun's rendezvous for the step (exchange/rdvclient.h) or by Slurm's PMIx
+ * (exchange_pmix.c), as the step chose (--dl-exchange). */
 #ifndef DLRT_EXCHANGE_H
 #define DLRT_EXCHANGE_H
 
