@@ -1,14 +1,18 @@
 #!/bin/bash
 # scale-wireup.sh - wire-up overhead of every runtime that exchanges addresses, at 3, 16 and 32
-# nodes, in one run.
+# nodes, through each carrier of the exchange, in one run.
 #
 # For each node count it (re)starts the local test cluster with that many nodes
 # (tests/cluster/cluster.sh, DLRT_CLUSTER_NODES), takes one allocation of all its nodes, and
-# times, inside it, no-op steps `srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true`
-# for X in mxnet, torch, horovod (gloo) and caffe2 and tasks = the node count and 128 (48 on 3
-# nodes, the old table's cell): after one discarded warm-up of each, REPEAT back-to-back pairs
-# of the plain step and the dlrt step. It prints, per cell, the plain median, the dlrt median,
-# the median of the per-pair ratios and the difference of the medians. Then, on the
+# times, inside it, no-op steps `srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X
+# --dl-exchange=E] true` for X in mxnet, torch, horovod (gloo) and caffe2, E in srun and pmix,
+# and tasks = the node count and 128 (48 on 3 nodes, the old table's cell): after one
+# discarded warm-up of each, REPEAT back-to-back pairs of the plain step and the dlrt step. It
+# prints, per cell, the plain median, the dlrt median, the median of the per-pair ratios, the
+# difference of the medians, and the CPU time dlrt adds per node: the machine's busy CPU time
+# (/proc/stat: every node, slurmd, slurmstepd, srun and the tasks run on this one machine)
+# during the dlrt step minus during the plain one, median of the pairs, divided by the node
+# count (srun's own share, e.g. its rendezvous, is counted in too). Then, on the
 # largest cluster, the services under NODES x 4 ranks: the Horovod rendezvous driver and the
 # caffe2 store, with a real gloo allreduce (gloo_hvd_allreduce, gloo_redis_allreduce).
 #
@@ -18,6 +22,7 @@
 #   DLRT_CLUSTER_ID  the cluster instance to use (and restart)   (required)
 #   SIZES      node counts                                      (default: "3 16 32")
 #   RUNTIMES   runtimes to time                                 (default: mxnet torch horovod caffe2)
+#   EXCHANGES  carriers of the exchange (--dl-exchange)         (default: srun pmix)
 #   REPEAT     timed runs per cell                              (default: 5)
 #   BIG_TASKS  the large task count on 16 nodes or more         (default: 128)
 #   SERVICES   1: also time the driver and the store runs       (default: 1)
@@ -33,6 +38,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CLUSTER=$ROOT/tests/cluster/cluster.sh
 SIZES=${SIZES:-3 16 32}
 RUNTIMES=${RUNTIMES:-mxnet torch horovod caffe2}
+EXCHANGES=${EXCHANGES:-srun pmix}
 REPEAT=${REPEAT:-5}
 BIG_TASKS=${BIG_TASKS:-128}
 SERVICES=${SERVICES:-1}
@@ -43,20 +49,30 @@ USER_NAME=${DLRT_TEST_USER:-dlrtu}
 err=$(mktemp)
 trap 'rm -f "$err"' EXIT
 
-# rt_args RUNTIME: the options that select it (horovod: its gloo mode).
+# rt_args RUNTIME: the options that select it (horovod: its gloo mode), through the
+# carrier $VIA.
 rt_args() {
 	case $1 in
 	none) ;;
-	horovod) echo "--dl-runtime=horovod --dl-horovod=gloo" ;;
-	*) echo "--dl-runtime=$1" ;;
+	horovod) echo "--dl-runtime=horovod --dl-horovod=gloo --dl-exchange=$VIA" ;;
+	*) echo "--dl-runtime=$1 --dl-exchange=$VIA" ;;
 	esac
 }
+VIA=srun
 
-# run_ms NODES TASKS RUNTIME [PROGRAM...]: one step inside the allocation, in ms.
+# busy_ms: the machine's busy CPU time so far, in ms (/proc/stat, every CPU:
+# user, nice, system, irq, softirq, steal).
+busy_ms() {
+	awk -v hz="$(getconf CLK_TCK)" '/^cpu / { print int(($2 + $3 + $4 + $7 + $8 + $9) * 1000 / hz); exit }' /proc/stat
+}
+
+# run_ms NODES TASKS RUNTIME [PROGRAM...]: one step inside the allocation: its wall
+# time in ms and (after a space) the machine's busy CPU ms during it.
 run_ms() {
-	local nodes=$1 n=$2 rt=$3 t0 t1
+	local nodes=$1 n=$2 rt=$3 t0 t1 c0 c1
 	shift 3
 	[ $# -gt 0 ] || set -- true
+	c0=$(busy_ms)
 	t0=$(date +%s%N)
 	# shellcheck disable=SC2046  # rt_args is a word list on purpose
 	if ! timeout -k 5 "$STEP_TIMEOUT" runuser -u "$USER_NAME" -- env SLURM_JOB_ID="$JOB" \
@@ -67,27 +83,30 @@ run_ms() {
 		return 1
 	fi
 	t1=$(date +%s%N)
-	echo $(((t1 - t0) / 1000000))
+	c1=$(busy_ms)
+	echo "$(((t1 - t0) / 1000000)) $((c1 - c0))"
 }
 
 # pairs_ms NODES TASKS RUNTIME: one discarded warm-up of each, then REPEAT pairs of a plain
 # step and the same step with RUNTIME, run back to back (the order alternates, so a drift of
-# the machine's load weighs on both sides alike). Prints the plain median, the dlrt median
-# and the median of the per-pair ratios dlrt/plain.
+# the machine's load weighs on both sides alike). Prints the plain median, the dlrt median,
+# the median of the per-pair ratios dlrt/plain and the median of the per-pair extra CPU ms.
 pairs_ms() {
-	local nodes=$1 n=$2 rt=$3 i a b pv=() dv=() rv=()
+	local nodes=$1 n=$2 rt=$3 i a b ac bc pv=() dv=() rv=() cv=()
 	run_ms "$nodes" "$n" none >/dev/null && run_ms "$nodes" "$n" "$rt" >/dev/null || return 1
 	for ((i = 0; i < REPEAT; i++)); do
 		if ((i % 2)); then
-			b=$(run_ms "$nodes" "$n" "$rt") && a=$(run_ms "$nodes" "$n" none) || return 1
+			read -r b bc < <(run_ms "$nodes" "$n" "$rt") &&
+				read -r a ac < <(run_ms "$nodes" "$n" none) || return 1
 		else
-			a=$(run_ms "$nodes" "$n" none) && b=$(run_ms "$nodes" "$n" "$rt") || return 1
+			read -r a ac < <(run_ms "$nodes" "$n" none) &&
+				read -r b bc < <(run_ms "$nodes" "$n" "$rt") || return 1
 		fi
-		pv+=("$a") dv+=("$b")
+		pv+=("$a") dv+=("$b") cv+=("$((bc - ac))")
 		rv+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", (a > 0 ? b / a : 0) }')")
 	done
 	echo "$(printf '%s\n' "${pv[@]}" | median) $(printf '%s\n' "${dv[@]}" | median)" \
-		"$(printf '%s\n' "${rv[@]}" | median)"
+		"$(printf '%s\n' "${rv[@]}" | median) $(printf '%s\n' "${cv[@]}" | median)"
 }
 
 # median: of the numbers on stdin, one per line (the mean of the middle two for an even count).
@@ -117,12 +136,14 @@ cluster_at() {
 	return 1
 }
 
-echo "# scale wire-up: srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X] true inside one allocation;"
-echo "# $REPEAT back-to-back pairs (plain, dlrt) per cell: medians of each side, ratio = median of the pair ratios"
+echo "# scale wire-up: srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X --dl-exchange=E] true inside one allocation;"
+echo "# $REPEAT back-to-back pairs (plain, dlrt) per cell: medians of each side, ratio = median of the pair ratios,"
+echo "# CPU ms/node = median of the pairs' extra busy CPU time of the machine, divided by the node count"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(sinfo --version 2>/dev/null), $(git -C "$ROOT" log -1 --format='%h %s' 2>/dev/null | cut -c1-60)"
 echo "# machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(uname -r); load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '| %-5s | %-5s | %-8s | %9s | %8s | %5s | %8s |\n' nodes tasks runtime 'plain ms' 'dlrt ms' ratio 'extra ms'
-echo "|---|---|---|---|---|---|---|"
+printf '| %-5s | %-5s | %-8s | %-4s | %9s | %8s | %5s | %8s | %11s |\n' nodes tasks runtime via \
+	'plain ms' 'dlrt ms' ratio 'extra ms' 'CPU ms/node'
+echo "|---|---|---|---|---|---|---|---|---|"
 rc=0
 last=
 for nodes in $SIZES; do
@@ -131,15 +152,19 @@ for nodes in $SIZES; do
 	big=$BIG_TASKS
 	[ "$nodes" -lt 16 ] && big=$((16 * nodes))
 	for n in "$nodes" "$big"; do
-		for rt in $RUNTIMES; do
-			ratio=
-			read -r plain dl ratio < <(pairs_ms "$nodes" "$n" "$rt")
-			if [ -z "$ratio" ]; then
-				rc=1
-				continue
-			fi
-			awk -v N="$nodes" -v n="$n" -v rt="$rt" -v p="$plain" -v d="$dl" -v r="$ratio" 'BEGIN {
-				printf "| %-5s | %-5s | %-8s | %9d | %8d | %5.2f | %8d |\n", N, n, rt, p, d, r, d - p }'
+		for VIA in $EXCHANGES; do
+			for rt in $RUNTIMES; do
+				ratio=
+				read -r plain dl ratio cpu < <(pairs_ms "$nodes" "$n" "$rt")
+				if [ -z "$ratio" ]; then
+					rc=1
+					continue
+				fi
+				awk -v N="$nodes" -v n="$n" -v rt="$rt" -v via="$VIA" -v p="$plain" -v d="$dl" \
+				    -v r="$ratio" -v c="$cpu" 'BEGIN {
+					printf "| %-5s | %-5s | %-8s | %-4s | %9d | %8d | %5.2f | %8d | %11.1f |\n",
+					       N, n, rt, via, p, d, r, d - p, c / N }'
+			done
 		done
 	done
 done

@@ -400,8 +400,17 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_ad
 		}
 		free(peers);
 	}
-	if (carry(req, true, &pub, &want, &text, err) < 0)
+	/* One node: the root's node is the only one, and it knows its own
+	 * value: nothing to carry, no PMIx client, no round trip. */
+	if (!req->reps[0] && req->rank == req->root) {
+		if (dlrt_buf_append(&text, root_s, strlen(root_s)) < 0 ||
+		    dlrt_buf_append(&text, "\n", 1) < 0) {
+			dlrt_err_set(err, "out of memory");
+			goto out;
+		}
+	} else if (carry(req, true, &pub, &want, &text, err) < 0) {
 		goto out;
+	}
 	rc = dlrt_exchange_reply_parse_tasks((const char *)dlrt_buf_head(&text), text.len,
 					     req->ntasks, mine, NULL,
 					     req->nlocal ? req->share->tasks : NULL, err);
