@@ -44,6 +44,7 @@ struct pair {
 	enum pair_state st;
 	uint8_t chal[DLRT_SVCAUTH_CHALLENGE_LEN];
 	size_t chal_got;
+	unsigned hangups;    /* the service closed it before its challenge */
 	int64_t deadline_ms; /* until FORWARD; a spare's end of life */
 	struct dir c2u, u2c;
 	struct pair *prev, *next;
@@ -65,6 +66,7 @@ struct dlrt_relay {
 };
 
 static void pair_update(struct pair *p);
+static int upstream_open(struct pair *p);
 
 static void relay_note(const struct dlrt_relay *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -204,9 +206,32 @@ static void challenge_read(struct pair *p)
 	ssize_t n = recv(p->ufd, p->chal + p->chal_got, sizeof(p->chal) - p->chal_got, 0);
 
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-		relay_note(r, "the service %s before its challenge (%s)",
-			   n == 0 ? "closed the connection" : "failed",
-			   n == 0 ? "end of file" : strerror(errno));
+		int e = n == 0 ? 0 : errno;
+
+		/* Hung up on before the challenge: shed by a service whose
+		 * unproven room a flood filled. Nothing of the client's went
+		 * out yet, so a client's connection is simply made again (the
+		 * sweep ends it at the connect deadline); a spare just goes. */
+		if ((e == 0 || e == ECONNRESET) && p->cfd >= 0 &&
+		    dlrt_now_ms() < p->deadline_ms) {
+			p->hangups++;
+			r->stats.hung_up++;
+			dlrt_evloop_close_fd(r->loop, p->ufd);
+			p->ufd = -1;
+			p->chal_got = 0;
+			if (upstream_open(p) < 0) {
+				r->stats.upstream_failed++;
+				pair_close(p);
+			}
+			return;
+		}
+		if (e == ECONNREFUSED)
+			relay_note(r, "nothing listens at the service's address (connection "
+				   "refused: did the step's service exit?)");
+		else
+			relay_note(r, "the service %s before its challenge (%s)",
+				   e ? "failed" : "closed the connection",
+				   e ? strerror(e) : "end of file");
 		r->stats.upstream_failed++;
 		pair_close(p);
 		return;
@@ -334,27 +359,34 @@ static void pair_update(struct pair *p)
 
 /* Connects to the service and waits for its challenge: no wait for
  * writability in between, since the challenge can only come once connected,
- * and a failed connect wakes the read as an error. -1: p was closed. */
-static int pair_connect(struct pair *p)
+ * and a failed connect wakes the read as an error. -1: no socket (p->ufd -1). */
+static int upstream_open(struct pair *p)
 {
 	struct dlrt_relay *r = p->r;
 	int one = 1;
 
 	p->ufd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (p->ufd < 0)
-		goto fail;
+		return -1;
 	setsockopt(p->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(p->ufd, (struct sockaddr *)&r->target, sizeof(r->target)) < 0 &&
-	    errno != EINPROGRESS) {
+	if ((connect(p->ufd, (struct sockaddr *)&r->target, sizeof(r->target)) < 0 &&
+	     errno != EINPROGRESS) ||
+	    dlrt_evloop_add_fd(r->loop, p->ufd, DLRT_EV_READ, up_event, p) < 0) {
 		close(p->ufd);
 		p->ufd = -1;
-		goto fail;
+		return -1;
 	}
-	if (dlrt_evloop_add_fd(r->loop, p->ufd, DLRT_EV_READ, up_event, p) < 0) {
-		close(p->ufd);
-		p->ufd = -1;
+	return 0;
+}
+
+/* Opens the pair's upstream connection: forwarding at once without a
+ * challenge, else CHALLENGE until connect_timeout_ms. -1: p was closed. */
+static int pair_connect(struct pair *p)
+{
+	struct dlrt_relay *r = p->r;
+
+	if (upstream_open(p) < 0)
 		goto fail;
-	}
 	if (r->cfg.no_challenge) {
 		/* Bytes sent before the connect completes wait in c2u (send says
 		 * EAGAIN until then); a failed connect ends the pair as a reset. */
@@ -509,8 +541,15 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	for (struct pair *p = r->pairs, *next; p; p = next) {
 		next = p->next;
 		if (p->st != FORWARD && now > p->deadline_ms) {
-			relay_note(r, p->st == WAIT_TARGET ? "a client waited in vain for the service's "
-				   "address" : "the service did not answer within the connect timeout");
+			if (p->st == WAIT_TARGET)
+				relay_note(r, "a client waited in vain for the service's address");
+			else if (p->hangups)
+				relay_note(r, "the service hung up before its challenge %u times "
+					   "within the connect timeout: it is overloaded (another "
+					   "process flooding it with connections?)", p->hangups);
+			else
+				relay_note(r, "the service sent no challenge within the connect "
+					   "timeout (is it overloaded, or its node unreachable?)");
 			if (p->st != WAIT_TARGET)
 				r->stats.upstream_failed++;
 			pair_close(p);

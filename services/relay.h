@@ -11,6 +11,11 @@
  * buffer is full, so a slow peer slows its partner instead of growing memory.
  * A half-close is passed on (shutdown), so request/EOF protocols work.
  *
+ * Under a stranger's flood the service may close a connection before its
+ * challenge (services/tcpserver.h sheds the oldest unproven one): the relay
+ * then connects again at once, within connect_timeout_ms; a connection it
+ * proved is never shed, and its ready spares are proven already.
+ *
  * The relay starts before the step's address exchange, so it learns the
  * service's address and the secret later (dlrt_relay_set_target); a client
  * that comes earlier waits for it, bounded by target_wait_ms.
@@ -54,6 +59,9 @@ struct dlrt_relay_stats {
 	uint64_t refused;            /* another user's socket, or an unknown one */
 	uint64_t upstream_failed;    /* the service could not be reached in time */
 	uint64_t spare_used;         /* clients paired with a ready spare */
+	uint64_t hung_up;            /* the service closed a client's connection
+				      * before its challenge (shed under a flood):
+				      * connected again, within connect_timeout_ms */
 };
 
 int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,
