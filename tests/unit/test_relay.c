@@ -237,6 +237,78 @@ static void test_burst(void)
 	dlrt_evloop_destroy(loop);
 }
 
+/* A service that hangs up on its first 3 connections before any challenge
+ * (as a flooded service sheds its oldest unproven ones), then serves the
+ * 4th: challenge, the relay's answer checked, one request echoed. */
+struct shedder {
+	int lfd;
+	int served;
+};
+
+static void *shedder_run(void *arg)
+{
+	struct shedder *sh = arg;
+
+	for (int i = 0; i < 4; i++) {
+		uint8_t chal[DLRT_SVCAUTH_CHALLENGE_LEN] = { 7 }, ans[DLRT_SVCAUTH_ANSWER_LEN];
+		uint8_t req[4];
+		struct timeval tv = { .tv_sec = 5 };
+		int fd = accept(sh->lfd, NULL, NULL);
+
+		if (fd < 0)
+			return NULL;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (i == 3 && send(fd, chal, sizeof(chal), MSG_NOSIGNAL) == sizeof(chal) &&
+		    recv(fd, ans, sizeof(ans), MSG_WAITALL) == sizeof(ans) &&
+		    dlrt_svcauth_check(secret, chal, ans) &&
+		    recv(fd, req, sizeof(req), MSG_WAITALL) == sizeof(req) &&
+		    send(fd, req, sizeof(req), MSG_NOSIGNAL) == sizeof(req))
+			sh->served = 1;
+		close(fd);
+	}
+	return NULL;
+}
+
+/* Hung up on before the challenge, the relay connects again (within its
+ * connect timeout) instead of ending its client's connection. */
+static void test_hung_up(void)
+{
+	struct dlrt_evloop *loop = dlrt_evloop_create();
+	struct dlrt_relay_cfg cfg = { .uid = getuid(), .spares = -1 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(sa);
+	struct shedder sh = { .lfd = socket(AF_INET, SOCK_STREAM, 0) };
+	struct dlrt_relay *r = NULL;
+	struct dlrt_relay_stats st;
+	struct dlrt_err err;
+	pthread_t th, sth;
+	uint8_t back[4];
+	int fd;
+
+	bind(sh.lfd, (struct sockaddr *)&sa, sizeof(sa));
+	listen(sh.lfd, 8);
+	getsockname(sh.lfd, (struct sockaddr *)&sa, &l);
+	TAP_OK(dlrt_relay_start(&r, loop, &cfg, &err) == 0, "hung up: a relay without spares starts");
+	dlrt_relay_set_target(r, "127.0.0.1", ntohs(sa.sin_port), secret);
+	pthread_create(&sth, NULL, shedder_run, &sh);
+	pthread_create(&th, NULL, run, loop);
+	fd = dial(dlrt_relay_port(r));
+	TAP_OK(fd >= 0 && send(fd, "ping", 4, MSG_NOSIGNAL) == 4 &&
+	       recv(fd, back, 4, MSG_WAITALL) == 4 && !memcmp(back, "ping", 4),
+	       "hung up: the client is served by the service's 4th connection");
+	dlrt_evloop_stop(loop);
+	pthread_join(th, NULL);
+	pthread_join(sth, NULL);
+	dlrt_relay_stats(r, &st);
+	TAP_IS_INT(st.hung_up, 3, "hung up: the relay connected again after each of 3 hang-ups");
+	TAP_IS_INT(st.upstream_failed, 0, "hung up: and counted no failure");
+	if (fd >= 0)
+		close(fd);
+	close(sh.lfd);
+	dlrt_relay_stop(r);
+	dlrt_evloop_destroy(loop);
+}
+
 int main(void)
 {
 	struct dlrt_evloop *loop = dlrt_evloop_create();
@@ -272,6 +344,7 @@ int main(void)
 	test_svcauth();
 	test_peeruid();
 	test_burst();
+	test_hung_up();
 	for (size_t i = 0; i < big; i++)
 		out[i] = (uint8_t)(i * 7 + i / 251);
 	TAP_OK(dlrt_tcpserver_start(&srv, loop, &scfg, &proto, NULL, &err) == 0,
