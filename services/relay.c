@@ -53,8 +53,9 @@ struct pair {
 struct dlrt_relay {
 	struct dlrt_evloop *loop;
 	struct dlrt_relay_cfg cfg;
-	int lfd, nl;
+	int lfd, lfd6, nl;
 	struct sockaddr_in laddr; /* the listener's: every client's local address */
+	struct sockaddr_in6 laddr6; /* the [::1] listener's (lfd6 -1: none) */
 	uint16_t port;
 	bool have_target;
 	struct sockaddr_in target;
@@ -464,20 +465,26 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 
 	(void)events;
 	for (;;) {
-		struct sockaddr_in peer;
+		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
 		struct dlrt_err err = { .msg = "the kernel did not name the client socket's owner" };
 		struct pair *p;
 		uid_t uid;
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int rc = -1;
 
 		if (fd < 0)
 			return;
 		if (r->nl < 0)
 			r->nl = dlrt_peeruid_open(&err);
 		uid = (uid_t)-1; /* nobody's: refused unless the kernel names the owner */
-		if (r->nl >= 0 && plen == sizeof(peer) &&
-		    dlrt_peeruid_lookup(r->nl, &peer, &r->laddr, &uid, &err) < 0) {
+		if (r->nl >= 0 && lfd == r->lfd6 && plen == sizeof(struct sockaddr_in6))
+			rc = dlrt_peeruid_lookup6(r->nl, (struct sockaddr_in6 *)&peer, &r->laddr6,
+						  &uid, &err);
+		else if (r->nl >= 0 && lfd == r->lfd && plen == sizeof(struct sockaddr_in))
+			rc = dlrt_peeruid_lookup(r->nl, (struct sockaddr_in *)&peer, &r->laddr,
+						 &uid, &err);
+		if (r->nl >= 0 && rc < 0) {
 			/* A peer gone already, or a netlink socket in a bad state
 			 * (an answer lost to a full buffer): a fresh one next time. */
 			close(r->nl);
@@ -568,17 +575,75 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	return SWEEP_MS;
 }
 
+/* Listens on 127.0.0.1 and [::1] on the same port. A program that connects
+ * to "localhost" where it resolves to ::1 first (glibc's default order) would
+ * reach whoever holds [::1]:PORT: left free, another user could bind it and
+ * receive the job's connections. So the relay holds it too, with its
+ * own-user check. With port 0 it looks for a port free on both; a host
+ * without an IPv6 loopback has no [::1] anyone could bind. */
+#define LISTEN_TRIES 64
+
+static int listen_on(int family, const struct sockaddr *sa, socklen_t len)
+{
+	int one = 1, fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), e;
+
+	if (fd < 0)
+		return -1;
+	/* Accepted sockets inherit it: no setsockopt per client. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, sa, len) == 0 && listen(fd, 1024) == 0)
+		return fd;
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+static int relay_listen(struct dlrt_relay *r, uint16_t port, struct dlrt_err *err)
+{
+	for (int i = 0; i < LISTEN_TRIES; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		socklen_t salen = sizeof(sa);
+		int e;
+
+		r->lfd = listen_on(AF_INET, (struct sockaddr *)&sa, sizeof(sa));
+		if (r->lfd < 0 || getsockname(r->lfd, (struct sockaddr *)&sa, &salen) < 0)
+			return dlrt_err_errno(err, errno, "cannot listen on 127.0.0.1:%u", port);
+		r->laddr = sa;
+		r->port = ntohs(sa.sin_port);
+		sa6.sin6_port = sa.sin_port;
+		r->lfd6 = listen_on(AF_INET6, (struct sockaddr *)&sa6, sizeof(sa6));
+		if (r->lfd6 >= 0) {
+			r->laddr6 = sa6;
+			return 0;
+		}
+		e = errno;
+		if (e == EAFNOSUPPORT || e == EADDRNOTAVAIL)
+			return 0; /* no IPv6 loopback here */
+		close(r->lfd);
+		r->lfd = -1;
+		if (e != EADDRINUSE || port)
+			return dlrt_err_errno(err, e, "cannot listen on [::1]:%u (a client "
+					      "connecting to localhost would reach whoever holds "
+					      "it instead of the relay)", r->port);
+	}
+	return dlrt_err_set(err, "no port was free on both 127.0.0.1 and [::1] in %d tries: "
+			    "another process holds many [::1] ports", LISTEN_TRIES);
+}
+
 int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,
 		     const struct dlrt_relay_cfg *cfg, struct dlrt_err *err)
 {
 	struct dlrt_relay *r = calloc(1, sizeof(*r));
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t salen = sizeof(sa);
-	int one = 1;
 
 	if (!r)
 		return dlrt_err_set(err, "out of memory starting the relay");
 	r->lfd = -1;
+	r->lfd6 = -1;
 	r->loop = loop;
 	r->cfg = *cfg;
 	if (!r->cfg.max_conns)
@@ -596,25 +661,12 @@ int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,
 	if (r->cfg.spare_max_age_ms <= 0)
 		r->cfg.spare_max_age_ms = DEFAULT_SPARE_AGE_MS;
 	r->nl = -1;
-	sa.sin_port = htons(cfg->port);
 	r->nl = dlrt_peeruid_open(err);
-	if (r->nl < 0)
+	if (r->nl < 0 || relay_listen(r, cfg->port, err) < 0)
 		goto fail;
-	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (r->lfd < 0) {
-		dlrt_err_errno(err, errno, "cannot create the relay's socket");
-		goto fail;
-	}
-	/* Accepted sockets inherit it: no setsockopt per client. */
-	setsockopt(r->lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(r->lfd, 1024) < 0 ||
-	    getsockname(r->lfd, (struct sockaddr *)&sa, &salen) < 0) {
-		dlrt_err_errno(err, errno, "cannot listen on 127.0.0.1:%u", cfg->port);
-		goto fail;
-	}
-	r->laddr = sa;
-	r->port = ntohs(sa.sin_port);
 	if (dlrt_evloop_add_fd(loop, r->lfd, DLRT_EV_READ, accept_event, r) < 0 ||
+	    (r->lfd6 >= 0 &&
+	     dlrt_evloop_add_fd(loop, r->lfd6, DLRT_EV_READ, accept_event, r) < 0) ||
 	    (r->timer = dlrt_evloop_add_timer(loop, SWEEP_MS, sweep, r)) < 0) {
 		dlrt_err_set(err, "out of memory starting the relay");
 		goto fail;
@@ -625,6 +677,10 @@ fail:
 	if (r->lfd >= 0) {
 		dlrt_evloop_del_fd(loop, r->lfd);
 		close(r->lfd);
+	}
+	if (r->lfd6 >= 0) {
+		dlrt_evloop_del_fd(loop, r->lfd6);
+		close(r->lfd6);
 	}
 	if (r->nl >= 0)
 		close(r->nl);
@@ -674,6 +730,10 @@ void dlrt_relay_stop(struct dlrt_relay *r)
 	dlrt_evloop_del_timer(r->loop, r->timer);
 	dlrt_evloop_del_fd(r->loop, r->lfd);
 	close(r->lfd);
+	if (r->lfd6 >= 0) {
+		dlrt_evloop_del_fd(r->loop, r->lfd6);
+		close(r->lfd6);
+	}
 	memset(r->secret, 0, sizeof(r->secret));
 	free(r);
 }

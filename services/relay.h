@@ -1,7 +1,9 @@
 /* relay.h - the node relay: the job's own processes reach the step's service.
  *
  * Every node of a step with a service (Horovod's rendezvous driver, Caffe2's
- * store) runs one dlrt-relay, as the job user, listening on 127.0.0.1 only.
+ * store) runs one dlrt-relay, as the job user, listening on 127.0.0.1 only,
+ * and on [::1] on the same port so that nobody else can take that one for a
+ * client that connects to "localhost" (which may try ::1 first).
  * The tasks get its address instead of the service's. On accept the relay
  * asks the kernel who owns the client's socket (services/peeruid.h) and closes
  * any connection that is not the job user's at once. For an admitted client
@@ -36,7 +38,7 @@ struct dlrt_relay;
 
 struct dlrt_relay_cfg {
 	uid_t uid;                   /* the only owner admitted (the job user) */
-	uint16_t port;               /* on 127.0.0.1; 0 = any free port */
+	uint16_t port;               /* on 127.0.0.1 and [::1]; 0 = any port free on both */
 	unsigned max_conns;          /* admitted clients at once (0 = 1024) */
 	size_t buf_size;             /* per direction and client (0 = 64 KiB) */
 	int64_t target_wait_ms;      /* a client's wait for the target (0 = 60 s) */

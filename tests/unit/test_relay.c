@@ -309,6 +309,82 @@ static void test_hung_up(void)
 	dlrt_evloop_destroy(loop);
 }
 
+/* [::1] on the relay's port is the relay's too: a client connecting to
+ * "localhost" that tries ::1 first reaches the relay (and its own-user
+ * check), and nobody else can bind it; with --port given and [::1]:PORT
+ * taken, the relay refuses to start. */
+static void test_v6(void)
+{
+	struct dlrt_evloop *loop = dlrt_evloop_create();
+	struct dlrt_tcpserver_cfg scfg = {
+		.bind_addr = "127.0.0.1", .max_request = 4096, .max_reply = 4096,
+		.secret = secret,
+	};
+	struct dlrt_proto proto = { .on_data = echo };
+	struct dlrt_relay_cfg cfg = { .uid = getuid() };
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	struct dlrt_tcpserver *srv = NULL;
+	struct dlrt_relay *r = NULL, *r2 = NULL;
+	struct timeval tv = { .tv_sec = 5 };
+	socklen_t l = sizeof(sa);
+	struct dlrt_err err;
+	uint8_t back[4];
+	pthread_t th;
+	int fd, one = 1, squat = socket(AF_INET6, SOCK_STREAM, 0);
+
+	setsockopt(squat, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (squat < 0 || bind(squat, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		TAP_OK(1, "# SKIP no IPv6 loopback here");
+		if (squat >= 0)
+			close(squat);
+		dlrt_evloop_destroy(loop);
+		return;
+	}
+	TAP_OK(dlrt_tcpserver_start(&srv, loop, &scfg, &proto, NULL, &err) == 0 &&
+	       dlrt_relay_start(&r, loop, &cfg, &err) == 0, "v6: a service and its relay start");
+	dlrt_relay_set_target(r, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
+	sa.sin6_port = htons(dlrt_relay_port(r));
+	fd = socket(AF_INET6, SOCK_STREAM, 0);
+	TAP_OK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno == EADDRINUSE,
+	       "v6: nobody else can bind [::1] on the relay's port");
+	close(fd);
+	pthread_create(&th, NULL, run, loop);
+	fd = socket(AF_INET6, SOCK_STREAM, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	TAP_OK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	       send(fd, "ping", 4, MSG_NOSIGNAL) == 4 && recv(fd, back, 4, MSG_WAITALL) == 4 &&
+	       !memcmp(back, "ping", 4), "v6: a client of the job's user on [::1] is relayed");
+	close(fd);
+	dlrt_evloop_stop(loop);
+	pthread_join(th, NULL);
+	/* Another user's client on [::1]: closed before a byte, as on 127.0.0.1. */
+	cfg.uid = getuid() + 1;
+	TAP_OK(dlrt_relay_start(&r2, loop, &cfg, &err) == 0, "v6: a relay for another uid starts");
+	dlrt_relay_set_target(r2, "127.0.0.1", dlrt_tcpserver_port(srv), secret);
+	sa.sin6_port = htons(dlrt_relay_port(r2));
+	pthread_create(&th, NULL, run, loop);
+	fd = socket(AF_INET6, SOCK_STREAM, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	TAP_OK(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	       send(fd, "ping", 4, MSG_NOSIGNAL) <= 4 && recv(fd, back, 4, 0) <= 0,
+	       "v6: a client of another user on [::1] is closed without an answer");
+	close(fd);
+	dlrt_evloop_stop(loop);
+	pthread_join(th, NULL);
+	dlrt_relay_stop(r2);
+	r2 = NULL;
+	cfg.uid = getuid();
+	getsockname(squat, (struct sockaddr *)&sa, &l);
+	listen(squat, 1);
+	cfg.port = ntohs(sa.sin6_port);
+	TAP_OK(dlrt_relay_start(&r2, loop, &cfg, &err) < 0 && strstr(err.msg, "[::1]"),
+	       "v6: with [::1]:PORT someone else's, the relay does not start: %s", err.msg);
+	close(squat);
+	dlrt_relay_stop(r);
+	dlrt_tcpserver_stop(srv);
+	dlrt_evloop_destroy(loop);
+}
+
 int main(void)
 {
 	struct dlrt_evloop *loop = dlrt_evloop_create();
@@ -345,6 +421,7 @@ int main(void)
 	test_peeruid();
 	test_burst();
 	test_hung_up();
+	test_v6();
 	for (size_t i = 0; i < big; i++)
 		out[i] = (uint8_t)(i * 7 + i / 251);
 	TAP_OK(dlrt_tcpserver_start(&srv, loop, &scfg, &proto, NULL, &err) == 0,
