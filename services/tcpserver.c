@@ -592,6 +592,26 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	return sweep_period_ms(srv);
 }
 
+/* A free port in [lo, hi]: sites that firewall their login nodes admit only
+ * SrunPortRange from the compute nodes. From a random one on, so that
+ * several sruns of the host do not all try the same first, each port once. */
+static int bind_in_range(int fd, struct sockaddr_in *sa, uint16_t lo, uint16_t hi)
+{
+	unsigned n = (unsigned)hi - lo + 1u;
+	uint32_t start = 0;
+
+	dlrt_crypto_random(&start, sizeof(start)); /* any start will do if it fails */
+	for (unsigned i = 0; i < n; i++) {
+		sa->sin_port = htons((uint16_t)(lo + (start + i) % n));
+		if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0)
+			return 0;
+		if (errno != EADDRINUSE)
+			return -1;
+	}
+	errno = EADDRINUSE;
+	return -1;
+}
+
 int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 			 const struct dlrt_tcpserver_cfg *cfg,
 			 const struct dlrt_proto *proto, void *ctx,
@@ -656,7 +676,15 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 		goto fail;
 	}
 	setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (!cfg->port && cfg->port_hi) {
+		if (bind_in_range(srv->listen_fd, &sa, cfg->port_lo, cfg->port_hi) < 0) {
+			dlrt_err_errno(err, errno, "cannot listen on %s at a port in %u-%u (every "
+				       "one taken? widen the range)",
+				       cfg->bind_addr && *cfg->bind_addr ? cfg->bind_addr : "*",
+				       cfg->port_lo, cfg->port_hi);
+			goto fail;
+		}
+	} else if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		dlrt_err_errno(err, errno, "cannot listen on %s:%u",
 			       cfg->bind_addr && *cfg->bind_addr ? cfg->bind_addr : "*",
 			       cfg->port);

@@ -76,6 +76,8 @@ struct dlrt_proto {
 struct dlrt_tcpserver_cfg {
 	const char *bind_addr;     /* numeric IPv4; NULL or "" = all addresses */
 	uint16_t port;             /* 0 = any free port (read it back with _port) */
+	uint16_t port_lo, port_hi; /* with port 0: a free port in this range
+				    * (0 = none; srun's rendezvous in SrunPortRange) */
 	size_t max_request;        /* limit of conn->in */
 	size_t max_reply;          /* limit of conn->out (hard: a reply past it closes) */
 	size_t out_pause;          /* stop reading input while conn->out holds this
