@@ -188,10 +188,14 @@ static int recv_all(struct dlrt_rdv *r, void *buf, size_t n, const char *waiting
 }
 
 /* How long a task waits before connecting again when the rendezvous hung up
- * before its challenge: it closes the oldest connection still to answer when
- * a flood fills its room (services/tcpserver.h). Short: the exchange's
- * deadline bounds the tries. */
-#define RETRY_MS 20
+ * before its answer could count: it closes the oldest connection still to
+ * answer when a flood fills its room (services/tcpserver.h), or each new one
+ * when out of descriptors. Short at first (a flood leaves a newer slot free at
+ * once), doubling up to RETRY_MAX_MS so that the step's tasks do not hammer
+ * a rendezvous that closes every connection; the exchange's deadline bounds
+ * the tries. */
+#define RETRY_MS 10
+#define RETRY_MAX_MS 500
 
 enum { TRY_OK = 0, TRY_HUNG_UP = 1, TRY_FAILED = -1 };
 
@@ -244,6 +248,15 @@ static int connect_once(struct dlrt_rdv *r, const struct sockaddr_in *sa, const 
 		if (rc < 0)
 			return dlrt_err_errno(err, errno, "cannot read from srun's rendezvous");
 	}
+	/* The challenge with the end of file behind it: closed before our
+	 * answer could count, as if before the challenge. */
+	{
+		uint8_t b;
+		ssize_t n = recv(r->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return TRY_HUNG_UP;
+	}
 	dlrt_svcauth_answer(r->secret, challenge, answer);
 	return send_all(r, answer, sizeof(answer), err);
 }
@@ -254,6 +267,7 @@ int dlrt_rdv_connect(struct dlrt_rdv *r, const char *ip, uint16_t port,
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	unsigned hangups = 0;
+	int wait_ms = RETRY_MS;
 
 	r->fd = -1;
 	r->deadline_ms = deadline_ms;
@@ -271,14 +285,15 @@ int dlrt_rdv_connect(struct dlrt_rdv *r, const char *ip, uint16_t port,
 		if (rc != TRY_HUNG_UP)
 			break;
 		hangups++;
-		if (dlrt_now_ms() + RETRY_MS >= deadline_ms) {
-			dlrt_err_set(err, "srun's rendezvous at %s:%u hung up before its challenge "
-				     "%u times within the exchange timeout: it is overloaded "
-				     "(another process flooding it with connections?)", ip, port,
-				     hangups);
+		if (dlrt_now_ms() + wait_ms >= deadline_ms) {
+			dlrt_err_set(err, "srun's rendezvous at %s:%u hung up before this task "
+				     "could answer its challenge, %u times within the exchange "
+				     "timeout: it is overloaded (another process flooding it with "
+				     "connections, or out of descriptors?)", ip, port, hangups);
 			break;
 		}
-		poll(NULL, 0, RETRY_MS);
+		poll(NULL, 0, wait_ms);
+		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
 	}
 	dlrt_rdv_close(r);
 	return -1;

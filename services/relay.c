@@ -68,6 +68,7 @@ struct dlrt_relay {
 
 static void pair_update(struct pair *p);
 static int upstream_open(struct pair *p);
+static bool spare_ended(const struct pair *p);
 
 static void relay_note(const struct dlrt_relay *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -200,30 +201,45 @@ static bool side_failed(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l) < 0 || e != 0;
 }
 
+/* The service hung up before it could hear our answer: shed as the oldest
+ * unproven connection of a flooded service, or closed at accept by one out
+ * of descriptors. Nothing of the client's went out yet, so its connection is
+ * made again: at once the first time (under a flood a newer slot is free at
+ * once), then at the sweeps, every SWEEP_MS, so that a service that closes
+ * every connection is not hammered; the sweep ends the pair at the connect
+ * deadline. */
+static void upstream_retry(struct pair *p)
+{
+	struct dlrt_relay *r = p->r;
+
+	p->hangups++;
+	r->stats.hung_up++;
+	dlrt_evloop_close_fd(r->loop, p->ufd);
+	p->ufd = -1;
+	p->chal_got = 0;
+	if (p->hangups == 1 && upstream_open(p) < 0) {
+		r->stats.upstream_failed++;
+		pair_close(p);
+	}
+}
+
 static void challenge_read(struct pair *p)
 {
 	struct dlrt_relay *r = p->r;
 	uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN];
 	ssize_t n = recv(p->ufd, p->chal + p->chal_got, sizeof(p->chal) - p->chal_got, 0);
+	int e = n < 0 ? errno : 0;
 
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-		int e = n == 0 ? 0 : errno;
-
-		/* Hung up on before the challenge: shed by a service whose
-		 * unproven room a flood filled. Nothing of the client's went
-		 * out yet, so a client's connection is simply made again (the
-		 * sweep ends it at the connect deadline); a spare just goes. */
+	if (n > 0)
+		p->chal_got += (size_t)n;
+	/* The whole challenge with the service's end of file behind it: closed
+	 * before our answer could count, as if before the challenge. */
+	if (n > 0 && p->chal_got == sizeof(p->chal) && spare_ended(p))
+		n = 0;
+	if (n == 0 || (n < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR)) {
 		if ((e == 0 || e == ECONNRESET) && p->cfd >= 0 &&
 		    dlrt_now_ms() < p->deadline_ms) {
-			p->hangups++;
-			r->stats.hung_up++;
-			dlrt_evloop_close_fd(r->loop, p->ufd);
-			p->ufd = -1;
-			p->chal_got = 0;
-			if (upstream_open(p) < 0) {
-				r->stats.upstream_failed++;
-				pair_close(p);
-			}
+			upstream_retry(p);
 			return;
 		}
 		if (e == ECONNREFUSED)
@@ -237,8 +253,6 @@ static void challenge_read(struct pair *p)
 		pair_close(p);
 		return;
 	}
-	if (n > 0)
-		p->chal_got += (size_t)n;
 	if (p->chal_got < sizeof(p->chal)) {
 		pair_update(p);
 		return;
@@ -547,13 +561,21 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	(void)loop;
 	for (struct pair *p = r->pairs, *next; p; p = next) {
 		next = p->next;
+		if (p->st == CHALLENGE && p->ufd < 0 && now <= p->deadline_ms) {
+			if (upstream_open(p) < 0) { /* upstream_retry's next try */
+				r->stats.upstream_failed++;
+				pair_close(p);
+			}
+			continue;
+		}
 		if (p->st != FORWARD && now > p->deadline_ms) {
 			if (p->st == WAIT_TARGET)
 				relay_note(r, "a client waited in vain for the service's address");
 			else if (p->hangups)
-				relay_note(r, "the service hung up before its challenge %u times "
-					   "within the connect timeout: it is overloaded (another "
-					   "process flooding it with connections?)", p->hangups);
+				relay_note(r, "the service hung up before the relay could "
+					   "answer its challenge, %u times within the connect "
+					   "timeout: it is overloaded (another process flooding it "
+					   "with connections, or out of descriptors?)", p->hangups);
 			else
 				relay_note(r, "the service sent no challenge within the connect "
 					   "timeout (is it overloaded, or its node unreachable?)");

@@ -13,10 +13,11 @@
  * buffer is full, so a slow peer slows its partner instead of growing memory.
  * A half-close is passed on (shutdown), so request/EOF protocols work.
  *
- * Under a stranger's flood the service may close a connection before its
- * challenge (services/tcpserver.h sheds the oldest unproven one): the relay
- * then connects again at once, within connect_timeout_ms; a connection it
- * proved is never shed, and its ready spares are proven already.
+ * Under a stranger's flood the service may close a connection before the
+ * relay's answer counted (services/tcpserver.h sheds the oldest unproven
+ * one): the relay then connects again (at once, then at its sweeps), within
+ * connect_timeout_ms; a connection it proved is never shed, and its ready
+ * spares are proven already.
  *
  * The relay starts before the step's address exchange, so it learns the
  * service's address and the secret later (dlrt_relay_set_target); a client
