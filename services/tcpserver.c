@@ -315,10 +315,10 @@ static int auth_read(struct dlrt_conn *conn)
 
 /* Before a new connection enters the unproven room: if it is full, the
  * oldest unproven connection goes at once. Under a flood of a stranger's
- * silent connections that is one of them, as long as the step's own answer
- * within max_unauthed newer connections (AUTH_DEFAULT_MAX); no grace period,
- * no waiting in the listen backlog, where the step's connections would queue
- * behind the stranger's. An answer that already waits unread is read first
+ * silent connections that is one of them, as long as the step's own
+ * connections answer before max_unauthed newer ones arrive (AUTH_DEFAULT_MAX);
+ * no grace period, no waiting in the listen backlog, where the step's
+ * connections would queue behind the stranger's. An answer that already waits unread is read first
  * (the loop has not come to that socket yet): that connection is proven, not
  * shed, and the next oldest is looked at. */
 static void auth_make_room(struct dlrt_tcpserver *srv)
