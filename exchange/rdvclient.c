@@ -187,13 +187,87 @@ static int recv_all(struct dlrt_rdv *r, void *buf, size_t n, const char *waiting
 	return 0;
 }
 
+/* How long a task waits before connecting again when the rendezvous hung up
+ * before its answer could count: it closes the oldest connection still to
+ * answer when a flood fills its room (services/tcpserver.h), or each new one
+ * when out of descriptors. Short at first (a flood leaves a newer slot free at
+ * once), doubling up to RETRY_MAX_MS so that the step's tasks do not hammer
+ * a rendezvous that closes every connection; the exchange's deadline bounds
+ * the tries. */
+#define RETRY_MS 10
+#define RETRY_MAX_MS 500
+
+enum { TRY_OK = 0, TRY_HUNG_UP = 1, TRY_FAILED = -1 };
+
+/* One connection and its challenge answered: TRY_OK, TRY_HUNG_UP (closed
+ * before the challenge came: try again), TRY_FAILED (err says why). */
+static int connect_once(struct dlrt_rdv *r, const struct sockaddr_in *sa, const char *ip,
+			uint16_t port, struct dlrt_err *err)
+{
+	uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN], answer[DLRT_SVCAUTH_ANSWER_LEN];
+	size_t got = 0;
+	int one = 1, soerr = 0, rc;
+	socklen_t len = sizeof(soerr);
+
+	r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (r->fd < 0)
+		return dlrt_err_errno(err, errno, "cannot open a socket to srun's rendezvous");
+	setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(r->fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0 && errno != EINPROGRESS)
+		soerr = errno;
+	else if ((rc = await_fd(r, POLLOUT)) == 0)
+		return dlrt_err_set(err, "connecting to srun's rendezvous at %s:%u timed out: no "
+				    "answer within the exchange timeout (is srun's host reachable "
+				    "from this node?)", ip, port);
+	else if (rc < 0 || getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		soerr = errno;
+	if (soerr == ECONNREFUSED)
+		return dlrt_err_set(err, "nothing listens at srun's rendezvous at %s:%u (connection "
+				    "refused: did srun exit?)", ip, port);
+	if (soerr)
+		return dlrt_err_errno(err, soerr, "cannot connect to srun's rendezvous at %s:%u",
+				      ip, port);
+	while (got < sizeof(challenge)) {
+		ssize_t n = recv(r->fd, challenge + got, sizeof(challenge) - got, 0);
+
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (n == 0 || errno == ECONNRESET)
+			return TRY_HUNG_UP;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return dlrt_err_errno(err, errno, "cannot read from srun's rendezvous");
+		rc = await_fd(r, POLLIN);
+		if (rc == 0)
+			return dlrt_err_set(err, "srun's rendezvous at %s:%u took the connection but "
+					    "sent no challenge within the exchange timeout (is "
+					    "srun's host overloaded?)", ip, port);
+		if (rc < 0)
+			return dlrt_err_errno(err, errno, "cannot read from srun's rendezvous");
+	}
+	/* The challenge with the end of file behind it: closed before our
+	 * answer could count, as if before the challenge. */
+	{
+		uint8_t b;
+		ssize_t n = recv(r->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return TRY_HUNG_UP;
+	}
+	dlrt_svcauth_answer(r->secret, challenge, answer);
+	return send_all(r, answer, sizeof(answer), err);
+}
+
 int dlrt_rdv_connect(struct dlrt_rdv *r, const char *ip, uint16_t port,
 		     const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN], int64_t deadline_ms,
 		     struct dlrt_err *err)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN], answer[DLRT_SVCAUTH_ANSWER_LEN];
-	int one = 1, rc;
+	unsigned hangups = 0;
+	int wait_ms = RETRY_MS;
 
 	r->fd = -1;
 	r->deadline_ms = deadline_ms;
@@ -201,40 +275,26 @@ int dlrt_rdv_connect(struct dlrt_rdv *r, const char *ip, uint16_t port,
 	if (inet_pton(AF_INET, ip, &sa.sin_addr) != 1)
 		return dlrt_err_set(err, "srun's address '%s' (SLURM_LAUNCH_NODE_IPADDR) is not an "
 				    "IPv4 address", ip);
-	r->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (r->fd < 0)
-		return dlrt_err_errno(err, errno, "cannot open a socket to srun's rendezvous");
-	setsockopt(r->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(r->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
-		dlrt_err_errno(err, errno, "cannot connect to srun's rendezvous at %s:%u (is a "
-			       "firewall between the nodes and srun's host? it must let the nodes "
-			       "reach srun, as Slurm itself does)", ip, port);
-		goto fail;
-	}
-	rc = await_fd(r, POLLOUT);
-	if (rc <= 0) {
-		dlrt_err_set(err, "cannot connect to srun's rendezvous at %s:%u within the exchange "
-			     "timeout (is a firewall between the nodes and srun's host?)", ip, port);
-		goto fail;
-	}
-	{
-		int soerr = 0;
-		socklen_t len = sizeof(soerr);
+	for (;;) {
+		int rc = connect_once(r, &sa, ip, port, err);
 
-		if (getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr) {
-			dlrt_err_errno(err, soerr ? soerr : errno, "cannot connect to srun's "
-				       "rendezvous at %s:%u (did srun exit? is a firewall between the "
-				       "nodes and srun's host?)", ip, port);
-			goto fail;
+		if (rc == TRY_OK)
+			return 0;
+		close(r->fd);
+		r->fd = -1;
+		if (rc != TRY_HUNG_UP)
+			break;
+		hangups++;
+		if (dlrt_now_ms() + wait_ms >= deadline_ms) {
+			dlrt_err_set(err, "srun's rendezvous at %s:%u hung up before this task "
+				     "could answer its challenge, %u times within the exchange "
+				     "timeout: it is overloaded (another process flooding it with "
+				     "connections, or out of descriptors?)", ip, port, hangups);
+			break;
 		}
+		poll(NULL, 0, wait_ms);
+		wait_ms = wait_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : wait_ms * 2;
 	}
-	if (recv_all(r, challenge, sizeof(challenge), "the rendezvous' challenge", err) < 0)
-		goto fail;
-	dlrt_svcauth_answer(r->secret, challenge, answer);
-	if (send_all(r, answer, sizeof(answer), err) < 0)
-		goto fail;
-	return 0;
-fail:
 	dlrt_rdv_close(r);
 	return -1;
 }

@@ -15,6 +15,8 @@ struct diag_req {
 	struct inet_diag_req_v2 r;
 };
 
+static int read_reply(int nl, const struct diag_req *q, uid_t *uid, struct dlrt_err *err);
+
 /* The exact socket: the peer's address is its source, ours its destination.
  * A client may have connected from an IPv6 socket to the IPv4-mapped address
  * (torch's c10d client does, for "127.0.0.1"): the kernel files that socket
@@ -29,6 +31,9 @@ static void fill_req(struct diag_req *q, int family, const struct sockaddr_in *p
 	q->r.sdiag_family = (uint8_t)family;
 	q->r.sdiag_protocol = IPPROTO_TCP;
 	q->r.idiag_states = ~0u;
+	q->r.id.idiag_if = 0;
+	if (!peer) /* an IPv6 connection: the caller fills in its addresses */
+		goto cookie;
 	q->r.id.idiag_sport = peer->sin_port;
 	q->r.id.idiag_dport = me->sin_port;
 	if (family == AF_INET6) {
@@ -39,9 +44,21 @@ static void fill_req(struct diag_req *q, int family, const struct sockaddr_in *p
 		q->r.id.idiag_src[0] = peer->sin_addr.s_addr;
 		q->r.id.idiag_dst[0] = me->sin_addr.s_addr;
 	}
-	q->r.id.idiag_if = 0;
+cookie:
 	q->r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 	q->r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+}
+
+/* Sends q and reads its answer. */
+static int ask(int nl, struct diag_req *q, uid_t *uid, struct dlrt_err *err)
+{
+	static __thread uint32_t seq;
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+
+	q->nlh.nlmsg_seq = ++seq;
+	if (sendto(nl, q, sizeof(*q), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
+		return dlrt_err_errno(err, errno, "cannot ask the kernel who owns a socket");
+	return read_reply(nl, q, uid, err);
 }
 
 /* Reads the answer to request `seq`: the socket's owner, after checking it
@@ -110,8 +127,6 @@ int dlrt_peeruid_open(struct dlrt_err *err)
 int dlrt_peeruid_lookup(int nl, const struct sockaddr_in *peer, const struct sockaddr_in *me,
 			uid_t *uid, struct dlrt_err *err)
 {
-	static __thread uint32_t seq;
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	struct diag_req q;
 	int rc = -1;
 
@@ -121,12 +136,24 @@ int dlrt_peeruid_lookup(int nl, const struct sockaddr_in *peer, const struct soc
 	 * IPv4-mapped address. */
 	for (int i = 0; i < 2 && rc < 0; i++) {
 		fill_req(&q, i ? AF_INET6 : AF_INET, peer, me);
-		q.nlh.nlmsg_seq = ++seq;
-		if (sendto(nl, &q, sizeof(q), 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0)
-			return dlrt_err_errno(err, errno, "cannot ask the kernel who owns a socket");
-		rc = read_reply(nl, &q, uid, err);
+		rc = ask(nl, &q, uid, err);
 	}
 	return rc;
+}
+
+int dlrt_peeruid_lookup6(int nl, const struct sockaddr_in6 *peer, const struct sockaddr_in6 *me,
+			 uid_t *uid, struct dlrt_err *err)
+{
+	struct diag_req q;
+
+	if (peer->sin6_family != AF_INET6 || me->sin6_family != AF_INET6)
+		return dlrt_err_set(err, "not a TCP/IPv6 connection");
+	fill_req(&q, AF_INET6, NULL, NULL);
+	q.r.id.idiag_sport = peer->sin6_port;
+	q.r.id.idiag_dport = me->sin6_port;
+	memcpy(q.r.id.idiag_src, &peer->sin6_addr, sizeof(q.r.id.idiag_src));
+	memcpy(q.r.id.idiag_dst, &me->sin6_addr, sizeof(q.r.id.idiag_dst));
+	return ask(nl, &q, uid, err);
 }
 
 int dlrt_peeruid_of(int fd, uid_t *uid, struct dlrt_err *err)

@@ -29,5 +29,8 @@ int dlrt_peeruid_open(struct dlrt_err *err);
 /* The owner of the socket at `peer` connected to `me`; -1 as above. */
 int dlrt_peeruid_lookup(int nl, const struct sockaddr_in *peer, const struct sockaddr_in *me,
 			uid_t *uid, struct dlrt_err *err);
+/* The same for a connection over IPv6 (the relay's [::1] listener). */
+int dlrt_peeruid_lookup6(int nl, const struct sockaddr_in6 *peer, const struct sockaddr_in6 *me,
+			 uid_t *uid, struct dlrt_err *err);
 
 #endif

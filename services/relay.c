@@ -44,6 +44,7 @@ struct pair {
 	enum pair_state st;
 	uint8_t chal[DLRT_SVCAUTH_CHALLENGE_LEN];
 	size_t chal_got;
+	unsigned hangups;    /* the service closed it before its challenge */
 	int64_t deadline_ms; /* until FORWARD; a spare's end of life */
 	struct dir c2u, u2c;
 	struct pair *prev, *next;
@@ -52,8 +53,9 @@ struct pair {
 struct dlrt_relay {
 	struct dlrt_evloop *loop;
 	struct dlrt_relay_cfg cfg;
-	int lfd, nl;
+	int lfd, lfd6, nl;
 	struct sockaddr_in laddr; /* the listener's: every client's local address */
+	struct sockaddr_in6 laddr6; /* the [::1] listener's (lfd6 -1: none) */
 	uint16_t port;
 	bool have_target;
 	struct sockaddr_in target;
@@ -65,6 +67,8 @@ struct dlrt_relay {
 };
 
 static void pair_update(struct pair *p);
+static int upstream_open(struct pair *p);
+static bool spare_ended(const struct pair *p);
 
 static void relay_note(const struct dlrt_relay *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -197,22 +201,58 @@ static bool side_failed(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &l) < 0 || e != 0;
 }
 
+/* The service hung up before it could hear our answer: shed as the oldest
+ * unproven connection of a flooded service, or closed at accept by one out
+ * of descriptors. Nothing of the client's went out yet, so its connection is
+ * made again: at once the first time (under a flood a newer slot is free at
+ * once), then at the sweeps, every SWEEP_MS, so that a service that closes
+ * every connection is not hammered; the sweep ends the pair at the connect
+ * deadline. */
+static void upstream_retry(struct pair *p)
+{
+	struct dlrt_relay *r = p->r;
+
+	p->hangups++;
+	r->stats.hung_up++;
+	dlrt_evloop_close_fd(r->loop, p->ufd);
+	p->ufd = -1;
+	p->chal_got = 0;
+	if (p->hangups == 1 && upstream_open(p) < 0) {
+		r->stats.upstream_failed++;
+		pair_close(p);
+	}
+}
+
 static void challenge_read(struct pair *p)
 {
 	struct dlrt_relay *r = p->r;
 	uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN];
 	ssize_t n = recv(p->ufd, p->chal + p->chal_got, sizeof(p->chal) - p->chal_got, 0);
+	int e = n < 0 ? errno : 0;
 
-	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-		relay_note(r, "the service %s before its challenge (%s)",
-			   n == 0 ? "closed the connection" : "failed",
-			   n == 0 ? "end of file" : strerror(errno));
+	if (n > 0)
+		p->chal_got += (size_t)n;
+	/* The whole challenge with the service's end of file behind it: closed
+	 * before our answer could count, as if before the challenge. */
+	if (n > 0 && p->chal_got == sizeof(p->chal) && spare_ended(p))
+		n = 0;
+	if (n == 0 || (n < 0 && e != EAGAIN && e != EWOULDBLOCK && e != EINTR)) {
+		if ((e == 0 || e == ECONNRESET) && p->cfd >= 0 &&
+		    dlrt_now_ms() < p->deadline_ms) {
+			upstream_retry(p);
+			return;
+		}
+		if (e == ECONNREFUSED)
+			relay_note(r, "nothing listens at the service's address (connection "
+				   "refused: did the step's service exit?)");
+		else
+			relay_note(r, "the service %s before its challenge (%s)",
+				   e ? "failed" : "closed the connection",
+				   e ? strerror(e) : "end of file");
 		r->stats.upstream_failed++;
 		pair_close(p);
 		return;
 	}
-	if (n > 0)
-		p->chal_got += (size_t)n;
 	if (p->chal_got < sizeof(p->chal)) {
 		pair_update(p);
 		return;
@@ -334,27 +374,34 @@ static void pair_update(struct pair *p)
 
 /* Connects to the service and waits for its challenge: no wait for
  * writability in between, since the challenge can only come once connected,
- * and a failed connect wakes the read as an error. -1: p was closed. */
-static int pair_connect(struct pair *p)
+ * and a failed connect wakes the read as an error. -1: no socket (p->ufd -1). */
+static int upstream_open(struct pair *p)
 {
 	struct dlrt_relay *r = p->r;
 	int one = 1;
 
 	p->ufd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (p->ufd < 0)
-		goto fail;
+		return -1;
 	setsockopt(p->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(p->ufd, (struct sockaddr *)&r->target, sizeof(r->target)) < 0 &&
-	    errno != EINPROGRESS) {
+	if ((connect(p->ufd, (struct sockaddr *)&r->target, sizeof(r->target)) < 0 &&
+	     errno != EINPROGRESS) ||
+	    dlrt_evloop_add_fd(r->loop, p->ufd, DLRT_EV_READ, up_event, p) < 0) {
 		close(p->ufd);
 		p->ufd = -1;
-		goto fail;
+		return -1;
 	}
-	if (dlrt_evloop_add_fd(r->loop, p->ufd, DLRT_EV_READ, up_event, p) < 0) {
-		close(p->ufd);
-		p->ufd = -1;
+	return 0;
+}
+
+/* Opens the pair's upstream connection: forwarding at once without a
+ * challenge, else CHALLENGE until connect_timeout_ms. -1: p was closed. */
+static int pair_connect(struct pair *p)
+{
+	struct dlrt_relay *r = p->r;
+
+	if (upstream_open(p) < 0)
 		goto fail;
-	}
 	if (r->cfg.no_challenge) {
 		/* Bytes sent before the connect completes wait in c2u (send says
 		 * EAGAIN until then); a failed connect ends the pair as a reset. */
@@ -432,20 +479,26 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 
 	(void)events;
 	for (;;) {
-		struct sockaddr_in peer;
+		struct sockaddr_storage peer;
 		socklen_t plen = sizeof(peer);
 		struct dlrt_err err = { .msg = "the kernel did not name the client socket's owner" };
 		struct pair *p;
 		uid_t uid;
 		int fd = accept4(lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int rc = -1;
 
 		if (fd < 0)
 			return;
 		if (r->nl < 0)
 			r->nl = dlrt_peeruid_open(&err);
 		uid = (uid_t)-1; /* nobody's: refused unless the kernel names the owner */
-		if (r->nl >= 0 && plen == sizeof(peer) &&
-		    dlrt_peeruid_lookup(r->nl, &peer, &r->laddr, &uid, &err) < 0) {
+		if (r->nl >= 0 && lfd == r->lfd6 && plen == sizeof(struct sockaddr_in6))
+			rc = dlrt_peeruid_lookup6(r->nl, (struct sockaddr_in6 *)&peer, &r->laddr6,
+						  &uid, &err);
+		else if (r->nl >= 0 && lfd == r->lfd && plen == sizeof(struct sockaddr_in))
+			rc = dlrt_peeruid_lookup(r->nl, (struct sockaddr_in *)&peer, &r->laddr,
+						 &uid, &err);
+		if (r->nl >= 0 && rc < 0) {
 			/* A peer gone already, or a netlink socket in a bad state
 			 * (an answer lost to a full buffer): a fresh one next time. */
 			close(r->nl);
@@ -508,9 +561,24 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	(void)loop;
 	for (struct pair *p = r->pairs, *next; p; p = next) {
 		next = p->next;
+		if (p->st == CHALLENGE && p->ufd < 0 && now <= p->deadline_ms) {
+			if (upstream_open(p) < 0) { /* upstream_retry's next try */
+				r->stats.upstream_failed++;
+				pair_close(p);
+			}
+			continue;
+		}
 		if (p->st != FORWARD && now > p->deadline_ms) {
-			relay_note(r, p->st == WAIT_TARGET ? "a client waited in vain for the service's "
-				   "address" : "the service did not answer within the connect timeout");
+			if (p->st == WAIT_TARGET)
+				relay_note(r, "a client waited in vain for the service's address");
+			else if (p->hangups)
+				relay_note(r, "the service hung up before the relay could "
+					   "answer its challenge, %u times within the connect "
+					   "timeout: it is overloaded (another process flooding it "
+					   "with connections, or out of descriptors?)", p->hangups);
+			else
+				relay_note(r, "the service sent no challenge within the connect "
+					   "timeout (is it overloaded, or its node unreachable?)");
 			if (p->st != WAIT_TARGET)
 				r->stats.upstream_failed++;
 			pair_close(p);
@@ -529,17 +597,75 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	return SWEEP_MS;
 }
 
+/* Listens on 127.0.0.1 and [::1] on the same port. A program that connects
+ * to "localhost" where it resolves to ::1 first (glibc's default order) would
+ * reach whoever holds [::1]:PORT: left free, another user could bind it and
+ * receive the job's connections. So the relay holds it too, with its
+ * own-user check. With port 0 it looks for a port free on both; a host
+ * without an IPv6 loopback has no [::1] anyone could bind. */
+#define LISTEN_TRIES 64
+
+static int listen_on(int family, const struct sockaddr *sa, socklen_t len)
+{
+	int one = 1, fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), e;
+
+	if (fd < 0)
+		return -1;
+	/* Accepted sockets inherit it: no setsockopt per client. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, sa, len) == 0 && listen(fd, 1024) == 0)
+		return fd;
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+static int relay_listen(struct dlrt_relay *r, uint16_t port, struct dlrt_err *err)
+{
+	for (int i = 0; i < LISTEN_TRIES; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		socklen_t salen = sizeof(sa);
+		int e;
+
+		r->lfd = listen_on(AF_INET, (struct sockaddr *)&sa, sizeof(sa));
+		if (r->lfd < 0 || getsockname(r->lfd, (struct sockaddr *)&sa, &salen) < 0)
+			return dlrt_err_errno(err, errno, "cannot listen on 127.0.0.1:%u", port);
+		r->laddr = sa;
+		r->port = ntohs(sa.sin_port);
+		sa6.sin6_port = sa.sin_port;
+		r->lfd6 = listen_on(AF_INET6, (struct sockaddr *)&sa6, sizeof(sa6));
+		if (r->lfd6 >= 0) {
+			r->laddr6 = sa6;
+			return 0;
+		}
+		e = errno;
+		if (e == EAFNOSUPPORT || e == EADDRNOTAVAIL)
+			return 0; /* no IPv6 loopback here */
+		close(r->lfd);
+		r->lfd = -1;
+		if (e != EADDRINUSE || port)
+			return dlrt_err_errno(err, e, "cannot listen on [::1]:%u (a client "
+					      "connecting to localhost would reach whoever holds "
+					      "it instead of the relay)", r->port);
+	}
+	return dlrt_err_set(err, "no port was free on both 127.0.0.1 and [::1] in %d tries: "
+			    "another process holds many [::1] ports", LISTEN_TRIES);
+}
+
 int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,
 		     const struct dlrt_relay_cfg *cfg, struct dlrt_err *err)
 {
 	struct dlrt_relay *r = calloc(1, sizeof(*r));
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t salen = sizeof(sa);
-	int one = 1;
 
 	if (!r)
 		return dlrt_err_set(err, "out of memory starting the relay");
 	r->lfd = -1;
+	r->lfd6 = -1;
 	r->loop = loop;
 	r->cfg = *cfg;
 	if (!r->cfg.max_conns)
@@ -557,25 +683,12 @@ int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,
 	if (r->cfg.spare_max_age_ms <= 0)
 		r->cfg.spare_max_age_ms = DEFAULT_SPARE_AGE_MS;
 	r->nl = -1;
-	sa.sin_port = htons(cfg->port);
 	r->nl = dlrt_peeruid_open(err);
-	if (r->nl < 0)
+	if (r->nl < 0 || relay_listen(r, cfg->port, err) < 0)
 		goto fail;
-	r->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (r->lfd < 0) {
-		dlrt_err_errno(err, errno, "cannot create the relay's socket");
-		goto fail;
-	}
-	/* Accepted sockets inherit it: no setsockopt per client. */
-	setsockopt(r->lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (bind(r->lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(r->lfd, 1024) < 0 ||
-	    getsockname(r->lfd, (struct sockaddr *)&sa, &salen) < 0) {
-		dlrt_err_errno(err, errno, "cannot listen on 127.0.0.1:%u", cfg->port);
-		goto fail;
-	}
-	r->laddr = sa;
-	r->port = ntohs(sa.sin_port);
 	if (dlrt_evloop_add_fd(loop, r->lfd, DLRT_EV_READ, accept_event, r) < 0 ||
+	    (r->lfd6 >= 0 &&
+	     dlrt_evloop_add_fd(loop, r->lfd6, DLRT_EV_READ, accept_event, r) < 0) ||
 	    (r->timer = dlrt_evloop_add_timer(loop, SWEEP_MS, sweep, r)) < 0) {
 		dlrt_err_set(err, "out of memory starting the relay");
 		goto fail;
@@ -586,6 +699,10 @@ fail:
 	if (r->lfd >= 0) {
 		dlrt_evloop_del_fd(loop, r->lfd);
 		close(r->lfd);
+	}
+	if (r->lfd6 >= 0) {
+		dlrt_evloop_del_fd(loop, r->lfd6);
+		close(r->lfd6);
 	}
 	if (r->nl >= 0)
 		close(r->nl);
@@ -635,6 +752,10 @@ void dlrt_relay_stop(struct dlrt_relay *r)
 	dlrt_evloop_del_timer(r->loop, r->timer);
 	dlrt_evloop_del_fd(r->loop, r->lfd);
 	close(r->lfd);
+	if (r->lfd6 >= 0) {
+		dlrt_evloop_del_fd(r->loop, r->lfd6);
+		close(r->lfd6);
+	}
 	memset(r->secret, 0, sizeof(r->secret));
 	free(r);
 }

@@ -1,7 +1,9 @@
 /* relay.h - the node relay: the job's own processes reach the step's service.
  *
  * Every node of a step with a service (Horovod's rendezvous driver, Caffe2's
- * store) runs one dlrt-relay, as the job user, listening on 127.0.0.1 only.
+ * store) runs one dlrt-relay, as the job user, listening on 127.0.0.1 only,
+ * and on [::1] on the same port so that nobody else can take that one for a
+ * client that connects to "localhost" (which may try ::1 first).
  * The tasks get its address instead of the service's. On accept the relay
  * asks the kernel who owns the client's socket (services/peeruid.h) and closes
  * any connection that is not the job user's at once. For an admitted client
@@ -10,6 +12,12 @@
  * direction has a fixed buffer; a side is not read while the other side's
  * buffer is full, so a slow peer slows its partner instead of growing memory.
  * A half-close is passed on (shutdown), so request/EOF protocols work.
+ *
+ * Under a stranger's flood the service may close a connection before the
+ * relay's answer counted (services/tcpserver.h sheds the oldest unproven
+ * one): the relay then connects again (at once, then at its sweeps), within
+ * connect_timeout_ms; a connection it proved is never shed, and its ready
+ * spares are proven already.
  *
  * The relay starts before the step's address exchange, so it learns the
  * service's address and the secret later (dlrt_relay_set_target); a client
@@ -31,7 +39,7 @@ struct dlrt_relay;
 
 struct dlrt_relay_cfg {
 	uid_t uid;                   /* the only owner admitted (the job user) */
-	uint16_t port;               /* on 127.0.0.1; 0 = any free port */
+	uint16_t port;               /* on 127.0.0.1 and [::1]; 0 = any port free on both */
 	unsigned max_conns;          /* admitted clients at once (0 = 1024) */
 	size_t buf_size;             /* per direction and client (0 = 64 KiB) */
 	int64_t target_wait_ms;      /* a client's wait for the target (0 = 60 s) */
@@ -54,6 +62,9 @@ struct dlrt_relay_stats {
 	uint64_t refused;            /* another user's socket, or an unknown one */
 	uint64_t upstream_failed;    /* the service could not be reached in time */
 	uint64_t spare_used;         /* clients paired with a ready spare */
+	uint64_t hung_up;            /* the service closed a client's connection
+				      * before its challenge (shed under a flood):
+				      * connected again, within connect_timeout_ms */
 };
 
 int dlrt_relay_start(struct dlrt_relay **out, struct dlrt_evloop *loop,

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -283,6 +284,56 @@ int dlrt_service_parse_u64(const char *opt, const char *s, uint64_t min, uint64_
 	return 0;
 }
 
+int dlrt_service_parse_port_range(const char *s, uint16_t *lo, uint16_t *hi)
+{
+	unsigned long v[2];
+	const char *p = s;
+
+	for (int i = 0; i < 2; i++) {
+		char *end;
+
+		if (*p < '0' || *p > '9')
+			return -1;
+		errno = 0;
+		v[i] = strtoul(p, &end, 10);
+		if (errno || v[i] < 1 || v[i] > 65535 || *end != (i ? '\0' : '-'))
+			return -1;
+		p = end + 1;
+	}
+	if (v[0] > v[1])
+		return -1;
+	*lo = (uint16_t)v[0];
+	*hi = (uint16_t)v[1];
+	return 0;
+}
+
+int dlrt_service_srun_port_range(const char *path, uint16_t *lo, uint16_t *hi,
+				 struct dlrt_err *err)
+{
+	static const char key[] = "SrunPortRange";
+	FILE *f = fopen(path, "re");
+	char line[1024], val[64] = "";
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line + strspn(line, " \t");
+
+		if (strncasecmp(p, key, sizeof(key) - 1) || p[sizeof(key) - 1] != '=')
+			continue;
+		p += sizeof(key);
+		p[strcspn(p, " \t\r\n#")] = '\0';
+		snprintf(val, sizeof(val), "%s", p);
+		found = 1;
+	}
+	fclose(f);
+	if (found && dlrt_service_parse_port_range(val, lo, hi) < 0)
+		return dlrt_err_set(err, "SrunPortRange=%s in %s is not LO-HI: fix it there (srun "
+				    "and dlrt read the same line)", val, path);
+	return found;
+}
+
 void dlrt_service_args_init(struct dlrt_service_args *a, const char *bind)
 {
 	memset(a, 0, sizeof(*a));
@@ -345,6 +396,11 @@ int dlrt_service_args_option(struct dlrt_service_args *a, int opt, const char *a
 	case DLRT_SERVICE_O_VERBOSE:
 		a->verbose = true;
 		return 1;
+	case DLRT_SERVICE_O_PORT_RANGE:
+		if (dlrt_service_parse_port_range(arg, &a->port_lo, &a->port_hi) < 0)
+			return dlrt_err_set(err, "--port-range '%s' is not LO-HI (two ports, "
+					    "1-65535, the first not above the second)", arg);
+		return 1;
 	default:
 		return 0;
 	}
@@ -372,6 +428,8 @@ void dlrt_service_args_server(struct dlrt_service_args *a, struct dlrt_tcpserver
 {
 	cfg->bind_addr = a->bind;
 	cfg->port = a->port;
+	cfg->port_lo = a->port_lo;
+	cfg->port_hi = a->port_hi;
 	cfg->secret = a->has_secret ? a->secret : NULL;
 	if (a->allow_any) {
 		cfg->allow = NULL;

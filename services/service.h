@@ -136,6 +136,7 @@ enum {
 	DLRT_SERVICE_O_READY_FD,
 	DLRT_SERVICE_O_SECRET_FD,
 	DLRT_SERVICE_O_VERBOSE,
+	DLRT_SERVICE_O_PORT_RANGE,
 };
 
 /* Entries of a `struct option` table (getopt.h) for the common options.
@@ -149,13 +150,15 @@ enum {
 	{ "parent-pid", required_argument, NULL, DLRT_SERVICE_O_PARENT_PID }, \
 	{ "ready-fd", required_argument, NULL, DLRT_SERVICE_O_READY_FD }, \
 	{ "secret-fd", required_argument, NULL, DLRT_SERVICE_O_SECRET_FD }, \
-	{ "verbose", no_argument, NULL, DLRT_SERVICE_O_VERBOSE }
+	{ "verbose", no_argument, NULL, DLRT_SERVICE_O_VERBOSE }, \
+	{ "port-range", required_argument, NULL, DLRT_SERVICE_O_PORT_RANGE }
 #define DLRT_SERVICE_OPTION_ALLOW_ANY \
 	{ "allow-any", no_argument, NULL, DLRT_SERVICE_O_ALLOW_ANY }
 
 struct dlrt_service_args {
 	const char *bind;    /* as given (tcpserver checks it) */
 	uint16_t port;       /* 0: any free port */
+	uint16_t port_lo, port_hi; /* --port-range LO-HI with port 0 (0: none) */
 	uint32_t *allow;     /* --allow parsed, loopback first; NULL: not given */
 	size_t nallow;
 	uint32_t loopback;   /* the allow list without --allow */
@@ -177,6 +180,16 @@ void dlrt_service_args_init(struct dlrt_service_args *a, const char *bind);
  * program may close every other descriptor right after parsing. */
 int dlrt_service_args_option(struct dlrt_service_args *a, int opt, const char *arg,
 			     struct dlrt_err *err);
+
+/* "LO-HI" (1 <= LO <= HI <= 65535, decimal): 0, else -1. */
+int dlrt_service_parse_port_range(const char *s, uint16_t *lo, uint16_t *hi);
+
+/* SrunPortRange of the slurm.conf at `path` (key case-insensitive, as Slurm
+ * reads it; the last one counts): 1 and the range, 0 when not set or the file
+ * cannot be read (configless Slurm has none: srun then knows no range
+ * either), -1 with one line in err when the value is not LO-HI. */
+int dlrt_service_srun_port_range(const char *path, uint16_t *lo, uint16_t *hi,
+				 struct dlrt_err *err);
 
 /* After parsing: --ready-fd and --lifetime-fd are open descriptors, and the
  * --parent-pid process exists (`what` names the program in the fix, e.g.

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
@@ -14,21 +15,32 @@
 #include "common/crypto.h"
 #include "svcauth.h"
 
-#define AUTH_DEFAULT_MAX 64
+/* The room for connections still to prove the secret. A stranger's flood
+ * only ever sheds its own connections if the step's connection has answered
+ * before this many newer ones arrived: 4096 gives it 2 s at 2,000 connections
+ * a second, 0.4 s at 10,000 (what one core can send), against a round trip
+ * for a relay or a task. Each costs a descriptor and a few hundred bytes here
+ * (no buffer is allocated before the proof), plus the kernel's socket. */
+#define AUTH_DEFAULT_MAX 4096
 #define AUTH_DEFAULT_TIMEOUT_MS 5000
-/* Far above a relay's answer time (a round trip, plus its turn on a loaded
- * node), short enough that a stranger's flood delays the step's connections
- * by little: each of its connections holds a slot this long at most. */
-#define AUTH_DEFAULT_GRACE_MS 1000
+/* New connections accepted per wake-up: a flood faster than the loop cannot
+ * keep it from the step's proven connections (the listener is
+ * level-triggered: the rest wakes it again at once). */
+#define ACCEPT_BATCH 1024
+/* The kernel caps it at net.core.somaxconn (4096 by default since Linux
+ * 5.4): what a flood fills between two wake-ups must not spill the step's
+ * connection requests (a dropped SYN is retried only after a second). */
+#define LISTEN_BACKLOG 65535
 
-/* A connection that has not yet answered the challenge. */
+/* A connection that has not yet answered the challenge, on the server's
+ * list of them in accept order (the head is the oldest). */
 struct dlrt_conn_auth {
 	uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN];
 	uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN];
 	size_t got;
-	int64_t since_ms;    /* accepted */
 	int64_t deadline_ms;
-	uint64_t seq; /* accept order: the smallest is the oldest */
+	struct dlrt_conn *conn;
+	struct dlrt_conn_auth *prev, *next;
 };
 
 struct dlrt_tcpserver {
@@ -46,17 +58,15 @@ struct dlrt_tcpserver {
 	bool has_secret;
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 	unsigned nunauthed;
-	uint64_t auth_seq;
+	struct dlrt_conn_auth *auth_head, *auth_tail;
 	int reserve_fd;          /* /dev/null, given up to shed a connection on EMFILE */
 	int64_t resume_timer;    /* the listener is paused after an accept failure */
 	unsigned long nofile;    /* RLIMIT_NOFILE's soft limit at start */
 	unsigned long nofile_drops;
-	bool held;               /* the listener waits for a pre-authentication slot */
 	unsigned long auth_shed;  /* unproven connections closed to admit newer ones */
 };
 
 static void conn_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg);
-static void auth_slot_freed(struct dlrt_tcpserver *srv);
 
 static bool peer_allowed(const struct dlrt_tcpserver *srv, uint32_t ip)
 {
@@ -68,16 +78,32 @@ static bool peer_allowed(const struct dlrt_tcpserver *srv, uint32_t ip)
 	return false;
 }
 
+/* The connection proved the secret or goes: off the unproven list. */
+static void auth_end(struct dlrt_conn *conn)
+{
+	struct dlrt_tcpserver *srv = conn->server;
+	struct dlrt_conn_auth *a = conn->auth;
+
+	if (a->prev)
+		a->prev->next = a->next;
+	else
+		srv->auth_head = a->next;
+	if (a->next)
+		a->next->prev = a->prev;
+	else
+		srv->auth_tail = a->prev;
+	srv->nunauthed--;
+	free(a);
+	conn->auth = NULL;
+}
+
 /* Frees a connection; the protocol's on_close runs only for one it opened. */
 static void conn_drop(struct dlrt_conn *conn)
 {
 	struct dlrt_tcpserver *srv = conn->server;
 
-	if (conn->auth) {
-		free(conn->auth);
-		conn->auth = NULL;
-		auth_slot_freed(srv);
-	}
+	if (conn->auth)
+		auth_end(conn);
 	dlrt_evloop_del_fd(srv->loop, conn->fd);
 	close(conn->fd);
 	srv->conns[conn->fd] = NULL;
@@ -272,10 +298,14 @@ static int auth_read(struct dlrt_conn *conn)
 	}
 	if (!dlrt_svcauth_check(srv->secret, a->challenge, a->answer))
 		return -1;
-	free(a);
-	conn->auth = NULL;
-	auth_slot_freed(srv);
+	auth_end(conn);
 	conn->last_active_ms = dlrt_now_ms();
+	/* With a secret, max_conns counts the proven connections only: the
+	 * unproven ones have their own room (max_unauthed). */
+	if (srv->nconns - srv->nunauthed > srv->cfg.max_conns) {
+		conn_drop(conn);
+		return -2;
+	}
 	if (srv->proto.on_open && srv->proto.on_open(conn, srv->ctx) < 0) {
 		conn_drop(conn); /* never opened: no on_close */
 		return -2;
@@ -283,56 +313,31 @@ static int auth_read(struct dlrt_conn *conn)
 	return 1;
 }
 
-/* The unproven connection accepted first, or NULL. */
-static struct dlrt_conn *auth_oldest(struct dlrt_tcpserver *srv)
+/* Before a new connection enters the unproven room: if it is full, the
+ * oldest unproven connection goes at once. Under a flood of a stranger's
+ * silent connections that is one of them, as long as the step's own
+ * connections answer before max_unauthed newer ones arrive (AUTH_DEFAULT_MAX);
+ * no grace period, no waiting in the listen backlog, where the step's
+ * connections would queue behind the stranger's. An answer that already waits unread is read first
+ * (the loop has not come to that socket yet): that connection is proven, not
+ * shed, and the next oldest is looked at. */
+static void auth_make_room(struct dlrt_tcpserver *srv)
 {
-	struct dlrt_conn *oldest = NULL;
+	while (srv->nunauthed >= srv->cfg.max_unauthed && srv->auth_head) {
+		struct dlrt_conn *oldest = srv->auth_head->conn;
 
-	for (int fd = 0; fd < srv->nconns_cap; fd++) {
-		struct dlrt_conn *c = srv->conns[fd];
-
-		if (c && c->auth && (!oldest || c->auth->seq < oldest->auth->seq))
-			oldest = c;
-	}
-	return oldest;
-}
-
-static void listener_hold(struct dlrt_tcpserver *srv, int64_t ms);
-
-/* Before accepting: may one more unproven connection come in? At the cap the
- * oldest will be closed for it (auth_begin: a stranger's flood keeps the
- * newest few), but never one whose answer already waits unread (the loop has
- * not come to it yet: it is proven, not idle), and never one younger than the
- * grace: a burst accepted in one round would otherwise close its own first
- * connections before their relays could answer. Then the listener waits
- * instead, until a slot frees or the oldest comes of age; the new
- * connections stay in the kernel's backlog meanwhile. Nothing is closed here
- * for age: only a connection actually accepted makes room for itself. */
-static bool auth_room(struct dlrt_tcpserver *srv)
-{
-	while (srv->nunauthed >= srv->cfg.max_unauthed) {
-		struct dlrt_conn *oldest = auth_oldest(srv);
-		int64_t age;
-
-		if (!oldest)
-			return true;
 		switch (auth_read(oldest)) {
 		case 0:
+			srv->auth_shed++;
+			dlrt_conn_close(oldest);
 			break;
 		case -1:
 			dlrt_conn_close(oldest); /* a wrong answer, or gone */
-			continue;
+			break;
 		default:
-			continue; /* proven (its request is read on its next event) */
+			break; /* proven (its request is read on its next event) */
 		}
-		age = dlrt_now_ms() - oldest->auth->since_ms;
-		if (age < srv->cfg.auth_grace_ms) {
-			listener_hold(srv, srv->cfg.auth_grace_ms - age);
-			return false;
-		}
-		return true; /* the oldest may go for the next one */
 	}
-	return true;
 }
 
 /* At accept: the challenge. -1: close the connection. */
@@ -354,18 +359,15 @@ static int auth_begin(struct dlrt_conn *conn)
 		free(a);
 		return -1;
 	}
-	a->since_ms = dlrt_now_ms();
-	a->deadline_ms = a->since_ms + srv->cfg.auth_timeout_ms;
-	a->seq = srv->auth_seq++;
-	/* auth_room let this one in: the oldest is past its grace. */
-	while (srv->nunauthed >= srv->cfg.max_unauthed) {
-		struct dlrt_conn *oldest = auth_oldest(srv);
-
-		if (!oldest)
-			break;
-		srv->auth_shed++;
-		dlrt_conn_close(oldest);
-	}
+	a->deadline_ms = dlrt_now_ms() + srv->cfg.auth_timeout_ms;
+	a->conn = conn;
+	auth_make_room(srv);
+	a->prev = srv->auth_tail;
+	if (srv->auth_tail)
+		srv->auth_tail->next = a;
+	else
+		srv->auth_head = a;
+	srv->auth_tail = a;
 	conn->auth = a;
 	srv->nunauthed++;
 	return 0;
@@ -414,47 +416,21 @@ static int64_t listener_resume(struct dlrt_evloop *loop, void *arg)
 	struct dlrt_tcpserver *srv = arg;
 
 	srv->resume_timer = 0;
-	srv->held = false;
 	if (srv->reserve_fd < 0) /* lost in accept_shed: try again */
 		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	dlrt_evloop_set_events(loop, srv->listen_fd, DLRT_EV_READ);
 	return -1;
 }
 
-static void listener_pause_for(struct dlrt_tcpserver *srv, int64_t ms)
+static void listener_pause(struct dlrt_tcpserver *srv)
 {
 	if (srv->resume_timer)
 		return;
 	dlrt_evloop_set_events(srv->loop, srv->listen_fd, 0);
-	srv->resume_timer = dlrt_evloop_add_timer(srv->loop, ms, listener_resume, srv);
+	srv->resume_timer = dlrt_evloop_add_timer(srv->loop, ACCEPT_PAUSE_MS, listener_resume, srv);
 	if (srv->resume_timer < 0) { /* no memory for a timer: keep listening */
 		srv->resume_timer = 0;
 		dlrt_evloop_set_events(srv->loop, srv->listen_fd, DLRT_EV_READ);
-	}
-}
-
-static void listener_pause(struct dlrt_tcpserver *srv)
-{
-	listener_pause_for(srv, ACCEPT_PAUSE_MS);
-}
-
-/* Every pre-authentication slot is taken by a connection still in its grace:
- * accept again when one frees (auth_slot_freed) or in `ms` at the latest. */
-static void listener_hold(struct dlrt_tcpserver *srv, int64_t ms)
-{
-	if (srv->resume_timer)
-		return; /* paused already; accept_event looks for room again */
-	listener_pause_for(srv, ms > 0 ? ms : 1);
-	srv->held = srv->resume_timer != 0;
-}
-
-/* A connection proved the secret or went: a held listener takes the next. */
-static void auth_slot_freed(struct dlrt_tcpserver *srv)
-{
-	srv->nunauthed--;
-	if (srv->held) {
-		dlrt_evloop_del_timer(srv->loop, srv->resume_timer);
-		listener_resume(srv->loop, srv);
 	}
 }
 
@@ -520,23 +496,23 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 	struct dlrt_tcpserver *srv = arg;
 
 	(void)events;
-	for (;;) {
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		struct sockaddr_in sa;
 		socklen_t salen = sizeof(sa);
 		struct dlrt_conn *conn;
 		int one = 1;
 		int fd;
 
-		if (srv->has_secret && !auth_room(srv))
-			return;
 		fd = accept4(lfd, (struct sockaddr *)&sa, &salen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (accept_failed(srv, errno))
 				continue;
 			return;
 		}
+		/* With a secret a new connection always gets in (auth_begin
+		 * makes room): only a proven one counts against max_conns. */
 		if (!peer_allowed(srv, sa.sin_addr.s_addr) ||
-		    srv->nconns >= srv->cfg.max_conns) {
+		    (!srv->has_secret && srv->nconns >= srv->cfg.max_conns)) {
 			close(fd);
 			continue;
 		}
@@ -600,18 +576,40 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	int64_t now = dlrt_now_ms();
 
 	(void)loop;
+	/* In accept order, so in deadline order. */
+	while (srv->auth_head && now > srv->auth_head->deadline_ms)
+		dlrt_conn_close(srv->auth_head->conn);
 	for (int fd = 0; fd < srv->nconns_cap; fd++) {
 		struct dlrt_conn *c = srv->conns[fd];
 
 		if (!c)
 			continue;
-		if ((c->auth && now > c->auth->deadline_ms) ||
-		    (c->linger_until_ms && now > c->linger_until_ms) ||
+		if ((c->linger_until_ms && now > c->linger_until_ms) ||
 		    (srv->cfg.idle_timeout_ms > 0 &&
 		     now - c->last_active_ms > srv->cfg.idle_timeout_ms))
 			dlrt_conn_close(c);
 	}
 	return sweep_period_ms(srv);
+}
+
+/* A free port in [lo, hi]: sites that firewall their login nodes admit only
+ * SrunPortRange from the compute nodes. From a random one on, so that
+ * several sruns of the host do not all try the same first, each port once. */
+static int bind_in_range(int fd, struct sockaddr_in *sa, uint16_t lo, uint16_t hi)
+{
+	unsigned n = (unsigned)hi - lo + 1u;
+	uint32_t start = 0;
+
+	dlrt_crypto_random(&start, sizeof(start)); /* any start will do if it fails */
+	for (unsigned i = 0; i < n; i++) {
+		sa->sin_port = htons((uint16_t)(lo + (start + i) % n));
+		if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0)
+			return 0;
+		if (errno != EADDRINUSE)
+			return -1;
+	}
+	errno = EADDRINUSE;
+	return -1;
 }
 
 int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
@@ -643,12 +641,21 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 		srv->cfg.max_unauthed = AUTH_DEFAULT_MAX;
 	if (srv->cfg.auth_timeout_ms <= 0)
 		srv->cfg.auth_timeout_ms = AUTH_DEFAULT_TIMEOUT_MS;
-	if (srv->cfg.auth_grace_ms <= 0)
-		srv->cfg.auth_grace_ms = AUTH_DEFAULT_GRACE_MS;
-	if (srv->cfg.auth_grace_ms > srv->cfg.auth_timeout_ms)
-		srv->cfg.auth_grace_ms = srv->cfg.auth_timeout_ms;
 	srv->nofile = dlrt_nofile_raise();
 	srv->cfg.max_conns = dlrt_nofile_cap_conns(srv->cfg.max_conns, srv->nofile);
+	if (srv->has_secret) {
+		/* Both rooms fit the descriptors; where they do not, the
+		 * unproven one gets half of them, the proven ones the rest. */
+		unsigned all = dlrt_nofile_cap_conns(UINT_MAX, srv->nofile);
+
+		if (srv->cfg.max_unauthed + (unsigned long)srv->cfg.max_conns > all) {
+			if (srv->cfg.max_unauthed > all / 2)
+				srv->cfg.max_unauthed = all / 2 ? all / 2 : 1;
+			if (srv->cfg.max_conns > all - srv->cfg.max_unauthed)
+				srv->cfg.max_conns = all > srv->cfg.max_unauthed ?
+						     all - srv->cfg.max_unauthed : 1;
+		}
+	}
 	if (cfg->nallow) {
 		srv->allow = calloc(cfg->nallow, sizeof(*srv->allow));
 		if (!srv->allow)
@@ -669,13 +676,21 @@ int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
 		goto fail;
 	}
 	setsockopt(srv->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (!cfg->port && cfg->port_hi) {
+		if (bind_in_range(srv->listen_fd, &sa, cfg->port_lo, cfg->port_hi) < 0) {
+			dlrt_err_errno(err, errno, "cannot listen on %s at a port in %u-%u (every "
+				       "one taken? widen the range)",
+				       cfg->bind_addr && *cfg->bind_addr ? cfg->bind_addr : "*",
+				       cfg->port_lo, cfg->port_hi);
+			goto fail;
+		}
+	} else if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		dlrt_err_errno(err, errno, "cannot listen on %s:%u",
 			       cfg->bind_addr && *cfg->bind_addr ? cfg->bind_addr : "*",
 			       cfg->port);
 		goto fail;
 	}
-	if (listen(srv->listen_fd, 1024) < 0 ||
+	if (listen(srv->listen_fd, LISTEN_BACKLOG) < 0 ||
 	    getsockname(srv->listen_fd, (struct sockaddr *)&sa, &salen) < 0) {
 		dlrt_err_errno(err, errno, "cannot listen");
 		goto fail;

@@ -11,14 +11,17 @@
  * the secret (services/svcauth.h): the server sends a challenge at accept and
  * reads at most the answer's bytes; only a right answer within
  * auth_timeout_ms makes the connection reach the protocol (on_open). A wrong
- * answer closes it. At most max_unauthed connections wait for their answer:
- * past that, the oldest is closed to admit a new one, so idle connections of
- * someone without the secret never lock the step's own clients out, but only
- * once it had auth_grace_ms to answer and its answer is not already waiting
- * in its socket; until then new connections wait in the listen backlog. (A
- * burst of the step's own connections, many relays at once, must never shed
- * the ones that have not had the time to answer: their relay would answer,
- * forward its client's request and get end of file instead of a reply.)
+ * answer closes it. At most max_unauthed connections wait for their answer;
+ * when the room is full, a new connection closes the oldest waiting one at
+ * once, unless that one's answer is already readable (then it is proven and
+ * the next oldest is looked at). So a stranger's flood of connections that
+ * never answer, however fast, only sheds its own: the step's connections are
+ * accepted at once (the listener never waits, so they never queue in the
+ * backlog behind the stranger's) and keep their slot until max_unauthed newer
+ * ones came, far longer than a relay or task takes to answer. A client hung
+ * up on before the challenge came connects again (services/relay.c,
+ * exchange/rdvclient.c). max_conns counts the proven connections only; both
+ * rooms are fitted to the descriptor limit.
  *
  * Bounds: a connection holds at most max_request bytes of input and
  * max_reply bytes of output, so N connections cost at most N x (max_request +
@@ -73,6 +76,8 @@ struct dlrt_proto {
 struct dlrt_tcpserver_cfg {
 	const char *bind_addr;     /* numeric IPv4; NULL or "" = all addresses */
 	uint16_t port;             /* 0 = any free port (read it back with _port) */
+	uint16_t port_lo, port_hi; /* with port 0: a free port in this range
+				    * (0 = none; srun's rendezvous in SrunPortRange) */
 	size_t max_request;        /* limit of conn->in */
 	size_t max_reply;          /* limit of conn->out (hard: a reply past it closes) */
 	size_t out_pause;          /* stop reading input while conn->out holds this
@@ -86,11 +91,8 @@ struct dlrt_tcpserver_cfg {
 	/* The step secret (DLRT_SVCAUTH_SECRET_LEN bytes, copied), or NULL: no
 	 * authentication phase. */
 	const uint8_t *secret;
-	unsigned max_unauthed;     /* connections still to prove it (0 = 64) */
+	unsigned max_unauthed;     /* connections still to prove it (0 = 4096) */
 	int64_t auth_timeout_ms;   /* time to answer the challenge (0 = 5000) */
-	int64_t auth_grace_ms;     /* an unproven connection is not closed for a
-				    * newer one before this age (0 = 1000, at
-				    * most auth_timeout_ms) */
 };
 
 int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,
@@ -106,7 +108,7 @@ unsigned long dlrt_tcpserver_nofile(const struct dlrt_tcpserver *srv);
 /* Connections accepted and closed at once because no descriptor was left. */
 unsigned long dlrt_tcpserver_nofile_drops(const struct dlrt_tcpserver *srv);
 /* Connections closed before they proved the secret, to admit a newer one
- * (max_unauthed reached and the oldest past its grace). */
+ * (max_unauthed reached). */
 unsigned long dlrt_tcpserver_auth_shed(const struct dlrt_tcpserver *srv);
 /* Closes the listener and every connection. */
 void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv);

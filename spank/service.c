@@ -501,11 +501,16 @@ void dlrt_service_stop(struct dlrt_svc *svc)
  * tasks get, in their environment. It runs as srun's user (as "nobody" for
  * root's srun, never as root). It ends with srun: the lifetime pipe's
  * write end is srun's (close-on-exec), PR_SET_PDEATHSIG if srun is killed. */
+/* Where Slurm reads slurm.conf without SLURM_CONF (its packages' default). */
+#define SLURM_CONF_DEFAULT "/etc/slurm/slurm.conf"
+
 int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err)
 {
 	static const char what[] = "srun's rendezvous for the step (dlrt-c10d-store)";
-	char path[4096], life_s[16], ready_s[16], secret_s[16];
+	const char *conf = getenv("SLURM_CONF");
+	char path[4096], life_s[16], ready_s[16], secret_s[16], range_s[16];
+	uint16_t lo, hi;
 	struct child_args a = { .extra_fd = -1, .keep_stderr = dlrt_plugin.opts.verbose };
 	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, rc = -1, ngroups;
 	gid_t groups[256];
@@ -531,6 +536,17 @@ int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECR
 	}
 	if (program_path("dlrt-c10d-store", path, sizeof(path), err) < 0)
 		return -1;
+	/* Sites that firewall their login nodes admit the compute nodes only to
+	 * SrunPortRange (srun's own ports): the rendezvous listens inside it too. */
+	range_s[0] = '\0';
+	switch (dlrt_service_srun_port_range(conf && *conf ? conf : SLURM_CONF_DEFAULT, &lo, &hi,
+					     err)) {
+	case -1:
+		return -1;
+	case 1:
+		snprintf(range_s, sizeof(range_s), "%u-%u", lo, hi);
+		break;
+	}
 	if (dlrt_crypto_random(secret, DLRT_SVCAUTH_SECRET_LEN) < 0)
 		return dlrt_err_errno(err, errno, "cannot make the secret of %s", what);
 	if ((a.extra_fd = secret_pipe(secret, err)) < 0)
@@ -548,6 +564,10 @@ int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECR
 	argv[n++] = "0.0.0.0";
 	argv[n++] = "--port";
 	argv[n++] = "0";
+	if (range_s[0]) {
+		argv[n++] = "--port-range";
+		argv[n++] = range_s;
+	}
 	argv[n++] = "--allow-any";
 	argv[n++] = "--secret-fd";
 	argv[n++] = secret_s;

@@ -36,7 +36,7 @@ static void usage(FILE *f)
 "usage: " PROG " --ready-fd FD --lifetime-fd FD --config-fd FD [options]\n"
 "Relays the job user's loopback connections to the step's service.\n"
 "\n"
-"  --port N             port on 127.0.0.1 (default 0: any free port)\n"
+"  --port N             port on 127.0.0.1 and [::1] (default 0: any port free on both)\n"
 "  --config-fd FD       one line \"IP:PORT#HEX\": the service and the step secret\n"
 "  --lifetime-fd FD     exit when FD reaches end of file (the step ended)\n"
 "  --ready-fd FD        once listening, write the port and a newline to FD, close it\n"

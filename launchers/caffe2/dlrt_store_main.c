@@ -55,6 +55,7 @@ static void usage(FILE *f)
 		"\n"
 		"  --bind ADDR          numeric IPv4 address to listen on (default 127.0.0.1)\n"
 		"  --port N             TCP port, 0 = any free port (default 0)\n"
+		"  --port-range LO-HI   with --port 0: a free port in LO-HI (srun's SrunPortRange)\n"
 		"  --allow IP[,IP...]   peers allowed to connect besides loopback\n"
 		"  --allow-any          accept every peer (tests only)\n"
 		"  --max-value BYTES    longest key or value (default %u)\n"

@@ -60,6 +60,7 @@ static void usage(FILE *f)
 "\n"
 "  --bind ADDR          numeric IPv4 address to listen on (default 0.0.0.0)\n"
 "  --port N             TCP port, 0 = any free port (default 0)\n"
+"  --port-range LO-HI   with --port 0: a free port in LO-HI (srun's SrunPortRange)\n"
 "  --hosts LIST         ordered host:slots list, e.g. n1:2,n2:1,n3:3; registers the\n"
 "                       scopes global, local_<host>, cross_<local_rank> and answers\n"
 "                       GET /rank_and_size/<host>:<local_rank>\n"

@@ -1,12 +1,16 @@
 /* test_rdvclient - a task's side of srun's rendezvous (exchange/rdvclient.h),
  * against the real store program srun starts (dlrt-c10d-store with the
  * rendezvous secret, as spank/service.c runs it). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,8 +197,71 @@ static void test_live(void)
 	stop_store();
 	t0 = dlrt_now_ms();
 	TAP_OK(dlrt_rdv_connect(&b, "127.0.0.1", port, secret, t0 + 1000, &err) < 0 &&
-	       strstr(err.msg, "srun's rendezvous"), "no store: %s", err.msg);
+	       strstr(err.msg, "nothing listens"), "no store: %s", err.msg);
 	TAP_OK(dlrt_now_ms() - t0 < 2000, "bounded");
+}
+
+/* A rendezvous that hangs up on its first `shed` connections before the
+ * challenge, as a flooded one sheds its oldest unproven connections, then
+ * checks the answer of the next. */
+struct shedder {
+	int lfd, shed;
+	bool proven;
+};
+
+static const uint8_t shed_secret[DLRT_SVCAUTH_SECRET_LEN] = "0123456789abcdef0123456789abcde";
+
+static void *shedder_run(void *arg)
+{
+	struct shedder *sh = arg;
+
+	for (int i = 0; i <= sh->shed; i++) {
+		uint8_t chal[DLRT_SVCAUTH_CHALLENGE_LEN] = { 9 }, ans[DLRT_SVCAUTH_ANSWER_LEN];
+		int fd = accept(sh->lfd, NULL, NULL);
+
+		if (fd < 0)
+			return NULL;
+		if (i == sh->shed && send(fd, chal, sizeof(chal), MSG_NOSIGNAL) == sizeof(chal) &&
+		    recv(fd, ans, sizeof(ans), MSG_WAITALL) == sizeof(ans))
+			sh->proven = dlrt_svcauth_check(shed_secret, chal, ans);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* Hung up on before the challenge, a task connects again within its deadline;
+ * a rendezvous that always does is named overloaded, not a firewall. */
+static void test_hung_up(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(sa);
+	struct shedder sh = { .lfd = socket(AF_INET, SOCK_STREAM, 0), .shed = 3 };
+	struct dlrt_rdv r;
+	struct dlrt_err err = { { 0 } };
+	pthread_t th;
+	int64_t t0;
+
+	bind(sh.lfd, (struct sockaddr *)&sa, sizeof(sa));
+	listen(sh.lfd, 64);
+	getsockname(sh.lfd, (struct sockaddr *)&sa, &l);
+	pthread_create(&th, NULL, shedder_run, &sh);
+	TAP_OK(dlrt_rdv_connect(&r, "127.0.0.1", ntohs(sa.sin_port), shed_secret,
+				dlrt_now_ms() + 5000, &err) == 0,
+	       "hung up on 3 times before the challenge, a task connects again: %s",
+	       err.msg[0] ? err.msg : "no error");
+	pthread_join(th, NULL);
+	TAP_OK(sh.proven, "and its 4th connection answers the challenge");
+	dlrt_rdv_close(&r);
+	sh.shed = 1000;
+	pthread_create(&th, NULL, shedder_run, &sh);
+	t0 = dlrt_now_ms();
+	TAP_OK(dlrt_rdv_connect(&r, "127.0.0.1", ntohs(sa.sin_port), shed_secret, t0 + 500,
+				&err) < 0 && strstr(err.msg, "overloaded"),
+	       "always hung up on: %s", err.msg);
+	TAP_OK(dlrt_now_ms() - t0 < 1500, "bounded by the deadline");
+	shutdown(sh.lfd, SHUT_RDWR);
+	pthread_join(th, NULL);
+	close(sh.lfd);
 }
 
 int main(void)
@@ -203,5 +270,6 @@ int main(void)
 	test_env();
 	test_seal();
 	test_live();
+	test_hung_up();
 	return tap_done();
 }

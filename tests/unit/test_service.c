@@ -2,6 +2,7 @@
  * runtime's service and gloo-mode environment. */
 #include <arpa/inet.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,6 +144,68 @@ static void test_args(void)
 	TAP_OK(strstr(err.msg, "before the store was ready") != NULL, "says so: %s", err.msg);
 	dlrt_service_args_free(&a);
 	TAP_OK(!a.has_secret && a.secret[0] == 0 && !a.allow, "freed: the secret forgotten");
+}
+
+/* SrunPortRange: read from slurm.conf as srun reads it, and the rendezvous
+ * (any service given --port-range) listens on a free port inside it. */
+static void test_port_range(void)
+{
+	char path[] = "/tmp/test_service.slurmconf.XXXXXX";
+	struct dlrt_evloop *loop = dlrt_evloop_create();
+	struct dlrt_proto proto = { .on_data = NULL };
+	struct dlrt_tcpserver *srv = NULL, *srv2 = NULL, *srv3 = NULL;
+	struct dlrt_tcpserver_cfg cfg = { .bind_addr = "127.0.0.1", .max_request = 64,
+					  .max_reply = 64 };
+	struct dlrt_err err = { "" };
+	uint16_t lo = 0, hi = 0;
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+
+	TAP_OK(dlrt_service_parse_port_range("60001-63000", &lo, &hi) == 0 && lo == 60001 &&
+	       hi == 63000, "60001-63000 is a range");
+	TAP_OK(dlrt_service_parse_port_range("7-7", &lo, &hi) == 0 && lo == 7 && hi == 7,
+	       "7-7: one port");
+	TAP_OK(dlrt_service_parse_port_range("9-8", &lo, &hi) < 0 &&
+	       dlrt_service_parse_port_range("0-8", &lo, &hi) < 0 &&
+	       dlrt_service_parse_port_range("1-65536", &lo, &hi) < 0 &&
+	       dlrt_service_parse_port_range("1-", &lo, &hi) < 0 &&
+	       dlrt_service_parse_port_range("-5", &lo, &hi) < 0 &&
+	       dlrt_service_parse_port_range("5", &lo, &hi) < 0 &&
+	       dlrt_service_parse_port_range("1-2x", &lo, &hi) < 0,
+	       "backwards, 0, past 65535, half or trailing junk: refused");
+	fputs("# SrunPortRange=1-2 (a comment)\nClusterName=x\n  srunportrange=40000-40001 "
+	      "# the site's\n", f);
+	fclose(f);
+	TAP_OK(dlrt_service_srun_port_range(path, &lo, &hi, &err) == 1 && lo == 40000 &&
+	       hi == 40001, "slurm.conf: the key in any case, after blanks, before a comment");
+	TAP_IS_INT(dlrt_service_srun_port_range("/nonexistent/slurm.conf", &lo, &hi, &err), 0,
+		   "no slurm.conf (configless): no range");
+	f = fopen(path, "w");
+	fputs("SrunPortRange=40000:40001\n", f);
+	fclose(f);
+	TAP_OK(dlrt_service_srun_port_range(path, &lo, &hi, &err) < 0 &&
+	       strstr(err.msg, "SrunPortRange=40000:40001"), "a bad value: %s", err.msg);
+	f = fopen(path, "w");
+	fputs("ClusterName=x\n", f);
+	fclose(f);
+	TAP_IS_INT(dlrt_service_srun_port_range(path, &lo, &hi, &err), 0, "not set: no range");
+	unlink(path);
+
+	/* Two ports: the first two servers get one each, the third none. */
+	cfg.port_lo = 47311;
+	cfg.port_hi = 47312;
+	TAP_OK(dlrt_tcpserver_start(&srv, loop, &cfg, &proto, NULL, &err) == 0 &&
+	       dlrt_tcpserver_port(srv) >= 47311 && dlrt_tcpserver_port(srv) <= 47312,
+	       "a server listens inside its range (%u)", srv ? dlrt_tcpserver_port(srv) : 0);
+	TAP_OK(dlrt_tcpserver_start(&srv2, loop, &cfg, &proto, NULL, &err) == 0 &&
+	       dlrt_tcpserver_port(srv2) >= 47311 && dlrt_tcpserver_port(srv2) <= 47312 &&
+	       dlrt_tcpserver_port(srv2) != dlrt_tcpserver_port(srv),
+	       "a second one takes the other port (%u)", srv2 ? dlrt_tcpserver_port(srv2) : 0);
+	TAP_OK(dlrt_tcpserver_start(&srv3, loop, &cfg, &proto, NULL, &err) < 0 &&
+	       strstr(err.msg, "47311-47312"), "a full range: %s", err.msg);
+	dlrt_tcpserver_stop(srv);
+	dlrt_tcpserver_stop(srv2);
+	dlrt_evloop_destroy(loop);
 }
 
 int main(void)
@@ -373,5 +436,6 @@ int main(void)
 		dlrt_evloop_destroy(loop);
 	}
 	test_args();
+	test_port_range();
 	return tap_done();
 }

@@ -5,7 +5,8 @@
 # loopback port, reads nothing, writes nothing and is disconnected; the job's
 # value is intact and its own tasks still work. Before the relay, the store
 # admitted every process of the step's nodes (its allowlist was by node), so
-# the stranger's KEYS/GET/SET/FLUSHALL all worked from n1.
+# the stranger's KEYS/GET/SET/FLUSHALL all worked from n1. The relay's port on
+# [::1] is the relay's too, so a stranger cannot take it for "localhost".
 . "$(dirname "$0")/../lib.sh"
 
 command -v redis-cli >/dev/null || { echo "1..0 # SKIP redis-cli missing (redis-tools)"; exit 0; }
@@ -19,6 +20,7 @@ cli() { timeout 10 redis-cli -h "\$REDIS_HOST" -p "\$REDIS_PORT" "\$@" 2>&1; }
 wait_for() { for _ in \$(seq 600); do [ -e "\$1" ] && return 0; sleep 0.1; done; return 1; }
 if [ "\$SLURM_PROCID" = 0 ]; then
 	echo "set: \$(cli SET victim-key victim-value)"
+	echo "v6: \$(timeout 10 redis-cli -h ::1 -p "\$REDIS_PORT" GET victim-key 2>&1)"
 	echo "\$REDIS_HOST \$REDIS_PORT" >"$WORK/relay.tmp" && mv "$WORK/relay.tmp" "$WORK/relay"
 	wait_for "$WORK/probe.done"
 	echo "after: \$(cli GET victim-key)"
@@ -61,6 +63,17 @@ for target in "$shost $sport" "127.0.0.1 ${rport:-1}"; do
 	got=$(scli "$1" "$2" PING)
 	unlike "$got" "PONG" "$what: not even PING" || fail_detail "got: $got"
 done
+# [::1] on the relay's port is the relay's: a program that connects to
+# "localhost" and tries ::1 first cannot reach a stranger's listener there.
+squat=$(on_node n1 "$STRANGER" python3 -c "
+import socket, sys
+s = socket.socket(socket.AF_INET6)
+try:
+    s.bind(('::1', int(sys.argv[1]))); print('bound')
+except OSError as e:
+    print('refused:', e.strerror)" "${rport:-1}" 2>&1)
+like "$squat" "^refused: Address already in use" "the stranger cannot bind [::1] on the relay's port" ||
+	fail_detail "got: $squat"
 # A raw connection to the relay: closed at once (a reset or an end of file),
 # before any byte is answered.
 raw=$(on_node n1 "$STRANGER" timeout 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/${rport:-1} || exit 9
@@ -72,6 +85,7 @@ wait "$srun_pid"
 is "$?" 0 "the step succeeded" || fail_detail "$(head -5 "$ERR")"
 out=$(cat "$OUT")
 like "$out" "set: OK" "the job's task wrote its key through the relay"
+like "$out" "v6: victim-value" "and read it through the relay's [::1] listener"
 like "$out" "after: victim-value" "the job's value is intact after the stranger's attempts"
 like "$out" "keys after: victim-key $" "and the job's keyspace holds only its own key"
 like "$out" "worker: victim-value" "the task on the other node (n2) reads it through its own relay" ||

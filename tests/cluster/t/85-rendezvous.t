@@ -3,7 +3,8 @@
 # exchange/rdvclient.h) against another user of the same hosts: it runs as the
 # job's user and only while srun does; a stranger cannot read its secret from
 # srun, is refused without it, and cannot lock the step out by holding
-# connections open; the program never sees the secret.
+# connections open; the program never sees the secret. With SrunPortRange in
+# slurm.conf it listens inside that range.
 . "$(dirname "$0")/../lib.sh"
 
 cat >"$WORK/stranger.py" <<'PY'
@@ -83,5 +84,32 @@ is "$(sed -n 's/.* U=\([^ ]*\) P=\([0-9]*\) .*/\1:\2/p' "$OUT" | sort -u | wc -l
 is "$(grep -c 'RV=none$' "$OUT")" 4 "no program sees the rendezvous' secret"
 for _ in $(seq 50); do kill -0 "$RDV_PID" 2>/dev/null || break; sleep 0.1; done
 ok "$(kill -0 "$RDV_PID" 2>/dev/null && echo 1 || echo 0)" "the rendezvous ended with srun"
+
+# SrunPortRange in slurm.conf (sites firewall their login nodes to it): the
+# rendezvous listens inside it. srun reads a copy of the cluster's slurm.conf
+# with the line added (every other path in it is absolute).
+LO=47200 HI=47209
+{ cat "$SLURM_CONF"; echo "SrunPortRange=$LO-$HI"; } >"$WORK/slurm.conf"
+chmod 0644 "$WORK/slurm.conf"
+timeout -k 5 "$JOB_TIMEOUT" runuser -u "$DLRT_TEST_USER" -- env SLURM_CONF="$WORK/slurm.conf" \
+	PATH="$PATH" HOME="$WORK" srun --begin=now+3 -N3 -n4 --dl-runtime=mxnet bash -c "$PRINT" \
+	>"$OUT" 2>"$ERR" &
+SRUN_JOB=$!
+RPORT=
+for _ in $(seq 300); do
+	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-c10d-store --bind 0.0.0.0'); do
+		pp=$(ps -o ppid= -p "$p" | tr -d ' ')
+		tr '\0' '\n' 2>/dev/null <"/proc/$pp/environ" |
+			grep -qx "SLURM_CONF=$WORK/slurm.conf" &&
+			RPORT=$(ss -Hltnp 2>/dev/null | sed -n "s/.*:\([0-9]*\) .*pid=$p,.*/\1/p" | head -1)
+	done
+	[ -n "$RPORT" ] && break
+	sleep 0.05
+done
+ok "$([ -n "$RPORT" ] && [ "$RPORT" -ge "$LO" ] && [ "$RPORT" -le "$HI" ]; echo $?)" \
+	"with SrunPortRange=$LO-$HI the rendezvous listens inside it (port ${RPORT:-none})"
+wait "$SRUN_JOB"
+is "$?" 0 "and the step exchanges through it" || fail_detail "$(srun_errors | head -3)"
+is "$(grep -c '^T=' "$OUT")" 4 "all 4 tasks started"
 
 done_testing
