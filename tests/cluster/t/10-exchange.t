@@ -1,11 +1,11 @@
 #!/bin/bash
-# The address exchange of --dl-runtime=mxnet|torch on real steps, through
-# srun's rendezvous: every task learns the root's numeric address and a port
-# checked free on the root's node, the address is reachable from the other
-# nodes (a real ps-lite-contract job and a real torch.distributed gloo
-# all_reduce across 3 nodes), concurrent steps get different ports, a step
-# without PMIx (--mpi=none) gets the same exchange, and dlrt-kv's waits end
-# with the ranks that are missing.
+# The address exchange of --dl-runtime=mxnet|torch on real steps, with the default carrier
+# (auto: Slurm's PMIx here, where MpiDefault=pmix; srun's rendezvous with --mpi=none; t/88
+# runs every runtime through both): every task learns the root's numeric address and a
+# port checked free on the root's node, the address is reachable from the other nodes (a
+# real ps-lite-contract job and a real torch.distributed gloo all_reduce across 3 nodes),
+# concurrent steps get different ports, a step without PMIx (--mpi=none) gets the same
+# exchange, and dlrt-kv's waits end with the ranks that are missing.
 . "$(dirname "$0")/../lib.sh"
 
 PRINT='echo T=$SLURM_PROCID N=$SLURMD_NODENAME IPS="$(hostname -I | tr " " ,)" R=$DMLC_ROLE U=$DMLC_PS_ROOT_URI P=$DMLC_PS_ROOT_PORT H=$DMLC_NODE_HOST MA=$MASTER_ADDR MP=$MASTER_PORT'

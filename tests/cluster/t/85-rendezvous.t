@@ -39,7 +39,7 @@ chmod 0644 "$WORK/stranger.py"
 
 # The step waits for its allocation (--begin) while the rendezvous is up.
 PRINT='echo T=$SLURM_PROCID U=$DMLC_PS_ROOT_URI P=$DMLC_PS_ROOT_PORT RV=${SLURM_DLRT_RENDEZVOUS:-none}'
-as_user srun --begin=now+15 -N3 -n4 --dl-runtime=mxnet bash -c "$PRINT" >"$OUT" 2>"$ERR" &
+as_user srun --begin=now+15 -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" >"$OUT" 2>"$ERR" &
 SRUN_JOB=$!
 RDV_PID=
 for _ in $(seq 600); do
@@ -92,7 +92,7 @@ LO=47200 HI=47209
 { cat "$SLURM_CONF"; echo "SrunPortRange=$LO-$HI"; } >"$WORK/slurm.conf"
 chmod 0644 "$WORK/slurm.conf"
 timeout -k 5 "$JOB_TIMEOUT" runuser -u "$DLRT_TEST_USER" -- env SLURM_CONF="$WORK/slurm.conf" \
-	PATH="$PATH" HOME="$WORK" srun --begin=now+3 -N3 -n4 --dl-runtime=mxnet bash -c "$PRINT" \
+	PATH="$PATH" HOME="$WORK" srun --begin=now+3 -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" \
 	>"$OUT" 2>"$ERR" &
 SRUN_JOB=$!
 RPORT=

@@ -111,7 +111,7 @@ step() {
 		[ "$(squeue -h -j "$hold" -o %t 2>/dev/null)" = R ] && break
 		sleep 0.1
 	done
-	as_user srun --dependency=afterany:"$hold" -N3 -n4 --dl-runtime=mxnet bash -c "$PRINT" \
+	as_user srun --dependency=afterany:"$hold" -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" \
 		>"$WORK/out.$n" 2>"$WORK/err.$n" &
 	srun=$!
 	rdv_port
