@@ -517,13 +517,13 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 		all[t].root_port = dlrt_plugin.relay.port;
 	}
 	if (rank == 0) {
+		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all,
+				    user_value, sp, &err) < 0)
+			fprintf(stderr, "dlrt: %s\n", err.msg);
 		if (exchange_wanted(sp, rank))
 			printf("address exchange: %s (--dl-exchange=%s)\n",
 			       req->via == DLRT_EXCHANGE_PMIX ? "Slurm's PMIx" : "srun's rendezvous",
 			       dlrt_exchange_via_name(dlrt_plugin.opts.exchange));
-		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all,
-				    user_value, sp, &err) < 0)
-			fprintf(stderr, "dlrt: %s\n", err.msg);
 		fflush(stdout);
 	}
 	/* Each node plans its own GPUs: its first task prints that part and,

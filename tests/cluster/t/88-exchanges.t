@@ -110,7 +110,8 @@ like "$(srun_errors | grep dlrt | sort -u | head -1)" "no PMIx server.*--mpi=pmi
 run_srun -N1 -n1 --dl-runtime=torch --dl-exchange=zk true
 like "$(srun_errors)" "^srun: error: dlrt: --dl-exchange=zk is unknown: use pmix" "a bad value: one line"
 run_srun -N2 -n2 --dl-runtime=torch --dl-exchange=pmix --dl-dry-run true
-like "$(head -1 "$OUT")" "^address exchange: Slurm's PMIx \(--dl-exchange=pmix\)$" "the dry run names the carrier"
+like "$(grep '^address exchange:' "$OUT")" "^address exchange: Slurm's PMIx \(--dl-exchange=pmix\)$" \
+	"the dry run names the carrier"
 
 # A PMIx step starts nothing on srun's host; the same step through srun's
 # rendezvous has it as srun's child (dlrt-c10d-store). Counted while the step
