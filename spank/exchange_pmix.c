@@ -22,7 +22,8 @@
  * nodes 2i+1 and 2i+2 before publishing its own), the root's node leaves only
  * once its children said "got" (every node has the values), and each node
  * lingers, bounded, until its parent said so too, so that the parent can still
- * read its "got". The root thus waits for two nodes, not for every node in
+ * read its "got" (with task ports, until the root's "done": every node reads
+ * every other node's ports, so each must stay until all have read). The root thus waits for two nodes, not for every node in
  * turn, and no node waits for a node outside its path in the tree.
  */
 #include <dlfcn.h>
@@ -187,7 +188,9 @@ static void kv_wants(struct kv_cmd *c, const struct dlrt_exchange_req *req,
 }
 
 /* The acknowledgements: per node, up the tree; in the dry run (every task
- * exchanges), every task to the root. */
+ * exchanges, and the root reads every task's value), every task to the root,
+ * and each lingers until the root said "done": its node must stay in the step
+ * while the root still reads from it. */
 static void kv_acks(struct kv_cmd *c, const struct dlrt_exchange_req *req, bool per_node)
 {
 	char kids[24];
@@ -215,11 +218,18 @@ static void kv_acks(struct kv_cmd *c, const struct dlrt_exchange_req *req, bool 
 						 (const char *)dlrt_buf_head(&list)));
 			}
 			dlrt_buf_free(&list);
+			kv_arg(c, "put");
+			kv_arg(c, "done");
+			kv_arg(c, "1");
 			return;
 		}
 		kv_arg(c, "put");
 		kv_arg(c, "got");
 		kv_arg(c, "1");
+		kv_arg(c, "linger");
+		kv_arg(c, kv_str(c, "%u", req->root));
+		kv_arg(c, "done");
+		kv_arg(c, LINGER_S);
 		return;
 	}
 	parent = tree_links(req, kids, sizeof(kids));
@@ -237,6 +247,11 @@ static void kv_acks(struct kv_cmd *c, const struct dlrt_exchange_req *req, bool 
 	kv_arg(c, "put");
 	kv_arg(c, "got");
 	kv_arg(c, "1");
+	/* With task ports every node reads every other node's value, not only
+	 * its children's: a node then stays until the root's "done", which says
+	 * every node has read everything. */
+	if (req->nlocal)
+		parent = req->root;
 	kv_arg(c, "linger");
 	kv_arg(c, kv_str(c, "%u", parent));
 	kv_arg(c, parent == req->root ? "done" : "got");
