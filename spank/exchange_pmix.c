@@ -65,8 +65,7 @@ static int find_kv(char *out, size_t len, struct dlrt_err *err)
 struct kv_cmd {
 	char **argv, **env;
 	size_t argc, envc, cap_argv, cap_env;
-	struct dlrt_buf strings; /* every string we made (some hold a step secret) */
-	char *pieces[256];
+	char *pieces[256]; /* every string we made (some hold a step secret) */
 	size_t npieces;
 	bool oom;
 };
@@ -154,6 +153,27 @@ static uint32_t tree_links(const struct dlrt_exchange_req *req, char *kids, size
 	return parent;
 }
 
+/* Appends ",RANK" (or "RANK" first) to a list of ranks for dlrt-kv. */
+static void list_add(struct kv_cmd *c, struct dlrt_buf *list, long rank)
+{
+	char one[24];
+	int n = snprintf(one, sizeof(one), "%s%ld", list->len ? "," : "", rank);
+
+	if (dlrt_buf_append(list, one, (size_t)n) < 0)
+		c->oom = true;
+}
+
+/* "OP WHAT LIST" with the list's text (nothing for an empty list). */
+static void kv_list_op(struct kv_cmd *c, const char *op, const char *what,
+		       const struct dlrt_buf *list)
+{
+	if (!list->len)
+		return;
+	kv_arg(c, op);
+	kv_arg(c, what);
+	kv_arg(c, kv_str(c, "%.*s", (int)list->len, (const char *)dlrt_buf_head(list)));
+}
+
 /* "await ROOT root" for the root's value, "awaitlist WHAT R,R,..." for a run
  * of one kind: dlrt-kv prints the same lines as srun's rendezvous gives. */
 static void kv_wants(struct kv_cmd *c, const struct dlrt_exchange_req *req,
@@ -172,16 +192,9 @@ static void kv_wants(struct kv_cmd *c, const struct dlrt_exchange_req *req,
 			continue;
 		}
 		dlrt_buf_init(&list, 16 * (size_t)req->ntasks + 64);
-		for (; j < want->n && want->v[j].rank >= 0 && !strcmp(want->v[j].what, v->what); j++) {
-			char one[24];
-			int n = snprintf(one, sizeof(one), "%s%ld", j > i ? "," : "", want->v[j].rank);
-
-			if (dlrt_buf_append(&list, one, (size_t)n) < 0)
-				c->oom = true;
-		}
-		kv_arg(c, "awaitlist");
-		kv_arg(c, v->what);
-		kv_arg(c, kv_str(c, "%.*s", (int)list.len, (const char *)dlrt_buf_head(&list)));
+		for (; j < want->n && want->v[j].rank >= 0 && !strcmp(want->v[j].what, v->what); j++)
+			list_add(c, &list, want->v[j].rank);
+		kv_list_op(c, "awaitlist", v->what, &list);
 		dlrt_buf_free(&list);
 		i = j;
 	}
@@ -193,51 +206,28 @@ static void kv_wants(struct kv_cmd *c, const struct dlrt_exchange_req *req,
  * while the root still reads from it. */
 static void kv_acks(struct kv_cmd *c, const struct dlrt_exchange_req *req, bool per_node)
 {
-	char kids[24];
-	uint32_t parent;
+	struct dlrt_buf kids;
+	uint32_t wait_for = req->root;
 
-	if (!per_node) {
-		if (req->rank == req->root) {
-			struct dlrt_buf list;
+	dlrt_buf_init(&kids, 16 * (size_t)req->ntasks + 64);
+	if (per_node) {
+		char tree_kids[24];
 
-			dlrt_buf_init(&list, 16 * (size_t)req->ntasks + 64);
-			for (uint32_t t = 0; t < req->ntasks; t++) {
-				char one[24];
-				int n;
-
-				if (t == req->root)
-					continue;
-				n = snprintf(one, sizeof(one), "%s%u", list.len ? "," : "", t);
-				if (dlrt_buf_append(&list, one, (size_t)n) < 0)
-					c->oom = true;
-			}
-			if (list.len) {
-				kv_arg(c, "awaitlist");
-				kv_arg(c, "got");
-				kv_arg(c, kv_str(c, "%.*s", (int)list.len,
-						 (const char *)dlrt_buf_head(&list)));
-			}
-			dlrt_buf_free(&list);
-			kv_arg(c, "put");
-			kv_arg(c, "done");
-			kv_arg(c, "1");
-			return;
-		}
-		kv_arg(c, "put");
-		kv_arg(c, "got");
-		kv_arg(c, "1");
-		kv_arg(c, "linger");
-		kv_arg(c, kv_str(c, "%u", req->root));
-		kv_arg(c, "done");
-		kv_arg(c, LINGER_S);
-		return;
+		wait_for = tree_links(req, tree_kids, sizeof(tree_kids));
+		if (dlrt_buf_append(&kids, tree_kids, strlen(tree_kids)) < 0)
+			c->oom = true;
+		/* With task ports every node reads every other node's value, not
+		 * only its children's: a node then stays until the root's "done",
+		 * which says every node has read everything. */
+		if (req->nlocal)
+			wait_for = req->root;
+	} else if (req->rank == req->root) {
+		for (uint32_t t = 0; t < req->ntasks; t++)
+			if (t != req->root)
+				list_add(c, &kids, t);
 	}
-	parent = tree_links(req, kids, sizeof(kids));
-	if (kids[0]) {
-		kv_arg(c, "awaitlist");
-		kv_arg(c, "got");
-		kv_arg(c, kv_str(c, "%s", kids));
-	}
+	kv_list_op(c, "awaitlist", "got", &kids);
+	dlrt_buf_free(&kids);
 	if (req->rank == req->root) {
 		kv_arg(c, "put");
 		kv_arg(c, "done");
@@ -247,14 +237,9 @@ static void kv_acks(struct kv_cmd *c, const struct dlrt_exchange_req *req, bool 
 	kv_arg(c, "put");
 	kv_arg(c, "got");
 	kv_arg(c, "1");
-	/* With task ports every node reads every other node's value, not only
-	 * its children's: a node then stays until the root's "done", which says
-	 * every node has read everything. */
-	if (req->nlocal)
-		parent = req->root;
 	kv_arg(c, "linger");
-	kv_arg(c, kv_str(c, "%u", parent));
-	kv_arg(c, parent == req->root ? "done" : "got");
+	kv_arg(c, kv_str(c, "%u", wait_for));
+	kv_arg(c, wait_for == req->root ? "done" : "got");
 	kv_arg(c, LINGER_S);
 }
 
