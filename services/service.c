@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -311,12 +312,20 @@ int dlrt_service_srun_port_range(const char *path, uint16_t *lo, uint16_t *hi,
 				 struct dlrt_err *err)
 {
 	static const char key[] = "SrunPortRange";
-	FILE *f = fopen(path, "re");
+	/* $SLURM_CONF is the caller's to set: never wait on a FIFO or a device,
+	 * read only a regular file (srun would not start with anything else). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	char line[1024], val[64] = "";
+	struct stat st;
 	int found = 0;
+	FILE *f;
 
-	if (!f)
+	if (fd < 0)
 		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+		close(fd);
+		return 0;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		char *p = line + strspn(line, " \t");
 
