@@ -20,12 +20,15 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <netinet/in.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,27 +77,40 @@ bool dlrt_exchange_pmix_possible(spank_t sp)
 	return env_find(env, "PMIX_NAMESPACE") && env_find(env, "PMIX_RANK");
 }
 
-/* The other tasks of a node: wait for the first one's answer. */
+/* The first task of a node ends the wait of the others: the state word of
+ * the page they share (mapped before slurmstepd forked them, so a futex on it
+ * is one object in every task), set and woken in one place. */
+static void share_finish(struct dlrt_node_share *sh, int state)
+{
+	__atomic_store_n(&sh->state, state, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &sh->state, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* The other tasks of a node: sleep until the first one's answer. A futex,
+ * not a poll: with several tasks per node the polls of the waiting tasks
+ * were most of what the exchange cost the node's CPU while the first task
+ * waited for the root (bench/RESULTS.md, "CPU ms/node"). */
 static int wait_share(const struct dlrt_exchange_req *req, struct dlrt_addrs *mine, double limit_s,
 		      struct dlrt_err *err)
 {
-	double deadline = (dlrt_now_ms() / 1e3) + limit_s;
-	long pause_us = 50; /* reading a shared page: cheap, so look often */
+	int64_t deadline = dlrt_now_ms() + (int64_t)(limit_s * 1000);
 
 	for (;;) {
 		int state = __atomic_load_n(&req->share->state, __ATOMIC_ACQUIRE);
+		int64_t left = deadline - dlrt_now_ms();
 
 		if (state == 1)
 			break;
 		if (state == 2)
 			return dlrt_err_set(err, "%s", req->share->err);
-		if ((dlrt_now_ms() / 1e3) > deadline)
+		if (left <= 0)
 			return dlrt_err_set(err, "the first task of this node did not finish the address "
 					    "exchange within %.0f s (did it start? see the slurmd log)",
 					    limit_s);
-		nanosleep(&(struct timespec){ 0, pause_us * 1000 }, NULL);
-		if (pause_us < 1000)
-			pause_us *= 2;
+		/* Returns at once if the state is no longer 0; EINTR and spurious
+		 * wake-ups go round the loop, which rechecks the deadline. */
+		syscall(SYS_futex, &req->share->state, FUTEX_WAIT, 0,
+			&(struct timespec){ left / 1000, (left % 1000) * 1000000 }, NULL, 0);
 	}
 	if (dlrt_net_parse_hostport(req->share->root, mine->root_ip, &mine->root_port) < 0)
 		return dlrt_err_set(err, "the first task of this node shared a bad root address");
@@ -489,7 +505,7 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 		if (exchange_per_node(req, mine, err) < 0)
 			goto shared_fail;
 		snprintf(sh->root, sizeof(sh->root), "%s:%u", mine->root_ip, mine->root_port);
-		__atomic_store_n(&sh->state, 1, __ATOMIC_RELEASE);
+		share_finish(sh, 1);
 		return 0;
 	}
 	if (exchange_every_task(req, mine, all, err) < 0)
@@ -506,7 +522,7 @@ shared_fail:
 	/* The node's other tasks wait for this one: tell them why. */
 	if (req->share && !all && req->local == 0) {
 		snprintf(req->share->err, sizeof(req->share->err), "%s", err->msg);
-		__atomic_store_n(&req->share->state, 2, __ATOMIC_RELEASE);
+		share_finish(req->share, 2);
 	}
 	return -1;
 }
