@@ -17,6 +17,14 @@
 #include "plugin.h"
 #include "exchange/rdvclient.h"
 
+/* SLURM_MPI_TYPE in srun's environment: "pmix", "pmix_v4", ... */
+static bool step_mpi_is_pmix(void)
+{
+	const char *mpi = getenv("SLURM_MPI_TYPE");
+
+	return mpi && !strncmp(mpi, "pmix", 4);
+}
+
 /* srun, once its options are known and before it asks for the step: the
  * rendezvous the step's tasks exchange addresses through (rdvclient.h), when
  * the runtime may need one. Its port and secret reach every task in the
@@ -36,10 +44,13 @@ static int start_rendezvous(void)
 		     dlrt_plugin.opts.dry_run))
 		return 0;
 	/* Slurm's PMIx carries the exchange (spank/exchange_pmix.c): srun hosts
-	 * nothing. With auto, srun cannot know yet whether the step gets a PMIx
-	 * server (the nodes decide from the tasks' environment), so it starts
-	 * the rendezvous, which such a step then leaves unused. */
-	if (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX)
+	 * nothing. With auto the nodes choose PMIx when the tasks have a PMIx
+	 * server, which they have exactly when the step's MPI plugin is pmix:
+	 * srun puts that plugin's name (--mpi, else MpiDefault) into its own
+	 * environment as SLURM_MPI_TYPE before any plugin runs (seen on 22.05),
+	 * so srun starts no rendezvous such a step would leave unused. */
+	if (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ||
+	    (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_AUTO && step_mpi_is_pmix()))
 		return 0;
 	if (dlrt_rendezvous_start(&dlrt_plugin.rendezvous, secret, &err) < 0) {
 		slurm_error("dlrt: %s", err.msg);

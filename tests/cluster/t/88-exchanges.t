@@ -113,22 +113,29 @@ run_srun -N2 -n2 --dl-runtime=torch --dl-exchange=pmix --dl-dry-run true
 like "$(grep '^address exchange:' "$OUT")" "^address exchange: Slurm's PMIx \(--dl-exchange=pmix\)$" \
 	"the dry run names the carrier"
 
-# A PMIx step starts nothing on srun's host; the same step through srun's
-# rendezvous has it as srun's child (dlrt-c10d-store). Counted while the step
-# runs: its tasks write a file, then wait for the test to be done counting.
-for via in pmix srun; do
+# A PMIx step starts nothing on srun's host, also with auto in a step whose
+# MPI plugin is pmix (the cluster's MpiDefault); the same step through srun's
+# rendezvous has it as srun's child (dlrt-c10d-store), and so has auto with
+# --mpi=none. Counted while the step runs: its tasks write a file, then wait
+# for the test to be done counting.
+for via in pmix srun auto auto_none; do
 	mark="$WORK/running.$via"
-	as_user srun -N2 -n3 --dl-runtime=mxnet --dl-servers=1 --dl-exchange=$via bash -c \
+	opt="--dl-exchange=$via"
+	[ "$via" = auto ] && opt="--mpi=pmix --dl-exchange=auto"
+	[ "$via" = auto_none ] && opt="--mpi=none --dl-exchange=auto"
+	as_user srun -N2 -n3 --dl-runtime=mxnet --dl-servers=1 $opt bash -c \
 		"touch $mark.\$SLURM_PROCID; for _ in \$(seq 300); do [ -e $mark.done ] && exit 0; sleep 0.1; done" \
 		>/dev/null 2>&1 &
 	bg=$!
 	for _ in $(seq 300); do [ -e "$mark.0" ] && break; sleep 0.1; done
-	spids=$(pgrep -d, -f "^srun .*--dl-exchange=$via bash -c touch $mark")
+	spids=$(pgrep -d, -f "^srun .*--dl-exchange=${via%_none} bash -c touch $mark")
 	eval "stores_$via=$(pgrep -c -P "${spids:-1}" -f dlrt-c10d-store)"
 	touch "$mark.done"
 	wait $bg
 done
 is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
 is "$stores_srun" 1 "--dl-exchange=srun: srun's rendezvous ran as srun's child for the step"
+is "$stores_auto" 0 "auto in a --mpi=pmix step: srun started no rendezvous"
+is "$stores_auto_none" 1 "auto with --mpi=none: srun's rendezvous ran for the step"
 
 done_testing
