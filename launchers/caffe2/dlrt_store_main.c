@@ -176,6 +176,8 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
  * --max-idle-ms. Silence in the middle of a request (or a client that does
  * not read its replies) is a dead or broken peer holding memory: close it
  * after --idle-timeout-ms. Other clients are never blocked by it either way. */
+#define EXPIRE_BUDGET 2000 /* keys with a TTL looked at per 100 ms tick */
+
 static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 {
 	struct app *app = arg;
@@ -183,6 +185,9 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	struct sconn *sc = app->conns, *next;
 
 	(void)loop;
+	/* Keys past their time to live that nobody reads again: return their
+	 * memory, a bounded number per tick so no client waits long. */
+	dlrt_kv_expire_cycle(app->kv, EXPIRE_BUDGET);
 	for (; sc; sc = next) {
 		struct dlrt_conn *c = sc->conn;
 		int64_t quiet = now - c->last_active_ms;
@@ -279,6 +284,9 @@ static int store_init(void *ctx, struct dlrt_evloop *loop, const struct dlrt_ser
 	 * A client that does not read its replies is not read from once
 	 * --reply-pause bytes of them wait (its pipeline waits in its socket). */
 	cfg->max_request = 2 * app->max_value + 1024 * 1024;
+	/* A MULTI queue (and the client's WATCHed keys) may hold as much as
+	 * one request and as many entries as one request's arguments. */
+	dlrt_kv_set_tx_limits(app->kv, cfg->max_request, app->max_args);
 	cfg->max_reply = 4 * app->max_value + 16 * 1024 * 1024;
 	cfg->out_pause = app->reply_pause;
 	cfg->idle_timeout_ms = 0; /* our own sweep knows requests from silence */
