@@ -275,7 +275,7 @@ static struct entry **find_live(struct dlrt_kv *kv, const void *key, size_t klen
 {
 	struct entry **pe = find(kv, key, klen, h);
 
-	if (*pe && expired(*pe, dlrt_kv_now_ms(kv))) {
+	if (*pe && (*pe)->expire_at != DLRT_KV_NO_EXPIRY && expired(*pe, dlrt_kv_now_ms(kv))) {
 		unlink_entry(kv, pe);
 		pe = find(kv, key, klen, h); /* where a new entry would go */
 	}

@@ -373,8 +373,11 @@ void dlrt_kv_cmd_watch(struct dlrt_kv_ctx *c, DLRT_KV_ARGS)
 		size_t vl;
 		bool dup = false;
 
-		for (w = tx->watches; w && !dup; w = w->cnext)
-			dup = watch_is(w, argv[i], argvlen[i], h);
+		/* Already watched by this client? One bucket, not the client's
+		 * whole list: WATCH of many keys stays linear. */
+		for (w = c->kv->nwbuckets ? c->kv->wbuckets[h & (c->kv->nwbuckets - 1)] : NULL;
+		     w && !dup; w = w->bnext)
+			dup = w->tx == tx && watch_is(w, argv[i], argvlen[i], h);
 		if (dup)
 			continue;
 		if (!tx_fits(tx, cost)) {
