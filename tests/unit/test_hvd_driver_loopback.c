@@ -496,6 +496,26 @@ static void test_parent_pid(void)
 	reap(pid);
 }
 
+/* The case Horovod's own server handles: a 13 MiB object through Horovod's
+ * Python client is a 17.3 MiB base64 body, under the default 16 MiB bound. */
+static void test_13mib_object(void)
+{
+	struct resp r;
+	int life = -1, status = -1;
+	pid_t pid = start_driver(&life, "--max-body", "16777216");
+
+	TAP_OK(pid > 0, "a driver with the default --max-body (16 MiB)");
+	if (pid <= 0)
+		return;
+	TAP_IS_INT(put_object("/big/obj13", (size_t)13 << 20, 1, &r), 200,
+		   "a 13 MiB object in base64 (18175320 bytes on the wire) is stored, as by Horovod");
+	TAP_IS_INT(http("GET", "/big/obj13", NULL, &r), 200, "... and read back");
+	TAP_IS_INT(r.content_length, 18175320, "... all of it");
+	close(life);
+	TAP_OK(wait_exit(pid, 3000, &status) == 0, "that driver exits too");
+	reap(pid);
+}
+
 int main(void)
 {
 	pid_t pid;
@@ -528,5 +548,6 @@ int main(void)
 
 	test_command_line();
 	test_parent_pid();
+	test_13mib_object();
 	return tap_done();
 }
