@@ -59,7 +59,8 @@ static void usage(FILE *f)
 		"  --allow IP[,IP...]   peers allowed to connect besides loopback\n"
 		"  --allow-any          accept every peer (tests only)\n"
 		"  --max-value BYTES    longest key or value (default %u)\n"
-		"  --max-args N         most arguments in one request (default %u)\n"
+		"  --max-args N         most arguments in one request, and most queued MULTI\n"
+"                       commands plus WATCHed keys of one client (default %u)\n"
 		"  --max-memory BYTES   most bytes of keys and values the store holds; a write\n"
 		"                       past it gets Redis's -OOM error (default %zu)\n"
 		"  --reply-pause BYTES  stop reading a client's requests while this much of\n"
@@ -176,6 +177,8 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
  * --max-idle-ms. Silence in the middle of a request (or a client that does
  * not read its replies) is a dead or broken peer holding memory: close it
  * after --idle-timeout-ms. Other clients are never blocked by it either way. */
+#define EXPIRE_BUDGET 2000 /* keys with a TTL looked at per 100 ms tick */
+
 static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 {
 	struct app *app = arg;
@@ -183,6 +186,9 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	struct sconn *sc = app->conns, *next;
 
 	(void)loop;
+	/* Keys past their time to live that nobody reads again: return their
+	 * memory, a bounded number per tick so no client waits long. */
+	dlrt_kv_expire_cycle(app->kv, EXPIRE_BUDGET);
 	for (; sc; sc = next) {
 		struct dlrt_conn *c = sc->conn;
 		int64_t quiet = now - c->last_active_ms;
@@ -279,6 +285,9 @@ static int store_init(void *ctx, struct dlrt_evloop *loop, const struct dlrt_ser
 	 * A client that does not read its replies is not read from once
 	 * --reply-pause bytes of them wait (its pipeline waits in its socket). */
 	cfg->max_request = 2 * app->max_value + 1024 * 1024;
+	/* A MULTI queue (and the client's WATCHed keys) may hold as much as
+	 * one request and as many entries as one request's arguments. */
+	dlrt_kv_set_tx_limits(app->kv, cfg->max_request, app->max_args);
 	cfg->max_reply = 4 * app->max_value + 16 * 1024 * 1024;
 	cfg->out_pause = app->reply_pause;
 	cfg->idle_timeout_ms = 0; /* our own sweep knows requests from silence */

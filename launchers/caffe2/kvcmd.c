@@ -9,6 +9,10 @@
  *   PING, ECHO, SELECT, QUIT, FLUSHDB, FLUSHALL, COMMAND, CLIENT, CONFIG,
  *   HELLO, INFO, AUTH                      what client libraries, redis-cli and
  *                                          redis-benchmark send on their own
+ *   SET's options, SETEX, PSETEX, EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT,
+ *   TTL, PTTL, PERSIST
+ *                                          job scripts and loaders (kvttl.c)
+ *   MULTI, EXEC, DISCARD, WATCH, UNWATCH   redis-py's default pipeline (kvtx.c)
  * Replies and error texts are redis-server 7.0's (checked against it by
  * tests/unit/resp_redis_cli.sh).
  */
@@ -25,67 +29,51 @@
 #define DLRT_VERSION "unknown" /* the fuzz build does not pass -DDLRT_VERSION */
 #endif
 
-#define ARGS size_t argc, const uint8_t *const *argv, const size_t *argvlen
-
-struct ctx {
-	struct dlrt_kv *kv;
-	struct dlrt_kv_client *cl;
-	struct dlrt_buf *out;
-	int rc; /* 0, or -1 once an append failed */
-	bool quit;
-};
-
-typedef void (*cmd_fn)(struct ctx *c, ARGS);
-
-struct cmd {
-	const char *name;
-	int arity; /* like Redis: n = exactly n, -n = at least n */
-	cmd_fn fn;
-};
+#define ARGS DLRT_KV_ARGS
 
 static const char ERR_NOT_INT[] = "ERR value is not an integer or out of range";
 static const char ERR_SYNTAX[] = "ERR syntax error";
 static const char ERR_OVERFLOW[] = "ERR increment or decrement would overflow";
 
 /* Reply helpers that remember an output overflow instead of returning it. */
-static void r_simple(struct ctx *c, const char *s)
+static void r_simple(struct dlrt_kv_ctx *c, const char *s)
 {
 	c->rc |= dlrt_resp_add_simple(c->out, s);
 }
 
-static void r_error(struct ctx *c, const char *s)
+static void r_error(struct dlrt_kv_ctx *c, const char *s)
 {
 	c->rc |= dlrt_resp_add_error(c->out, s);
 }
 
-static void r_int(struct ctx *c, int64_t v)
+static void r_int(struct dlrt_kv_ctx *c, int64_t v)
 {
 	c->rc |= dlrt_resp_add_int(c->out, v);
 }
 
-static void r_bulk(struct ctx *c, const void *p, size_t n)
+static void r_bulk(struct dlrt_kv_ctx *c, const void *p, size_t n)
 {
 	c->rc |= dlrt_resp_add_bulk(c->out, p, n);
 }
 
-static void r_bulk_str(struct ctx *c, const char *s)
+static void r_bulk_str(struct dlrt_kv_ctx *c, const char *s)
 {
 	c->rc |= dlrt_resp_add_bulk_str(c->out, s);
 }
 
-static void r_nil(struct ctx *c)
+static void r_nil(struct dlrt_kv_ctx *c)
 {
 	c->rc |= dlrt_resp_add_nil(c->out);
 }
 
-static void r_array(struct ctx *c, size_t n)
+static void r_array(struct dlrt_kv_ctx *c, size_t n)
 {
 	c->rc |= dlrt_resp_add_array(c->out, n);
 }
 
 /* GET's answer, also given by GETSET, GETDEL, MGET and SET ... GET: the
  * key's value, or nil where it has none. True if it had one. */
-static bool r_value(struct ctx *c, const uint8_t *key, size_t klen)
+static bool r_value(struct dlrt_kv_ctx *c, const uint8_t *key, size_t klen)
 {
 	const uint8_t *v;
 	size_t vl;
@@ -98,16 +86,21 @@ static bool r_value(struct ctx *c, const uint8_t *key, size_t klen)
 	return true;
 }
 
-static void r_oom(struct ctx *c)
+static void r_oom(struct dlrt_kv_ctx *c)
 {
 	r_error(c, "OOM command not allowed when used memory > 'maxmemory'.");
+}
+
+void dlrt_kv_reply_oom(struct dlrt_kv_ctx *c)
+{
+	r_oom(c);
 }
 
 /* For commands that must not half-succeed (MSET) or that answer before they
  * write (GETSET, SET ... GET): refuse up front when the new keys might not
  * fit. It may refuse a write that would have replaced values in place just
  * under the limit; it never lets one through that does not fit. */
-static bool room_for(struct ctx *c, size_t argc, const uint8_t *const *argv,
+static bool room_for(struct dlrt_kv_ctx *c, size_t argc, const uint8_t *const *argv,
 		     const size_t *argvlen, size_t first)
 {
 	size_t need = 0;
@@ -126,20 +119,24 @@ static bool room_for(struct ctx *c, size_t argc, const uint8_t *const *argv,
 	return false;
 }
 
-static bool arg_is(const uint8_t *a, size_t n, const char *s)
+bool dlrt_kv_arg_is(const uint8_t *a, size_t n, const char *s)
 {
 	return n == strlen(s) && strncasecmp((const char *)a, s, n) == 0;
 }
 
+#define arg_is dlrt_kv_arg_is
+
 /* "'get'" style lowercase names in arity errors, as Redis prints them. */
-static void r_arity(struct ctx *c, const char *name)
+void dlrt_kv_reply_arity(struct dlrt_kv_ctx *c, const char *name)
 {
 	c->rc |= dlrt_resp_add_errorf(c->out,
 				      "ERR wrong number of arguments for '%s' command",
 				      name);
 }
 
-static void r_unknown_sub(struct ctx *c, const uint8_t *sub, size_t n, const char *cmd)
+#define r_arity dlrt_kv_reply_arity
+
+static void r_unknown_sub(struct dlrt_kv_ctx *c, const uint8_t *sub, size_t n, const char *cmd)
 {
 	c->rc |= dlrt_resp_add_errorf(c->out, "ERR unknown subcommand '%.*s'. Try %s HELP.",
 				      (int)(n > 128 ? 128 : n), (const char *)sub, cmd);
@@ -147,13 +144,13 @@ static void r_unknown_sub(struct ctx *c, const uint8_t *sub, size_t n, const cha
 
 /* ---- strings ----------------------------------------------------------- */
 
-static void cmd_get(struct ctx *c, ARGS)
+static void cmd_get(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argc;
 	r_value(c, argv[1], argvlen[1]);
 }
 
-static void cmd_setnx(struct ctx *c, ARGS)
+static void cmd_setnx(struct dlrt_kv_ctx *c, ARGS)
 {
 	const uint8_t *v;
 	size_t vl;
@@ -169,57 +166,7 @@ static void cmd_setnx(struct ctx *c, ARGS)
 		r_int(c, 1);
 }
 
-/* SET key value [NX|XX] [GET] [KEEPTTL]. Expiry options are refused: keys
- * live exactly as long as the step, and a silently ignored TTL would lie. */
-static void cmd_set(struct ctx *c, ARGS)
-{
-	bool nx = false, xx = false, get = false, exists;
-	const uint8_t *v;
-	size_t vl;
-
-	for (size_t i = 3; i < argc; i++) {
-		if (arg_is(argv[i], argvlen[i], "NX") && !xx) {
-			nx = true;
-		} else if (arg_is(argv[i], argvlen[i], "XX") && !nx) {
-			xx = true;
-		} else if (arg_is(argv[i], argvlen[i], "GET")) {
-			get = true;
-		} else if (arg_is(argv[i], argvlen[i], "KEEPTTL")) {
-			/* no TTLs exist, so keeping them is a no-op */
-		} else if (arg_is(argv[i], argvlen[i], "EX") || arg_is(argv[i], argvlen[i], "PX") ||
-			   arg_is(argv[i], argvlen[i], "EXAT") ||
-			   arg_is(argv[i], argvlen[i], "PXAT")) {
-			r_error(c, "ERR dlrt-store keeps keys for the step's lifetime and does not support expiry (EX/PX/EXAT/PXAT): drop the option");
-			return;
-		} else {
-			r_error(c, ERR_SYNTAX);
-			return;
-		}
-	}
-	/* GET answers with the old value before the put, which may move it. */
-	if (get && !room_for(c, 3, argv, argvlen, 1))
-		return;
-	if (get)
-		exists = r_value(c, argv[1], argvlen[1]);
-	else
-		exists = dlrt_kv_lookup(c->kv, argv[1], argvlen[1], &v, &vl);
-	if ((nx && exists) || (xx && !exists)) {
-		if (!get)
-			r_nil(c);
-		return;
-	}
-	if (dlrt_kv_put(c->kv, argv[1], argvlen[1], argv[2], argvlen[2]) < 0) {
-		if (get)
-			c->rc = -1; /* the old value is out already: close rather than lie */
-		else
-			r_oom(c);
-		return;
-	}
-	if (!get)
-		r_simple(c, "OK");
-}
-
-static void cmd_getset(struct ctx *c, ARGS)
+static void cmd_getset(struct dlrt_kv_ctx *c, ARGS)
 {
 	if (!room_for(c, argc, argv, argvlen, 1))
 		return;
@@ -228,21 +175,21 @@ static void cmd_getset(struct ctx *c, ARGS)
 		c->rc = -1; /* the reply is out already: close rather than lie */
 }
 
-static void cmd_getdel(struct ctx *c, ARGS)
+static void cmd_getdel(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argc;
 	if (r_value(c, argv[1], argvlen[1]))
 		dlrt_kv_remove(c->kv, argv[1], argvlen[1]);
 }
 
-static void cmd_mget(struct ctx *c, ARGS)
+static void cmd_mget(struct dlrt_kv_ctx *c, ARGS)
 {
 	r_array(c, argc - 1);
 	for (size_t i = 1; i < argc; i++)
 		r_value(c, argv[i], argvlen[i]);
 }
 
-static void cmd_mset(struct ctx *c, ARGS)
+static void cmd_mset(struct dlrt_kv_ctx *c, ARGS)
 {
 	if (argc % 2 == 0) {
 		r_arity(c, "mset");
@@ -259,7 +206,7 @@ static void cmd_mset(struct ctx *c, ARGS)
 	r_simple(c, "OK");
 }
 
-static void cmd_strlen(struct ctx *c, ARGS)
+static void cmd_strlen(struct dlrt_kv_ctx *c, ARGS)
 {
 	const uint8_t *v;
 	size_t vl;
@@ -268,7 +215,7 @@ static void cmd_strlen(struct ctx *c, ARGS)
 	r_int(c, dlrt_kv_lookup(c->kv, argv[1], argvlen[1], &v, &vl) ? (int64_t)vl : 0);
 }
 
-static void cmd_append(struct ctx *c, ARGS)
+static void cmd_append(struct dlrt_kv_ctx *c, ARGS)
 {
 	const uint8_t *v;
 	size_t vl = 0;
@@ -291,14 +238,16 @@ static void cmd_append(struct ctx *c, ARGS)
 	if (vl)
 		memcpy(nv, v, vl);
 	memcpy(nv + vl, argv[2], argvlen[2]);
-	if (dlrt_kv_put(c->kv, argv[1], argvlen[1], nv, vl + argvlen[2]) < 0)
+	/* APPEND, INCR and friends change the value in place: the key keeps
+	 * its time to live, as in Redis. */
+	if (dlrt_kv_put_keepttl(c->kv, argv[1], argvlen[1], nv, vl + argvlen[2]) < 0)
 		r_oom(c);
 	else
 		r_int(c, (int64_t)(vl + argvlen[2]));
 	free(nv);
 }
 
-static void incr_by(struct ctx *c, const uint8_t *key, size_t klen, int64_t by)
+static void incr_by(struct dlrt_kv_ctx *c, const uint8_t *key, size_t klen, int64_t by)
 {
 	const uint8_t *v;
 	size_t vl;
@@ -318,25 +267,25 @@ static void incr_by(struct ctx *c, const uint8_t *key, size_t klen, int64_t by)
 	}
 	cur += by;
 	n = snprintf(buf, sizeof(buf), "%lld", (long long)cur);
-	if (dlrt_kv_put(c->kv, key, klen, buf, (size_t)n) < 0)
+	if (dlrt_kv_put_keepttl(c->kv, key, klen, buf, (size_t)n) < 0)
 		r_oom(c);
 	else
 		r_int(c, cur);
 }
 
-static void cmd_incr(struct ctx *c, ARGS)
+static void cmd_incr(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argc;
 	incr_by(c, argv[1], argvlen[1], 1);
 }
 
-static void cmd_decr(struct ctx *c, ARGS)
+static void cmd_decr(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argc;
 	incr_by(c, argv[1], argvlen[1], -1);
 }
 
-static void cmd_incrby(struct ctx *c, ARGS)
+static void cmd_incrby(struct dlrt_kv_ctx *c, ARGS)
 {
 	int64_t by;
 
@@ -348,7 +297,7 @@ static void cmd_incrby(struct ctx *c, ARGS)
 	incr_by(c, argv[1], argvlen[1], by);
 }
 
-static void cmd_decrby(struct ctx *c, ARGS)
+static void cmd_decrby(struct dlrt_kv_ctx *c, ARGS)
 {
 	int64_t by;
 
@@ -368,7 +317,7 @@ static void cmd_decrby(struct ctx *c, ARGS)
 
 /* EXISTS counts a key named twice twice, as Redis does; Caffe2 and gloo
  * compare the count with the number of names they asked about. */
-static void cmd_exists(struct ctx *c, ARGS)
+static void cmd_exists(struct dlrt_kv_ctx *c, ARGS)
 {
 	const uint8_t *v;
 	size_t vl;
@@ -379,7 +328,7 @@ static void cmd_exists(struct ctx *c, ARGS)
 	r_int(c, n);
 }
 
-static void cmd_del(struct ctx *c, ARGS)
+static void cmd_del(struct dlrt_kv_ctx *c, ARGS)
 {
 	int64_t n = 0;
 
@@ -388,7 +337,7 @@ static void cmd_del(struct ctx *c, ARGS)
 	r_int(c, n);
 }
 
-static void cmd_type(struct ctx *c, ARGS)
+static void cmd_type(struct dlrt_kv_ctx *c, ARGS)
 {
 	const uint8_t *v;
 	size_t vl;
@@ -398,7 +347,7 @@ static void cmd_type(struct ctx *c, ARGS)
 }
 
 struct keys_walk {
-	struct ctx *c;
+	struct dlrt_kv_ctx *c;
 	const uint8_t *pat;
 	size_t plen;
 	size_t n;
@@ -417,7 +366,7 @@ static int keys_visit(const uint8_t *key, size_t klen, void *arg)
 	return w->c->rc < 0 ? -1 : 0;
 }
 
-static void cmd_keys(struct ctx *c, ARGS)
+static void cmd_keys(struct dlrt_kv_ctx *c, ARGS)
 {
 	struct keys_walk w = { c, argv[1], argvlen[1], 0, false };
 
@@ -430,7 +379,7 @@ static void cmd_keys(struct ctx *c, ARGS)
 	dlrt_kv_foreach(c->kv, keys_visit, &w);
 }
 
-static void cmd_dbsize(struct ctx *c, ARGS)
+static void cmd_dbsize(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argc;
 	(void)argv;
@@ -438,7 +387,7 @@ static void cmd_dbsize(struct ctx *c, ARGS)
 	r_int(c, (int64_t)dlrt_kv_count(c->kv));
 }
 
-static void cmd_flush(struct ctx *c, ARGS)
+static void cmd_flush(struct dlrt_kv_ctx *c, ARGS)
 {
 	if (argc > 2 || (argc == 2 && !arg_is(argv[1], argvlen[1], "ASYNC") &&
 			 !arg_is(argv[1], argvlen[1], "SYNC"))) {
@@ -451,7 +400,7 @@ static void cmd_flush(struct ctx *c, ARGS)
 
 /* ---- connection -------------------------------------------------------- */
 
-static void cmd_ping(struct ctx *c, ARGS)
+static void cmd_ping(struct dlrt_kv_ctx *c, ARGS)
 {
 	if (argc > 2)
 		r_arity(c, "ping");
@@ -461,13 +410,13 @@ static void cmd_ping(struct ctx *c, ARGS)
 		r_simple(c, "PONG");
 }
 
-static void cmd_echo(struct ctx *c, ARGS)
+static void cmd_echo(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argc;
 	r_bulk(c, argv[1], argvlen[1]);
 }
 
-static void cmd_select(struct ctx *c, ARGS)
+static void cmd_select(struct dlrt_kv_ctx *c, ARGS)
 {
 	int64_t db;
 
@@ -480,7 +429,7 @@ static void cmd_select(struct ctx *c, ARGS)
 		r_simple(c, "OK");
 }
 
-static void cmd_quit(struct ctx *c, ARGS)
+static void cmd_quit(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argc;
 	(void)argv;
@@ -489,7 +438,7 @@ static void cmd_quit(struct ctx *c, ARGS)
 	c->quit = true;
 }
 
-static void cmd_auth(struct ctx *c, ARGS)
+static void cmd_auth(struct dlrt_kv_ctx *c, ARGS)
 {
 	(void)argv;
 	(void)argvlen;
@@ -500,7 +449,7 @@ static void cmd_auth(struct ctx *c, ARGS)
 }
 
 /* The server description HELLO returns (a map, flattened in RESP2). */
-static void hello_map(struct ctx *c)
+static void hello_map(struct dlrt_kv_ctx *c)
 {
 	r_array(c, 14);
 	r_bulk_str(c, "server");
@@ -527,7 +476,7 @@ static bool name_ok(const uint8_t *s, size_t n)
 	return true;
 }
 
-static void set_name(struct ctx *c, const uint8_t *s, size_t n)
+static void set_name(struct dlrt_kv_ctx *c, const uint8_t *s, size_t n)
 {
 	char *name = NULL;
 
@@ -546,7 +495,7 @@ static void set_name(struct ctx *c, const uint8_t *s, size_t n)
 
 /* HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only. Redis 7
  * clients that ask for RESP3 get NOPROTO and fall back to RESP2. */
-static void cmd_hello(struct ctx *c, ARGS)
+static void cmd_hello(struct dlrt_kv_ctx *c, ARGS)
 {
 	int64_t ver = 2;
 
@@ -586,7 +535,7 @@ static void cmd_hello(struct ctx *c, ARGS)
 	hello_map(c);
 }
 
-static void cmd_client(struct ctx *c, ARGS)
+static void cmd_client(struct dlrt_kv_ctx *c, ARGS)
 {
 	const uint8_t *sub = argv[1];
 	size_t n = argvlen[1];
@@ -625,7 +574,7 @@ static void cmd_client(struct ctx *c, ARGS)
 }
 
 /* The settings redis-benchmark (save, appendonly) and curious users look at. */
-static void cmd_config(struct ctx *c, ARGS)
+static void cmd_config(struct dlrt_kv_ctx *c, ARGS)
 {
 	const uint8_t *sub = argv[1];
 	size_t n = argvlen[1];
@@ -686,13 +635,13 @@ static void cmd_config(struct ctx *c, ARGS)
 	}
 }
 
-static const struct cmd *lookup(const uint8_t *name, size_t n);
+static const struct dlrt_kv_cmd *lookup(const uint8_t *name, size_t n);
 static size_t ncommands(void);
 
 /* COMMAND with no details: client libraries only need it not to fail
  * (redis-cli asks for COMMAND DOCS to build its hints and falls back to its
  * own help table when the answer is empty). */
-static void cmd_command(struct ctx *c, ARGS)
+static void cmd_command(struct dlrt_kv_ctx *c, ARGS)
 {
 	if (argc == 1) {
 		r_array(c, 0);
@@ -718,7 +667,7 @@ static void cmd_command(struct ctx *c, ARGS)
 	}
 }
 
-static void cmd_info(struct ctx *c, ARGS)
+static void cmd_info(struct dlrt_kv_ctx *c, ARGS)
 {
 	char text[512];
 	int n;
@@ -738,16 +687,16 @@ static void cmd_info(struct ctx *c, ARGS)
 		     "maxmemory_policy:noeviction\r\n"
 		     "\r\n"
 		     "# Keyspace\r\n"
-		     "db0:keys=%zu,expires=0,avg_ttl=0\r\n",
+		     "db0:keys=%zu,expires=%zu,avg_ttl=0\r\n",
 		     DLRT_VERSION, dlrt_kv_used(c->kv), dlrt_kv_max_memory(c->kv),
-		     dlrt_kv_count(c->kv));
+		     dlrt_kv_count(c->kv), dlrt_kv_volatile_count(c->kv));
 	r_bulk(c, text, (size_t)n);
 }
 
 /* Hot commands first: the lookup is a linear scan over lengths and names. */
-static const struct cmd commands[] = {
+static const struct dlrt_kv_cmd commands[] = {
 	{ "get", 2, cmd_get },
-	{ "set", -3, cmd_set },
+	{ "set", -3, dlrt_kv_cmd_set },
 	{ "setnx", 3, cmd_setnx },
 	{ "exists", -2, cmd_exists },
 	{ "incrby", 3, cmd_incrby },
@@ -777,6 +726,20 @@ static const struct cmd commands[] = {
 	{ "config", -2, cmd_config },
 	{ "command", -1, cmd_command },
 	{ "info", -1, cmd_info },
+	{ "setex", 4, dlrt_kv_cmd_setex },
+	{ "psetex", 4, dlrt_kv_cmd_psetex },
+	{ "expire", -3, dlrt_kv_cmd_expire },
+	{ "pexpire", -3, dlrt_kv_cmd_pexpire },
+	{ "expireat", -3, dlrt_kv_cmd_expireat },
+	{ "pexpireat", -3, dlrt_kv_cmd_pexpireat },
+	{ "ttl", 2, dlrt_kv_cmd_ttl },
+	{ "pttl", 2, dlrt_kv_cmd_pttl },
+	{ "persist", 2, dlrt_kv_cmd_persist },
+	{ "multi", 1, dlrt_kv_cmd_multi },
+	{ "exec", 1, dlrt_kv_cmd_exec },
+	{ "discard", 1, dlrt_kv_cmd_discard },
+	{ "watch", -2, dlrt_kv_cmd_watch },
+	{ "unwatch", 1, dlrt_kv_cmd_unwatch },
 };
 
 static size_t ncommands(void)
@@ -785,7 +748,7 @@ static size_t ncommands(void)
 }
 
 /* By name, or (name == NULL) the n-th entry. */
-static const struct cmd *lookup(const uint8_t *name, size_t n)
+static const struct dlrt_kv_cmd *lookup(const uint8_t *name, size_t n)
 {
 	if (!name)
 		return n < ncommands() ? &commands[n] : NULL;
@@ -798,7 +761,7 @@ static const struct cmd *lookup(const uint8_t *name, size_t n)
 /* "ERR unknown command 'FOO', with args beginning with: 'a' 'b' " exactly as
  * Redis 7.0 builds it: at most 128 bytes of name, args while under 128 bytes,
  * each cut so the list stays within 128, C strings (a NUL ends an arg). */
-static void r_unknown(struct ctx *c, ARGS)
+void dlrt_kv_reply_unknown(struct dlrt_kv_ctx *c, ARGS)
 {
 	char args[160];
 	size_t len = 0;
@@ -820,21 +783,18 @@ static void r_unknown(struct ctx *c, ARGS)
 				      (const char *)argv[0], args);
 }
 
-int dlrt_kv_exec(struct dlrt_kv *kv, struct dlrt_kv_client *cl, size_t argc,
-		 const uint8_t *const *argv, const size_t *argvlen,
-		 struct dlrt_buf *out)
+const struct dlrt_kv_cmd *dlrt_kv_cmd_find(const uint8_t *name, size_t n)
 {
-	struct ctx c = { kv, cl, out, 0, false };
-	const struct cmd *cmd = lookup(argv[0], argvlen[0]);
+	return lookup(name, n);
+}
 
-	if (!cmd)
-		r_unknown(&c, argc, argv, argvlen);
-	else if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
-		 (cmd->arity < 0 && argc < (size_t)-cmd->arity))
-		r_arity(&c, cmd->name);
-	else
-		cmd->fn(&c, argc, argv, argvlen);
-	if (c.rc < 0)
-		return DLRT_KV_EXEC_OOM;
-	return c.quit ? DLRT_KV_EXEC_QUIT : DLRT_KV_EXEC_OK;
+bool dlrt_kv_cmd_arity_ok(const struct dlrt_kv_cmd *cmd, size_t argc)
+{
+	return (cmd->arity > 0 && argc == (size_t)cmd->arity) ||
+	       (cmd->arity < 0 && argc >= (size_t)-cmd->arity);
+}
+
+void dlrt_kv_cmd_run(struct dlrt_kv_ctx *c, const struct dlrt_kv_cmd *cmd, ARGS)
+{
+	cmd->fn(c, argc, argv, argvlen);
 }

@@ -1,4 +1,6 @@
-/* kvstore.c - the keyspace: a chained hash table of binary-safe strings. */
+/* kvstore.c - the keyspace: a chained hash table of binary-safe strings,
+ * with each key's expiry time (kept in the entry, so it counts in the memory
+ * bound like the rest of the entry) and a list of the keys that have one. */
 #include "kvstore.h"
 
 #include <stdlib.h>
@@ -6,6 +8,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "kvstore_int.h"
 
 struct entry {
@@ -13,6 +16,8 @@ struct entry {
 	uint64_t hash;
 	uint8_t *val;
 	size_t vlen, vcap;
+	int64_t expire_at;           /* Unix ms, or DLRT_KV_NO_EXPIRY */
+	struct entry *vprev, *vnext; /* in kv's list of keys with an expiry */
 	size_t klen;
 	uint8_t key[];
 };
@@ -67,6 +72,11 @@ static uint64_t siphash13(const uint8_t *in, size_t len, const uint64_t k[2])
 	return v0 ^ v1 ^ v2 ^ v3;
 }
 
+uint64_t dlrt_kv_hash(const struct dlrt_kv *kv, const void *key, size_t klen)
+{
+	return siphash13(key, klen, kv->seed);
+}
+
 /* ---- table ------------------------------------------------------------- */
 
 /* What malloc adds to each block (a size header, rounding): counted so a
@@ -119,11 +129,81 @@ struct dlrt_kv *dlrt_kv_create(size_t max_value)
 	kv->max_memory = DLRT_KV_DEFAULT_MAX_MEMORY;
 	kv->used = kv->nbuckets * sizeof(*kv->buckets);
 	kv->next_client_id = 1;
+	kv->tx_max_bytes = DLRT_KV_DEFAULT_TX_BYTES;
+	kv->tx_max_count = DLRT_KV_DEFAULT_TX_COUNT;
+	{
+		/* The one wall-clock read: where the monotonic clock stands in
+		 * Unix time. Expiry then never jumps with NTP or `date`. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		kv->clock_base = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
+				 dlrt_now_ms();
+	}
 	return kv;
+}
+
+void dlrt_kv_set_tx_limits(struct dlrt_kv *kv, size_t bytes, size_t count)
+{
+	kv->tx_max_bytes = bytes;
+	kv->tx_max_count = count;
+}
+
+int64_t dlrt_kv_now_ms(const struct dlrt_kv *kv)
+{
+	return dlrt_now_ms() + kv->clock_base;
+}
+
+void dlrt_kv_advance_clock(struct dlrt_kv *kv, int64_t ms)
+{
+	kv->clock_base += ms;
+}
+
+static bool expired(const struct entry *e, int64_t now)
+{
+	return e->expire_at != DLRT_KV_NO_EXPIRY && now > e->expire_at;
+}
+
+static void vol_unlink(struct dlrt_kv *kv, struct entry *e)
+{
+	if (e->expire_at == DLRT_KV_NO_EXPIRY)
+		return;
+	if (e->vprev)
+		e->vprev->vnext = e->vnext;
+	else
+		kv->vol_head = e->vnext;
+	if (e->vnext)
+		e->vnext->vprev = e->vprev;
+	else
+		kv->vol_tail = e->vprev;
+	e->vprev = e->vnext = NULL;
+	e->expire_at = DLRT_KV_NO_EXPIRY;
+	kv->nvolatile--;
+}
+
+static void vol_append(struct dlrt_kv *kv, struct entry *e, int64_t at)
+{
+	e->expire_at = at;
+	e->vnext = NULL;
+	e->vprev = kv->vol_tail;
+	if (kv->vol_tail)
+		kv->vol_tail->vnext = e;
+	else
+		kv->vol_head = e;
+	kv->vol_tail = e;
+	kv->nvolatile++;
+}
+
+size_t dlrt_kv_volatile_count(const struct dlrt_kv *kv)
+{
+	return kv->nvolatile;
 }
 
 void dlrt_kv_flush(struct dlrt_kv *kv)
 {
+	dlrt_kv_touch_existing(kv);
+	kv->vol_head = kv->vol_tail = NULL;
+	kv->nvolatile = 0;
 	for (size_t i = 0; i < kv->nbuckets; i++) {
 		struct entry *e = kv->buckets[i];
 
@@ -146,12 +226,34 @@ void dlrt_kv_destroy(struct dlrt_kv *kv)
 		return;
 	dlrt_kv_flush(kv);
 	free(kv->buckets);
+	free(kv->wbuckets); /* the watches themselves belong to their clients */
 	free(kv);
 }
 
 size_t dlrt_kv_count(const struct dlrt_kv *kv)
 {
 	return kv->count;
+}
+
+static size_t entry_size(const struct entry *e);
+
+/* Removes *pe from the table (it is not freed elsewhere). */
+static void unlink_entry(struct dlrt_kv *kv, struct entry **pe)
+{
+	struct entry *e = *pe;
+
+	dlrt_kv_touch(kv, e->key, e->klen, e->hash);
+	vol_unlink(kv, e);
+	*pe = e->next;
+	kv->used -= entry_size(e);
+	free(e->val);
+	free(e);
+	kv->count--;
+}
+
+void dlrt_kv_unlink_expired(struct dlrt_kv *kv, struct entry **pe)
+{
+	unlink_entry(kv, pe);
 }
 
 static struct entry **find(const struct dlrt_kv *kv, const void *key, size_t klen,
@@ -166,10 +268,24 @@ static struct entry **find(const struct dlrt_kv *kv, const void *key, size_t kle
 	return pe;
 }
 
-bool dlrt_kv_lookup(const struct dlrt_kv *kv, const void *key, size_t klen,
+/* The live entry's slot: an expired entry is removed on the way (lazy
+ * expiry) and *result is NULL as for a missing key. */
+static struct entry **find_live(struct dlrt_kv *kv, const void *key, size_t klen,
+				uint64_t h)
+{
+	struct entry **pe = find(kv, key, klen, h);
+
+	if (*pe && (*pe)->expire_at != DLRT_KV_NO_EXPIRY && expired(*pe, dlrt_kv_now_ms(kv))) {
+		unlink_entry(kv, pe);
+		pe = find(kv, key, klen, h); /* where a new entry would go */
+	}
+	return pe;
+}
+
+bool dlrt_kv_lookup(struct dlrt_kv *kv, const void *key, size_t klen,
 		    const uint8_t **val, size_t *vlen)
 {
-	struct entry *e = *find(kv, key, klen, siphash13(key, klen, kv->seed));
+	struct entry *e = *find_live(kv, key, klen, siphash13(key, klen, kv->seed));
 
 	if (!e)
 		return false;
@@ -238,19 +354,26 @@ static size_t entry_size(const struct entry *e)
 	return sizeof(*e) + e->klen + e->vcap + 2 * MALLOC_OVERHEAD;
 }
 
-int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
-		const void *val, size_t vlen)
+static int put(struct dlrt_kv *kv, const void *key, size_t klen,
+	       const void *val, size_t vlen, bool keepttl)
 {
 	uint64_t h = siphash13(key, klen, kv->seed);
-	struct entry **pe = find(kv, key, klen, h), *e = *pe;
+	struct entry **pe = find_live(kv, key, klen, h), *e = *pe;
 
-	if (e)
-		return set_value(kv, e, val, vlen);
+	if (e) {
+		if (set_value(kv, e, val, vlen) < 0)
+			return -1;
+		if (!keepttl)
+			vol_unlink(kv, e);
+		dlrt_kv_touch(kv, key, klen, h);
+		return 0;
+	}
 	if (!dlrt_kv_has_room(kv, dlrt_kv_entry_cost(klen, vlen)))
 		return -1;
 	e = calloc(1, sizeof(*e) + klen);
 	if (!e)
 		return -1;
+	e->expire_at = DLRT_KV_NO_EXPIRY;
 	e->hash = h;
 	e->klen = klen;
 	if (klen)
@@ -262,31 +385,93 @@ int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
 	/* set_value counted the value's buffer; add the rest of the entry. */
 	kv->used += entry_size(e) - e->vcap;
 	*pe = e;
+	dlrt_kv_touch(kv, key, klen, h);
 	if (++kv->count > kv->nbuckets)
 		grow(kv);
 	return 0;
 }
 
+int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
+		const void *val, size_t vlen)
+{
+	return put(kv, key, klen, val, vlen, false);
+}
+
+int dlrt_kv_put_keepttl(struct dlrt_kv *kv, const void *key, size_t klen,
+			const void *val, size_t vlen)
+{
+	return put(kv, key, klen, val, vlen, true);
+}
+
 int dlrt_kv_remove(struct dlrt_kv *kv, const void *key, size_t klen)
 {
-	struct entry **pe = find(kv, key, klen, siphash13(key, klen, kv->seed));
-	struct entry *e = *pe;
+	struct entry **pe = find_live(kv, key, klen, siphash13(key, klen, kv->seed));
 
-	if (!e)
+	if (!*pe)
 		return 0;
-	*pe = e->next;
-	kv->used -= entry_size(e);
-	free(e->val);
-	free(e);
-	kv->count--;
+	unlink_entry(kv, pe);
 	return 1;
 }
 
-int dlrt_kv_foreach(const struct dlrt_kv *kv, dlrt_kv_visit_fn fn, void *arg)
+int64_t dlrt_kv_get_expire(struct dlrt_kv *kv, const void *key, size_t klen)
 {
+	struct entry *e = *find_live(kv, key, klen, siphash13(key, klen, kv->seed));
+
+	return e ? e->expire_at : DLRT_KV_NO_EXPIRY;
+}
+
+int dlrt_kv_set_expire(struct dlrt_kv *kv, const void *key, size_t klen, int64_t at)
+{
+	uint64_t h = siphash13(key, klen, kv->seed);
+	struct entry **pe = find_live(kv, key, klen, h), *e = *pe;
+
+	if (!e)
+		return 0;
+	if (at != DLRT_KV_NO_EXPIRY && at <= dlrt_kv_now_ms(kv)) {
+		unlink_entry(kv, pe); /* Redis: an expiry in the past deletes */
+		return 1;
+	}
+	vol_unlink(kv, e);
+	if (at != DLRT_KV_NO_EXPIRY)
+		vol_append(kv, e, at);
+	dlrt_kv_touch(kv, key, klen, h);
+	return 1;
+}
+
+/* Looks at the oldest entries of the list; the live ones go to the back, so
+ * the next cycle looks at others and every key is seen in turn. */
+size_t dlrt_kv_expire_cycle(struct dlrt_kv *kv, size_t budget)
+{
+	int64_t now = dlrt_kv_now_ms(kv);
+	size_t removed = 0;
+
+	for (size_t i = 0; i < budget && kv->vol_head; i++) {
+		struct entry *e = kv->vol_head;
+
+		if (expired(e, now)) {
+			uint64_t h = e->hash;
+
+			unlink_entry(kv, find(kv, e->key, e->klen, h));
+			removed++;
+		} else if (e != kv->vol_tail) {
+			int64_t at = e->expire_at;
+
+			vol_unlink(kv, e);
+			vol_append(kv, e, at);
+		} else {
+			break;
+		}
+	}
+	return removed;
+}
+
+int dlrt_kv_foreach(struct dlrt_kv *kv, dlrt_kv_visit_fn fn, void *arg)
+{
+	int64_t now = dlrt_kv_now_ms(kv);
+
 	for (size_t i = 0; i < kv->nbuckets; i++)
 		for (struct entry *e = kv->buckets[i]; e; e = e->next)
-			if (fn(e->key, e->klen, arg) < 0)
+			if (!expired(e, now) && fn(e->key, e->klen, arg) < 0)
 				return -1;
 	return 0;
 }
@@ -295,12 +480,7 @@ void dlrt_kv_client_init(struct dlrt_kv *kv, struct dlrt_kv_client *cl)
 {
 	cl->id = kv->next_client_id++;
 	cl->name = NULL;
-}
-
-void dlrt_kv_client_free(struct dlrt_kv_client *cl)
-{
-	free(cl->name);
-	cl->name = NULL;
+	cl->tx = NULL;
 }
 
 /* ---- glob (Redis's stringmatchlen semantics, without recursion) -------- */

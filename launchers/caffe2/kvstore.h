@@ -7,10 +7,13 @@
  * chained hash table (SipHash-1-3 with a random key, as Redis uses, so a peer
  * cannot force collisions) and executes one parsed request, appending the
  * reply Redis would give - same reply types, same error texts - to an output
- * buffer. Only strings exist: there are no other types, no expiry, one
- * database (SELECT 0).
+ * buffer. Only strings exist: there are no other types, one database
+ * (SELECT 0). Keys may expire (SET ... EX/PX, EXPIRE; kvttl.c) and clients
+ * may run transactions (MULTI/EXEC, WATCH; kvtx.c).
  *
- * Pure: no I/O, no printing, single-threaded.
+ * Pure: no I/O, no printing, single-threaded. Expiry reads dlrt's monotonic
+ * clock (common/clock.h), anchored once to the wall clock when the store is
+ * created so that EXAT/PXAT and Redis's overflow rules see Unix times.
  */
 #ifndef DLRT_KVSTORE_H
 #define DLRT_KVSTORE_H
@@ -23,10 +26,14 @@
 
 struct dlrt_kv;
 
-/* Per-connection state the commands use (CLIENT SETNAME/GETNAME/ID). */
+struct dlrt_kv_tx;
+
+/* Per-connection state the commands use (CLIENT SETNAME/GETNAME/ID, and a
+ * transaction's queue and watched keys, allocated on first MULTI/WATCH). */
 struct dlrt_kv_client {
 	uint64_t id;
 	char *name;
+	struct dlrt_kv_tx *tx;
 };
 
 /* `max_value` is reported by CONFIG GET proto-max-bulk-len and bounds the
@@ -49,22 +56,56 @@ size_t dlrt_kv_entry_cost(size_t klen, size_t vlen);
 bool dlrt_kv_has_room(const struct dlrt_kv *kv, size_t bytes);
 
 /* Keyspace primitives (also used by the tests). */
+/* Keys held, including expired keys not reclaimed yet (as Redis's DBSIZE). */
 size_t dlrt_kv_count(const struct dlrt_kv *kv);
+/* Keys with a time to live (INFO's "expires="). */
+size_t dlrt_kv_volatile_count(const struct dlrt_kv *kv);
 /* Returns true and points *val at the stored bytes (valid until the next
- * change of that key) if the key exists. */
-bool dlrt_kv_lookup(const struct dlrt_kv *kv, const void *key, size_t klen,
+ * change of that key) if the key exists. An expired key does not: it is
+ * removed here (lazy expiry). */
+bool dlrt_kv_lookup(struct dlrt_kv *kv, const void *key, size_t klen,
 		    const uint8_t **val, size_t *vlen);
 /* Returns 0, or -1 if memory is short or the write would pass the store's
- * maximum memory (the key then keeps its old value). */
+ * maximum memory (the key then keeps its old value). A key that is written
+ * loses its time to live, as with Redis's SET (dlrt_kv_put_keepttl keeps
+ * it). */
 int dlrt_kv_put(struct dlrt_kv *kv, const void *key, size_t klen,
 		const void *val, size_t vlen);
+int dlrt_kv_put_keepttl(struct dlrt_kv *kv, const void *key, size_t klen,
+			const void *val, size_t vlen);
+
+/* Expiry, in Unix milliseconds on the store's clock (dlrt_kv_now_ms). */
+#define DLRT_KV_NO_EXPIRY INT64_MIN
+int64_t dlrt_kv_now_ms(const struct dlrt_kv *kv);
+/* Moves the store's clock forward by ms (tests: expiry without sleeping). */
+void dlrt_kv_advance_clock(struct dlrt_kv *kv, int64_t ms);
+/* The key's expiry time, or DLRT_KV_NO_EXPIRY (also for a missing key). */
+int64_t dlrt_kv_get_expire(struct dlrt_kv *kv, const void *key, size_t klen);
+/* Sets (at != DLRT_KV_NO_EXPIRY) or removes the key's expiry; returns 1 if
+ * the key exists (and changed), 0 if not. An expiry time not after now
+ * removes the key, as Redis does. */
+int dlrt_kv_set_expire(struct dlrt_kv *kv, const void *key, size_t klen, int64_t at);
+/* Active expiry: looks at up to `budget` keys with a time to live, removes
+ * the expired ones, and returns how many it removed. The server calls it
+ * from a timer so that memory of keys nobody reads again is returned. */
+size_t dlrt_kv_expire_cycle(struct dlrt_kv *kv, size_t budget);
+
+/* The bound on one client's MULTI queue and WATCHed keys together: at most
+ * `bytes` (arguments plus bookkeeping) and `count` entries. Defaults
+ * DLRT_KV_DEFAULT_TX_BYTES and DLRT_KV_DEFAULT_TX_COUNT. */
+#define DLRT_KV_DEFAULT_TX_BYTES ((size_t)129 << 20)
+#define DLRT_KV_DEFAULT_TX_COUNT ((size_t)1 << 20)
+void dlrt_kv_set_tx_limits(struct dlrt_kv *kv, size_t bytes, size_t count);
 /* Returns 1 if the key was removed, 0 if it did not exist. */
 int dlrt_kv_remove(struct dlrt_kv *kv, const void *key, size_t klen);
 void dlrt_kv_flush(struct dlrt_kv *kv);
 
 /* Starts a connection's state with a fresh CLIENT ID. */
 void dlrt_kv_client_init(struct dlrt_kv *kv, struct dlrt_kv_client *cl);
+/* Drops the client's transaction queue and watched keys too. */
 void dlrt_kv_client_free(struct dlrt_kv_client *cl);
+/* True while the client is between MULTI and EXEC/DISCARD. */
+bool dlrt_kv_client_in_multi(const struct dlrt_kv_client *cl);
 
 enum dlrt_kv_exec_result {
 	DLRT_KV_EXEC_OOM = -1,  /* the reply did not fit in `out`: close */
@@ -73,7 +114,9 @@ enum dlrt_kv_exec_result {
 };
 
 /* Executes one request (argc >= 1) and appends its reply to `out`. Command
- * names are case-insensitive. Returns enum dlrt_kv_exec_result. */
+ * names are case-insensitive. Between MULTI and EXEC a request is checked
+ * and queued (+QUEUED); EXEC runs the queue in this one call, so no other
+ * client's command comes in between. Returns enum dlrt_kv_exec_result. */
 int dlrt_kv_exec(struct dlrt_kv *kv, struct dlrt_kv_client *cl, size_t argc,
 		 const uint8_t *const *argv, const size_t *argvlen,
 		 struct dlrt_buf *out);

@@ -2,9 +2,10 @@
 # key/value server) and its tests. The runtime-table entry and the plugin
 # glue that starts the store live with the lead's code.
 LIB_SRCS   += launchers/caffe2/resp.c launchers/caffe2/kvstore.c \
-              launchers/caffe2/kvcmd.c launchers/caffe2/store_session.c
+              launchers/caffe2/kvcmd.c launchers/caffe2/kvttl.c launchers/caffe2/kvtx.c \
+              launchers/caffe2/store_session.c
 LIBEXEC    += $(BUILD)/libexec/dlrt-store
-UNIT_TESTS += $(BUILD)/tests/test_resp $(BUILD)/tests/test_resp_kv
+UNIT_TESTS += $(BUILD)/tests/test_resp $(BUILD)/tests/test_resp_kv $(BUILD)/tests/test_resp_tx
 FUZZERS    += resp
 MANPAGES   += docs/man/dlrt-store.8
 

@@ -65,7 +65,9 @@ static void usage(FILE *f)
 "                       scopes global, local_<host>, cross_<local_rank> and answers\n"
 "                       GET /rank_and_size/<host>:<local_rank>\n"
 "  --allow LIST         IPv4 addresses allowed to connect besides loopback\n"
-"  --max-body BYTES     largest request body (default 16777216); larger gets 413\n"
+"  --max-body BYTES     largest object a PUT may carry (default 16777216), a\n"
+"                       base64 body (what Horovod's client sends) by its decoded\n"
+"                       length; larger gets 413\n"
 "  --max-store BYTES    bound on all stored keys and values (default 536870912)\n"
 "  --max-conns N        concurrent connections (default 1024)\n"
 "  --idle-timeout-ms MS close a connection silent this long (default 3000)\n"
@@ -251,8 +253,10 @@ static int driver_init(void *ctx, struct dlrt_evloop *loop, const struct dlrt_se
 	if (dlrt_hvd_store_create(&d->store, d->have_plan ? &d->plan : NULL, (size_t)d->max_store,
 				  err) < 0)
 		return -1;
-	cfg->max_request = d->lim.max_head + d->lim.max_body + 4096;
-	cfg->max_reply = d->lim.max_body + 512;
+	/* A base64 body of a --max-body object is 4/3 as long; the store
+	 * keeps and answers with the body as sent, as Horovod's server does. */
+	cfg->max_request = d->lim.max_head + dlrt_http_wire_max(&d->lim) + 4096;
+	cfg->max_reply = dlrt_http_wire_max(&d->lim) + 512;
 	cfg->max_conns = d->max_conns;
 	cfg->idle_timeout_ms = d->idle_ms;
 	*proto = &driver_proto;

@@ -168,7 +168,7 @@ static int parse_headers(const uint8_t *data, size_t start, size_t head_len,
 		while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
 			end--;
 		if (header_is(line, (size_t)(colon - line), "Content-Length")) {
-			rc = parse_length(v, (size_t)(end - v), lim->max_body, &val);
+			rc = parse_length(v, (size_t)(end - v), dlrt_http_wire_max(lim), &val);
 			if (rc)
 				return rc;
 			if (*has_length && val != *length)
@@ -230,10 +230,46 @@ int dlrt_http_parse(struct dlrt_http_parser *p, const uint8_t *data, size_t len,
 		return rc;
 	if (len - head_len < length)
 		return DLRT_HTTP_NEED_MORE;
+	if (length > lim->max_body) {
+		size_t decoded;
+
+		if (!dlrt_http_base64_len(data + head_len, length, &decoded) ||
+		    decoded > lim->max_body)
+			return 413;
+	}
 	req->body = data + head_len;
 	req->body_len = length;
 	req->consumed = head_len + length;
 	return DLRT_HTTP_COMPLETE;
+}
+
+size_t dlrt_http_wire_max(const struct dlrt_http_limits *lim)
+{
+	size_t groups = lim->max_body / 3 + (lim->max_body % 3 != 0);
+
+	return groups > SIZE_MAX / 4 ? SIZE_MAX : groups * 4;
+}
+
+static bool b64_char(uint8_t c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '+' || c == '/';
+}
+
+bool dlrt_http_base64_len(const uint8_t *b, size_t n, size_t *decoded)
+{
+	size_t pad = 0;
+
+	if (n % 4)
+		return false;
+	if (n && b[n - 1] == '=')
+		pad = n >= 2 && b[n - 2] == '=' ? 2 : 1;
+	for (size_t i = 0; i < n - pad; i++)
+		if (!b64_char(b[i]))
+			return false;
+	if (decoded)
+		*decoded = n / 4 * 3 - pad;
+	return true;
 }
 
 const char *dlrt_http_reason(int status)

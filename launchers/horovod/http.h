@@ -11,6 +11,7 @@
 #ifndef DLRT_HTTP_H
 #define DLRT_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,8 +30,20 @@ enum dlrt_http_method {
 struct dlrt_http_limits {
 	size_t max_head;      /* request line + headers, including the blank line */
 	unsigned max_headers; /* header lines */
-	size_t max_body;      /* largest Content-Length accepted */
+	/* The largest object a body may carry. Horovod's Python client sends
+	 * base64 (codec.dumps_base64), so a body that is base64 counts by what
+	 * it decodes to: Content-Length may reach dlrt_http_wire_max(), and a
+	 * body past max_body that is not base64 gets 413 once read. */
+	size_t max_body;
 };
+
+/* The largest Content-Length accepted: the base64 length of max_body. */
+size_t dlrt_http_wire_max(const struct dlrt_http_limits *lim);
+
+/* True if b[0..n) is standard base64 as Python's base64.b64encode writes it
+ * (A-Z a-z 0-9 + /, '=' padding only at the end, a multiple of 4 long);
+ * *decoded (may be NULL) is then the length it decodes to. */
+bool dlrt_http_base64_len(const uint8_t *b, size_t n, size_t *decoded);
 
 /* Python's http.server allows 100 headers; 8 KiB of head is plenty for
  * "PUT /cross_12/rank_3 HTTP/1.1" plus Host and Content-Length. */
@@ -61,7 +74,9 @@ void dlrt_http_parser_init(struct dlrt_http_parser *p);
  * parser and a longer buffer after more bytes arrive (the first bytes must
  * not change). Returns DLRT_HTTP_NEED_MORE, DLRT_HTTP_COMPLETE (req filled in)
  * or an HTTP error status: 400 malformed, 411 Transfer-Encoding or a PUT
- * without Content-Length, 413 body larger than max_body, 431 head too large or
+ * without Content-Length, 413 body larger than dlrt_http_wire_max() (before
+ * any body byte is read) or, once read, an object larger than max_body (a
+ * base64 body by its decoded length, any other by its own), 431 head too large or
  * too many headers, 501 unknown method, 505 not HTTP/1.x. */
 int dlrt_http_parse(struct dlrt_http_parser *p, const uint8_t *data, size_t len,
 		    const struct dlrt_http_limits *lim, struct dlrt_http_req *req);

@@ -329,6 +329,26 @@ bad:
 	r->status = 400;
 }
 
+/* PUT /worker_addresses/<host>:<local_rank> (elastic Horovod): Horovod's
+ * ElasticRendezvousHandler splits the key at ':', int()s the local rank and
+ * base64-decodes the body (codec.loads_base64) before storing it; where that
+ * raises it drops the connection and stores nothing. The driver answers 400
+ * instead, for a key that is not "host:int" or a body that is not base64
+ * (it cannot tell whether the decoded bytes unpickle: those are stored). */
+static bool worker_addresses_ok(const char *scope, size_t slen, const char *key,
+				size_t klen, const uint8_t *body, size_t blen)
+{
+	static const char WA[] = "worker_addresses";
+	const char *colon = memchr(key, ':', klen);
+	long lr;
+
+	if (slen != sizeof(WA) - 1 || memcmp(scope, WA, slen) != 0)
+		return true;
+	return colon && !memchr(colon + 1, ':', (size_t)(key + klen - colon - 1)) &&
+	       parse_pyint(colon + 1, key + klen, &lr) == 0 && blen &&
+	       dlrt_http_base64_len(body, blen, NULL);
+}
+
 void dlrt_hvd_store_handle(struct dlrt_hvd_store *st, enum dlrt_http_method method,
 			   const char *target, size_t target_len,
 			   const uint8_t *body, size_t body_len,
@@ -352,6 +372,8 @@ void dlrt_hvd_store_handle(struct dlrt_hvd_store *st, enum dlrt_http_method meth
 		return;
 	switch (method) {
 	case DLRT_HTTP_PUT:
+		if (!worker_addresses_ok(scope, slen, key, klen, body, body_len))
+			break; /* 400: Horovod's elastic handler raises and stores nothing */
 		do_put(st, scope, slen, key, klen, body, body_len, r);
 		break;
 	case DLRT_HTTP_GET:

@@ -13,7 +13,7 @@ PACKAGES=(
 	slurm-wlm slurmctld slurmd slurm-client munge
 	openmpi-bin libopenmpi-dev hwloc iproute2 util-linux procps psmisc
 	# tests and their real clients
-	perl python3 python3-torch python3-numpy libgloo-dev g++ redis-tools redis-server
+	perl python3 python3-torch python3-numpy libgloo-dev g++ redis-tools redis-server python3-redis
 	lmod man-db dataset-fashion-mnist gnuplot-nox hyperfine parallel
 	# packages: make deb (dpkg-buildpackage, lintian) and make rpm (rpmbuild)
 	devscripts debhelper dpkg-dev lintian rpm

@@ -16,3 +16,9 @@ TEST_PROGS += $(BUILD)/testprogs/mpi-step
 $(BUILD)/testprogs/mpi-step: tests/cluster/progs/mpi-step
 	@mkdir -p $(@D)
 	install -m 0755 $< $@
+
+# redis-py pipelines and transactions against the job's store (t/36-caffe2-redispy.t).
+TEST_PROGS += $(BUILD)/testprogs/redis_tx.py
+$(BUILD)/testprogs/redis_tx.py: tests/cluster/progs/redis_tx.py
+	@mkdir -p $(@D)
+	install -m 0755 $< $@

@@ -6,11 +6,17 @@
  *     in chunks (the chunk size comes from the first byte), in a buffer that
  *     moves between calls as a growing dlrt_buf may. This is the property
  *     that incremental parsing must keep; a mismatch aborts.
- *  2. The whole input runs through a store session (parse + execute + reply),
- *     with small limits so the error paths are reachable: a 64 KiB store
- *     (-OOM; what it holds must never pass the limit) and, when the first
+ *  2. The whole input runs through two store sessions on one keyspace
+ *     (parse + execute + reply), with small limits so the error paths are
+ *     reachable: a 64 KiB store (-OOM; what it holds must never pass the
+ *     limit), a transaction bound of 2 KiB / 16 entries, and, when the first
  *     byte's top bit is set, a 64-byte reply pause (requests left waiting).
+ *     With bit 0x40 the chunks alternate between the two clients (one's
+ *     writes touch the other's WATCHed keys; MULTI state per client); with
+ *     bit 0x20 the store's clock moves 7 ms per chunk and the active expiry
+ *     cycle runs, so keys with a TTL expire in the middle of transactions.
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_BULK 4096
 #define MAX_ARGS 64
 #define MAX_MEMORY (64 * 1024)
+#define TX_BYTES 2048
+#define TX_COUNT 16
 
 /* A digest of one parse result, to compare the two ways of feeding. */
 static uint64_t digest(const struct dlrt_resp_parser *p, int rc)
@@ -89,9 +97,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct dlrt_kv *kv;
 	static uint64_t a[256], b[256];
-	struct dlrt_store_session s;
-	struct dlrt_buf in, out;
-	size_t na, nb, chunk;
+	struct dlrt_store_session s[2];
+	struct dlrt_buf in[2], out;
+	size_t na, nb, chunk, turn = 0;
+	bool two = data[0] & 0x40, clock = data[0] & 0x20;
 
 	if (size == 0)
 		return 0;
@@ -106,25 +115,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!kv)
 		return 0;
 	dlrt_kv_flush(kv);
+	while (dlrt_kv_expire_cycle(kv, 1000))
+		;
+	if (dlrt_kv_count(kv) || dlrt_kv_volatile_count(kv))
+		abort(); /* FLUSHALL leaves nothing, TTLs included */
 	dlrt_kv_set_max_memory(kv, MAX_MEMORY);
-	dlrt_store_session_init(&s, kv, MAX_BULK, MAX_ARGS);
-	s.out_pause = data[0] & 0x80 ? 64 : 0;
-	dlrt_buf_init(&in, 1 << 20);
+	dlrt_kv_set_tx_limits(kv, TX_BYTES, TX_COUNT);
 	dlrt_buf_init(&out, 1 << 20);
+	for (int i = 0; i < 2; i++) {
+		dlrt_store_session_init(&s[i], kv, MAX_BULK, MAX_ARGS);
+		s[i].out_pause = data[0] & 0x80 ? 64 : 0;
+		dlrt_buf_init(&in[i], 1 << 20);
+	}
 	/* Arrive in chunks, as from the network. */
 	for (size_t off = 1; off < size; off += chunk) {
 		size_t n = size - off < chunk ? size - off : chunk;
 
-		if (dlrt_buf_append(&in, data + off, n) < 0)
+		if (two)
+			turn ^= 1;
+		if (clock) {
+			dlrt_kv_advance_clock(kv, 7);
+			dlrt_kv_expire_cycle(kv, 3);
+		}
+		if (dlrt_buf_append(&in[turn], data + off, n) < 0)
 			break;
-		if (dlrt_store_session_feed(&s, kv, &in, &out, NULL, NULL) < 0)
+		if (dlrt_store_session_feed(&s[turn], kv, &in[turn], &out, NULL, NULL) < 0)
 			break;
 		if (dlrt_kv_used(kv) > MAX_MEMORY)
 			abort(); /* the store's bound */
+		if (dlrt_kv_volatile_count(kv) > dlrt_kv_count(kv))
+			abort(); /* every key with a TTL is a key */
 		dlrt_buf_consume(&out, out.len); /* "sent" */
 	}
-	dlrt_buf_free(&in);
+	/* Closing a client in MULTI or with WATCHed keys releases them: the
+	 * next input's writes would touch freed memory otherwise (ASan). */
+	for (int i = 0; i < 2; i++) {
+		dlrt_buf_free(&in[i]);
+		dlrt_store_session_free(&s[i]);
+	}
 	dlrt_buf_free(&out);
-	dlrt_store_session_free(&s);
 	return 0;
 }

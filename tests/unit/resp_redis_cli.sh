@@ -110,7 +110,10 @@ check "CLIENT SETINFO (Redis 7.2 clients send it)" "$(cli CLIENT SETINFO lib-nam
 check "COMMAND DOCS is an empty list" "$(cli COMMAND DOCS)" "(empty array)"
 check "COMMAND COUNT" "$(cli COMMAND COUNT | grep -c '(integer) [1-9]')" "1"
 check "INFO names the server" "$(cli INFO | grep -c dlrt_store_version)" "1"
-check "SET EX is refused: no expiry" "$(cli SET k v EX 10 | cut -c1-22)" "(error) ERR dlrt-store"
+check "SET EX: the key has a time to live" \
+	"$(cli SET k v EX 100; cli PTTL k | sed 's/^(integer) [1-9][0-9]\{4\}$/(integer) <ttl>/')" \
+	"OK
+(integer) <ttl>"
 check "QUIT" "$(cli QUIT)" "OK"
 exec 4<>/dev/tcp/127.0.0.1/"$P"
 printf 'CLIENT SETNAME trainer0\r\nCLIENT GETNAME\r\nQUIT\r\n' >&4
@@ -233,6 +236,43 @@ if [ -n "$GLOO_PROG" ] && [ -x "$GLOO_PROG" ]; then
 	check "gloo + Caffe2-style add sent only SETNX, GET, EXISTS and INCRBY" \
 		"$(grep -o 'conn [0-9]*: [A-Z]* '"$RID" "$T/store.log" | awk '{print $3}' | sort -u | tr '\n' ' ')" \
 		"EXISTS GET INCRBY SETNX "
+fi
+
+# Transactions and expiry, as redis-cli sends them one after the other on one
+# connection (stdin not a terminal), against redis-server: same output.
+TX_TRANSCRIPTS=(
+	'EXEC|DISCARD|MULTI|MULTI|SET a 1|INCR a|GET a|EXEC|GET a'
+	'SET s text|MULTI|SET x 1|INCR s|SET y 2|EXEC|MGET x y s'
+	'MULTI|SET c 1|NOSUCH x|SET d|EXEC|EXISTS c d'
+	'SET w 1|WATCH w|SET w 2|MULTI|SET w 3|EXEC|GET w|UNWATCH'
+	'MULTI|SET e v EX 100|PTTL e|PERSIST e|TTL e|EXPIRE e 0|EXISTS e|EXEC'
+	'SET k v PX 100000|PTTL k|SET k v EX 0|SET k v NX XX|SET k v EX 5 PX 5|EXPIRE k 5 NX XX|EXPIRE k 10 GT|PTTL k|EXPIRE k x|PERSIST k|TTL k|TTL nokey'
+)
+# A positive PTTL depends on the instant it is read (both are >= 1000 here).
+for tr in "${TX_TRANSCRIPTS[@]}"; do
+	[ -n "$RP" ] || break
+	cli FLUSHALL >/dev/null
+	timeout 5 redis-cli -p "$RP" FLUSHALL >/dev/null 2>&1
+	got=$(tr '|' '\n' <<<"$tr" | timeout 5 redis-cli --no-raw -h 127.0.0.1 -p "$P" 2>&1 | sed 's/^(integer) [1-9][0-9][0-9][0-9]*$/(integer) <ttl>/')
+	real=$(tr '|' '\n' <<<"$tr" | timeout 5 redis-cli --no-raw -p "$RP" 2>&1 | sed 's/^(integer) [1-9][0-9][0-9][0-9]*$/(integer) <ttl>/')
+	check "redis-cli transcript, same output as redis-server: ${tr//|/; }" "$got" "$real"
+done
+[ -n "$RP" ] || ok "# SKIP transactions and expiry against redis-server: redis-server not installed"
+
+# Reply for reply and state for state against redis-server, with raw RESP and
+# with redis-py's pipelines (transaction on and off), WATCH conflicts and
+# short expiry times (resp_redis_compare.py).
+if [ -n "$RP" ] && /usr/bin/python3 -c 'import redis' 2>/dev/null; then
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "${line#ok - }" ;;
+		"not ok - "*) notok "${line#not ok - }" ;;
+		"#"*) echo "$line" ;;
+		*) notok "resp_redis_compare.py: $line" ;;
+		esac
+	done < <(timeout 120 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/resp_redis_compare.py" "$P" "$RP" 2>&1)
+else
+	ok "# SKIP redis-py comparison: needs redis-server and python3-redis"
 fi
 
 echo "1..$n"

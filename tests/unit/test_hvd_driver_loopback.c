@@ -162,6 +162,8 @@ static int read_resp(int fd, struct resp *r)
 	if (cl)
 		r->content_length = strtol(cl + 17, NULL, 10);
 	r->body_len = len - (size_t)(end + 4 - buf);
+	if (r->body_len > sizeof(r->body) - 1)
+		r->body_len = sizeof(r->body) - 1; /* a large body: its start */
 	memcpy(r->body, end + 4, r->body_len);
 	r->body[r->body_len] = '\0';
 	return 0;
@@ -228,6 +230,44 @@ static void test_basic(void)
 }
 
 /* Byte by byte with pauses: the parser must cope with any split. */
+/* A PUT of an `obj`-byte object as Horovod's Python client sends it
+ * (base64, padded), or of `obj` raw bytes; returns the status. */
+static int put_object(const char *path, size_t obj, int base64, struct resp *r)
+{
+	size_t blen = base64 ? (obj + 2) / 3 * 4 : obj, pad = base64 ? (3 - obj % 3) % 3 : 0;
+	char *req = malloc(blen + 256);
+	int h, rc;
+
+	if (!req)
+		return -1;
+	h = snprintf(req, 256, "PUT %s HTTP/1.1\r\nHost: 127.0.0.1:%u\r\nContent-Length: %zu\r\n\r\n",
+		     path, port, blen);
+	memset(req + h, base64 ? 'Q' : '\x01', blen);
+	memset(req + h + blen - pad, '=', pad);
+	rc = raw(req, (size_t)h + blen, r);
+	free(req);
+	return rc;
+}
+
+/* --max-body bounds the object, not its base64 encoding (65536 here). */
+static void test_decoded_bound(void)
+{
+	struct resp r;
+
+	TAP_IS_INT(put_object("/big/b64", 65536, 1, &r), 200,
+		   "a 64 KiB object in base64 (87384 bytes on the wire) is stored");
+	TAP_IS_INT(http("GET", "/big/b64", NULL, &r), 200, "... and read back");
+	TAP_IS_INT(r.content_length, 87384, "... as sent (still encoded, as Horovod keeps it)");
+	TAP_IS_INT(put_object("/big/b64x", 65537, 1, &r), 413,
+		   "a 64 KiB + 1 object in base64: 413");
+	TAP_IS_INT(put_object("/big/raw", 65536, 0, &r), 200, "64 KiB of raw bytes: stored");
+	TAP_IS_INT(put_object("/big/rawx", 65537, 0, &r), 413, "64 KiB + 1 raw bytes: 413");
+	TAP_IS_INT(http("GET", "/big/rawx", NULL, &r), 404, "... not stored");
+	TAP_IS_INT(http("PUT", "/worker_addresses/n1:0", "not base64 at all", &r), 400,
+		   "a raw worker_addresses PUT: 400");
+	TAP_IS_INT(http("GET", "/worker_addresses/n1:0", NULL, &r), 404, "... not stored");
+}
+
 static void test_bytewise(void)
 {
 	const char *req = "PUT /bytes/k HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
@@ -327,9 +367,9 @@ static void test_hostile(void)
 	close(hog);
 	TAP_IS_INT(http("GET", "/global/other", NULL, &r), 200, "still serving after the 413");
 
-	/* A body over --max-body (65536). */
+	/* A body over the base64 length of --max-body (65536 -> 87384). */
 	{
-		static char big[70000];
+		static char big[90000];
 		char head[128];
 		int fd = connect_driver();
 		int hn = snprintf(head, sizeof(head), "PUT /a/big HTTP/1.1\r\nContent-Length: %zu\r\n\r\n",
@@ -337,7 +377,7 @@ static void test_hostile(void)
 
 		memset(big, 'x', sizeof(big));
 		TAP_OK(fd >= 0 && send_all(fd, head, (size_t)hn) == 0 && read_resp(fd, &r) == 0 &&
-		       r.status == 413, "body of 70000 > --max-body: 413 before the body");
+		       r.status == 413, "body of 90000 > base64 of --max-body: 413 before the body");
 		close(fd);
 	}
 	/* Many connections at once, answered in any order. */
@@ -456,6 +496,26 @@ static void test_parent_pid(void)
 	reap(pid);
 }
 
+/* The case Horovod's own server handles: a 13 MiB object through Horovod's
+ * Python client is a 17.3 MiB base64 body, under the default 16 MiB bound. */
+static void test_13mib_object(void)
+{
+	struct resp r;
+	int life = -1, status = -1;
+	pid_t pid = start_driver(&life, "--max-body", "16777216");
+
+	TAP_OK(pid > 0, "a driver with the default --max-body (16 MiB)");
+	if (pid <= 0)
+		return;
+	TAP_IS_INT(put_object("/big/obj13", (size_t)13 << 20, 1, &r), 200,
+		   "a 13 MiB object in base64 (18175320 bytes on the wire) is stored, as by Horovod");
+	TAP_IS_INT(http("GET", "/big/obj13", NULL, &r), 200, "... and read back");
+	TAP_IS_INT(r.content_length, 18175320, "... all of it");
+	close(life);
+	TAP_OK(wait_exit(pid, 3000, &status) == 0, "that driver exits too");
+	reap(pid);
+}
+
 int main(void)
 {
 	pid_t pid;
@@ -474,6 +534,7 @@ int main(void)
 		return tap_done();
 	test_basic();
 	test_bytewise();
+	test_decoded_bound();
 	test_gloo_sequence();
 	test_hostile();
 
@@ -487,5 +548,6 @@ int main(void)
 
 	test_command_line();
 	test_parent_pid();
+	test_13mib_object();
 	return tap_done();
 }

@@ -116,10 +116,12 @@ static void test_errors(void)
 
 	TAP_IS_INT(parse_all("PUT /s/k HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
 			     &req), 413, "absurd Content-Length: 413");
-	TAP_IS_INT(parse_all("PUT /s/k HTTP/1.1\r\nContent-Length: 4097\r\n\r\n", &req), 413,
-		   "Content-Length over max_body: 413 before any body byte");
-	TAP_IS_INT(parse_all("PUT /s/k HTTP/1.1\r\nContent-Length: 4096\r\n\r\n", &req),
-		   DLRT_HTTP_NEED_MORE, "Content-Length == max_body is accepted");
+	TAP_IS_INT((long long)dlrt_http_wire_max(&lim), 5464,
+		   "the wire bound is the base64 length of max_body (4096 -> 5464)");
+	TAP_IS_INT(parse_all("PUT /s/k HTTP/1.1\r\nContent-Length: 5465\r\n\r\n", &req), 413,
+		   "Content-Length over the wire bound: 413 before any body byte");
+	TAP_IS_INT(parse_all("PUT /s/k HTTP/1.1\r\nContent-Length: 5464\r\n\r\n", &req),
+		   DLRT_HTTP_NEED_MORE, "Content-Length == the wire bound is accepted");
 	TAP_IS_INT(parse_all("PUT /s/k HTTP/1.1\r\nContent-Length: -1\r\n\r\n", &req), 400,
 		   "negative Content-Length: 400");
 	TAP_IS_INT(parse_all("PUT /s/k HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", &req), 400,
@@ -180,6 +182,47 @@ static void test_errors(void)
 		   "... at the end of the head");
 }
 
+/* A PUT of `n` body bytes: `fill` repeated, then `tail`. */
+static int put_body(size_t n, char fill, const char *tail, struct dlrt_http_req *req)
+{
+	static char buf[8192];
+	int h = snprintf(buf, sizeof(buf), "PUT /s/k HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", n);
+	size_t t = strlen(tail);
+
+	memset(buf + h, fill, n - t);
+	memcpy(buf + h + n - t, tail, t);
+	buf[h + n] = '\0';
+	return parse_all(buf, req);
+}
+
+/* Horovod's Python client PUTs base64: the bound is on the object. */
+static void test_decoded_bound(void)
+{
+	struct dlrt_http_req req;
+	size_t dec;
+
+	TAP_OK(dlrt_http_base64_len((const uint8_t *)"YWJj", 4, &dec) && dec == 3, "YWJj is 3 bytes");
+	TAP_OK(dlrt_http_base64_len((const uint8_t *)"YWI=", 4, &dec) && dec == 2, "YWI= is 2");
+	TAP_OK(dlrt_http_base64_len((const uint8_t *)"YQ==", 4, &dec) && dec == 1, "YQ== is 1");
+	TAP_OK(dlrt_http_base64_len((const uint8_t *)"", 0, &dec) && dec == 0, "empty is 0");
+	TAP_OK(!dlrt_http_base64_len((const uint8_t *)"YWJ", 3, NULL), "not a multiple of 4");
+	TAP_OK(!dlrt_http_base64_len((const uint8_t *)"Y=Jj", 4, NULL), "'=' inside");
+	TAP_OK(!dlrt_http_base64_len((const uint8_t *)"Y===", 4, NULL), "three '='");
+	TAP_OK(!dlrt_http_base64_len((const uint8_t *)"YW\nj", 4, NULL), "a newline");
+	TAP_OK(!dlrt_http_base64_len((const uint8_t *)"YW-_", 4, NULL), "the URL-safe alphabet");
+
+	TAP_IS_INT(put_body(5464, 'A', "AA==", &req), DLRT_HTTP_COMPLETE,
+		   "a base64 body of a 4096-byte object (5464 bytes on the wire) is accepted");
+	TAP_IS_INT((long long)req.body_len, 5464, "... with the body as sent");
+	TAP_IS_INT(put_body(5464, 'A', "AAAA", &req), 413,
+		   "a base64 body of 4098 bytes: 413 once read");
+	TAP_IS_INT(put_body(4096, '\x01', "", &req), DLRT_HTTP_COMPLETE,
+		   "a raw body of max_body bytes is accepted");
+	TAP_IS_INT(put_body(4097, '\x01', "", &req), 413, "a raw body of max_body + 1: 413");
+	TAP_IS_INT(put_body(4100, 'A', "", &req), DLRT_HTTP_COMPLETE,
+		   "4100 base64 bytes (a 3075-byte object) are accepted");
+}
+
 static void test_reply(void)
 {
 	struct dlrt_buf out;
@@ -207,6 +250,7 @@ int main(void)
 	test_gloo_requests();
 	test_partial();
 	test_errors();
+	test_decoded_bound();
 	test_reply();
 	return tap_done();
 }

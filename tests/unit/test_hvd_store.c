@@ -226,9 +226,28 @@ static void test_rank_and_size(void)
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:-", NULL), 400, "sign only -> 400");
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:1_", NULL), 400, "trailing _ -> 400");
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/rank_and_size/n1:--1", NULL), 400, "two signs -> 400");
-	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:0", "b64"), 200,
-		   "PUT worker_addresses is stored");
+	/* base64 of a pickled (addresses, secret), as codec.dumps_base64 writes. */
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:0", "gASVCgAAAAAAAACMAWGUhZQu"),
+		   200, "PUT worker_addresses (base64) is stored");
 	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/worker_addresses/n1:0", NULL), 200, "and readable");
+	TAP_OK(body_is("gASVCgAAAAAAAACMAWGUhZQu"), "... as sent, still encoded (as Horovod keeps it)");
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:1", "raw bytes, not base64"), 400,
+		   "a raw (not base64) worker_addresses PUT: 400 (Horovod raises, drops the "
+		   "connection)");
+	TAP_IS_INT(req(st, DLRT_HTTP_GET, "/worker_addresses/n1:1", NULL), 404,
+		   "... and nothing is stored, as with Horovod");
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:1", "YWJ"), 400,
+		   "base64 with its padding cut: 400 (b64decode: Incorrect padding)");
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:1", ""), 400,
+		   "an empty body: 400 (nothing to unpickle)");
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1", "YWJj"), 400,
+		   "a key without ':': 400 (Horovod's key.split(':') raises)");
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:x", "YWJj"), 400,
+		   "a local rank int() refuses: 400");
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses/n1:0:1", "YWJj"), 400,
+		   "two ':': 400");
+	TAP_IS_INT(req(st, DLRT_HTTP_PUT, "/worker_addresses_x/n1:1", "raw"), 200,
+		   "other scopes store any bytes, as Horovod's KVStoreHandler");
 	dlrt_hvd_store_destroy(st);
 }
 
