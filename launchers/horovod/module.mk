@@ -7,11 +7,13 @@
 
 HVD_DIR := launchers/horovod
 
-LIB_SRCS += $(HVD_DIR)/http.c $(HVD_DIR)/hvd_plan.c \
+LIB_SRCS += $(HVD_DIR)/http.c $(HVD_DIR)/hvd_plan.c $(HVD_DIR)/hvd_elastic.c $(HVD_DIR)/hvd_watch.c \
             $(HVD_DIR)/rendezvous.c
 
 LIBEXEC += $(BUILD)/libexec/dlrt-hvd-driver
-$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-hvd-driver,$(HVD_DIR)/dlrt_hvd_driver_main.c))
+# hvd_steppids.c calls libslurm (elastic Horovod: which nodes still run the
+# step): linked into the driver only, never into libdlrt.a.
+$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-hvd-driver,$(HVD_DIR)/dlrt_hvd_driver_main.c $(HVD_DIR)/hvd_steppids.c,-lslurm))
 
 UNIT_TESTS += $(BUILD)/tests/test_hvd_http $(BUILD)/tests/test_hvd_store \
               $(BUILD)/tests/test_hvd_plan $(BUILD)/tests/test_hvd_driver_loopback \
