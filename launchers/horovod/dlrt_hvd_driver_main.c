@@ -339,7 +339,7 @@ static void watch_done(void *arg, int ok, const char *out, size_t len)
 	/* The answer counts if it parses and names at least one node of the
 	 * plan (this one runs the driver): an empty answer is Slurm not
 	 * answering, never every node gone. */
-	if (alive && dlrt_hvd_sstat_parse(out, len, plan, alive, &err) == 0) {
+	if (alive && dlrt_hvd_pids_parse(out, len, plan, alive, &err) == 0) {
 		for (size_t h = 0; h < plan->nhosts; h++)
 			nalive += alive[h];
 		for (size_t h = 0; nalive && h < plan->nhosts; h++) {

@@ -63,7 +63,7 @@ static int mark_nodes(const char *nodes, size_t n, const struct dlrt_hvd_plan *p
 	return 0;
 }
 
-int dlrt_hvd_sstat_parse(const char *text, size_t len, const struct dlrt_hvd_plan *plan,
+int dlrt_hvd_pids_parse(const char *text, size_t len, const struct dlrt_hvd_plan *plan,
 			 unsigned char *alive, struct dlrt_err *err)
 {
 	unsigned char *mark = calloc(plan->nhosts + 1, 1);

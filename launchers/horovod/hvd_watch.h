@@ -24,7 +24,7 @@
 /* Sets alive[h] for every host h of `plan` that the answer lists with at
  * least one pid (other hosts are left as they are). 0, or -1 and err for
  * text that is not such an answer (alive unchanged then). */
-int dlrt_hvd_sstat_parse(const char *text, size_t len, const struct dlrt_hvd_plan *plan,
+int dlrt_hvd_pids_parse(const char *text, size_t len, const struct dlrt_hvd_plan *plan,
 			 unsigned char *alive, struct dlrt_err *err);
 
 struct dlrt_hvd_watch;

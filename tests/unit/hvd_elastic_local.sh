@@ -68,7 +68,8 @@ for _ in $(seq 1200); do
 done
 # The programs' own pids (timeout runs each as its child).
 for r in "${lose[@]}"; do
-	kill -KILL "$(cat "$tmp/flag/ready.$r")" 2>/dev/null || true
+	read -r p _ <"$tmp/flag/ready.$r"
+	kill -KILL "$p" 2>/dev/null || true
 	wait "${pids[r]}" 2>/dev/null || true
 done
 touch "$tmp/flag/go"

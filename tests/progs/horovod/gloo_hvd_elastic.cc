@@ -18,7 +18,7 @@
 //
 //   gloo_hvd_elastic --steps S [--pause-at K --flag DIR]
 //
-// With --pause-at, every worker writes DIR/ready.<rank> (its pid) before step
+// With --pause-at, every worker writes DIR/ready.<rank> ("<pid> <host>") before step
 // K and waits (at most 600 s) for DIR/go, so a test can take a node away at a
 // known point. Output: "rank R of N: elastic ok steps=S rounds=K" (R and N of
 // the last round) and exit 0.
@@ -154,7 +154,8 @@ int main(int argc, char** argv) {
         step = (int)sum(c.global, c.rank == 0 ? committed : 0);
         for (; step < steps; step++) {
           if (step == pause_at && !paused && !flag.empty()) {
-            std::ofstream(flag + "/ready." + std::to_string(c.rank)) << getpid() << "\n";
+            std::ofstream(flag + "/ready." + std::to_string(c.rank))
+                << getpid() << " " << envStr("HOROVOD_HOSTNAME", "localhost") << "\n";
             for (int t = 0; t < 6000 && !exists(flag + "/go"); t++)
               std::this_thread::sleep_for(std::chrono::milliseconds(100));
             paused = true;
