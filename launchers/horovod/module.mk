@@ -17,7 +17,7 @@ $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-hvd-driver,$(HVD_DIR)/dlrt_hvd_
 
 UNIT_TESTS += $(BUILD)/tests/test_hvd_http $(BUILD)/tests/test_hvd_store \
               $(BUILD)/tests/test_hvd_plan $(BUILD)/tests/test_hvd_driver_loopback \
-              $(BUILD)/tests/test_hvd_gloo_local
+              $(BUILD)/tests/test_hvd_gloo_local $(BUILD)/tests/test_hvd_elastic
 
 # The loopback test forks the real driver binary (found next to the plugin,
 # see the test), so the driver must be built first. Order-only: the pattern
@@ -27,6 +27,9 @@ $(BUILD)/tests/test_hvd_driver_loopback $(SAN_BUILD)/tests/test_hvd_driver_loopb
 # ... and the gloo test runs tests/unit/hvd_gloo_local.sh with the driver and the test program.
 $(BUILD)/tests/test_hvd_gloo_local $(SAN_BUILD)/tests/test_hvd_gloo_local: | \
 	$(BUILD)/libexec/dlrt-hvd-driver $(BUILD)/testprogs/gloo_hvd_allreduce
+# ... and the elastic one tests/unit/hvd_elastic_local.sh with gloo_hvd_elastic.
+$(BUILD)/tests/test_hvd_elastic $(SAN_BUILD)/tests/test_hvd_elastic: | \
+	$(BUILD)/libexec/dlrt-hvd-driver $(BUILD)/testprogs/gloo_hvd_elastic
 
 FUZZERS += http
 
