@@ -240,6 +240,15 @@ static void stop_barrier_timers(struct driver *d)
 	el->watch = NULL;
 }
 
+/* Horovod's INVALID_SLOT_INFO: the worker ends ("has been removed"). */
+static void removed(struct dlrt_hvd_reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = 200;
+	r->len = (size_t)dlrt_hvd_slot_format(NULL, r->text, sizeof(r->text));
+	r->body = (const uint8_t *)r->text;
+}
+
 /* Every slot of the round asked or failed: Horovod's barrier action
  * (_on_workers_recorded -> resume -> RendezvousServer.init), then every held
  * worker gets its slot in the new plan. */
@@ -268,18 +277,13 @@ static void release_barrier(struct driver *d)
 		}
 		dlrt_hvd_plan_free(&next);
 	}
-	if (el->over)
-		dlrt_hvd_store_set_barrier(d->store, 0);
 	while (el->parked) {
 		struct conn_state *cs = el->parked;
 		struct dlrt_conn *conn = cs->conn;
 		struct dlrt_hvd_reply r;
 
 		if (el->over) {
-			memset(&r, 0, sizeof(r));
-			r.status = 200;
-			r.len = (size_t)dlrt_hvd_slot_format(NULL, r.text, sizeof(r.text));
-			r.body = (const uint8_t *)r.text;
+			removed(&r);
 		} else {
 			dlrt_hvd_store_rank_and_size(d->store, cs->park_key, cs->park_klen, &r);
 		}
@@ -446,7 +450,9 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 				      req.body, req.body_len, &reply);
 	else
 		reply.status = rc;
-	if (reply.park) {
+	if (reply.park && d->el.over) {
+		removed(&reply); /* the job cannot go on: no round will come */
+	} else if (reply.park) {
 		if (d->verbose)
 			log_request(conn, cs, &req, &reply);
 		if (hold_at_barrier(d, conn, cs, &req, reply.park_rank) < 0) {

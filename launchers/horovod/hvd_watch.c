@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/hostlist.h"
+#include "common/proc.h"
 
 /* The answer for a step of 65536 nodes is far below this. */
 #define MAX_OUT (4u << 20)
@@ -222,7 +223,12 @@ int dlrt_hvd_watch_start(struct dlrt_hvd_watch **out, struct dlrt_evloop *loop,
 	if (w->pid == 0) {
 		/* The child of a single-threaded service: it owns nothing of the
 		 * loop's and leaves it with _exit, running no atexit handler. */
-		close(pfd[0]);
+		int keep[] = { pfd[1], 2 };
+
+		/* Not the listener, not the clients' sockets: a closed connection
+		 * must not live on in this child while Slurm answers. */
+		if (dlrt_proc_close_fds(keep, 2) < 0)
+			_exit(126);
 		_exit(child(pfd[1], child_arg));
 	}
 	close(pfd[1]);
