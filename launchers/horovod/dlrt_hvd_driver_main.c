@@ -5,7 +5,10 @@
  * dlrt: one epoll loop (services/evloop.h), the shared TCP server core
  * (services/tcpserver.h) and the pure parser and store of this folder. It lives
  * exactly as long as the step: it exits when its lifetime fd reaches EOF or
- * its parent process is gone. See docs/man/dlrt-hvd-driver.1.
+ * its parent process is gone. With --elastic it is also elastic Horovod's
+ * driver for a host set that only shrinks: it holds GET /rank_and_size at
+ * the round's barrier, learns from slurmd which nodes are gone (--step) and
+ * publishes the next round. See docs/man/dlrt-hvd-driver.1.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -38,7 +41,8 @@
 struct conn_state;
 
 /* Elastic Horovod (hvd_elastic.h): the round, the workers held at its
- * barrier, and the sstat run that tells which nodes still run tasks. */
+ * barrier, and the question to Slurm (hvd_watch.h) that tells which nodes
+ * still run processes of the step. */
 struct elastic {
 	bool on;                  /* --elastic or --step */
 	bool ask_slurm;           /* --step JOB.STEP: ask Slurm for the step's pids */
