@@ -79,9 +79,15 @@ for r in "${keep[@]}"; do
 	cat "$tmp/rank$r.out"
 	grep -Eq "^rank [0-9]+ of $left: elastic ok steps=5 rounds=2$" "$tmp/rank$r.out" || fail=1
 done
+# The step ends: close the lifetime pipe, the driver must exit 0 within ~1 s.
 exec 7>&-
 for _ in $(seq 50); do kill -0 "$drv" 2>/dev/null || break; sleep 0.1; done
-kill "$drv" 2>/dev/null && fail=1
+if kill -0 "$drv" 2>/dev/null; then
+	echo "hvd_elastic_local: driver still running after its lifetime fd closed" >&2
+	kill "$drv"; fail=1
+else
+	wait "$drv" || { echo "hvd_elastic_local: driver exited with $?" >&2; fail=1; }
+fi
 grep -E "elastic round|failed" "$tmp/driver.log" | grep -v " -> " >&2 || true
 if ((fail)); then
 	echo "hvd_elastic_local: FAILED (driver log follows)" >&2
