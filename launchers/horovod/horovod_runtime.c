@@ -104,10 +104,8 @@ static int set_max_np(void *opts, const void *cfg, const char *arg, struct dlrt_
 
 static const struct dlrt_rt_option horovod_options[] = {
 	{ "dl-horovod", "MODE", "[dlrt] horovod: gloo (default) or mpi", set_mode, false },
-	{ "dl-hvd-min-np", "N", "[dlrt] horovod, HOROVOD_ELASTIC=1: end the job when fewer than N "
-	  "processes are left (horovodrun --min-np)", set_min_np, true },
-	{ "dl-hvd-max-np", "N", "[dlrt] horovod, HOROVOD_ELASTIC=1: at most N processes "
-	  "(horovodrun --max-np)", set_max_np, true },
+	{ "dl-hvd-min-np", "N", "[dlrt] elastic horovod: horovodrun --min-np", set_min_np, true },
+	{ "dl-hvd-max-np", "N", "[dlrt] elastic horovod: horovodrun --max-np", set_max_np, true },
 	{ NULL, NULL, NULL, NULL, false },
 };
 
