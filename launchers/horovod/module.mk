@@ -31,7 +31,7 @@ $(BUILD)/tests/test_hvd_gloo_local $(SAN_BUILD)/tests/test_hvd_gloo_local: | \
 $(BUILD)/tests/test_hvd_elastic $(SAN_BUILD)/tests/test_hvd_elastic: | \
 	$(BUILD)/libexec/dlrt-hvd-driver $(BUILD)/testprogs/gloo_hvd_elastic
 
-FUZZERS += http hvdpids
+FUZZERS += http hvdpids hvdround
 
 # Section 1: the install rule creates man1 and man7 only.
 MANPAGES += docs/man/dlrt-hvd-driver.1
