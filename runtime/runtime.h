@@ -61,6 +61,10 @@ struct dlrt_plan {
 	/* The tasks learn no address before exec (their program links MPI, or
 	 * DLRT_EXCHANGE=none): a runtime whose service is optional starts none. */
 	bool no_exchange;
+	/* slurmstepd, while the service's arguments are made: the step's ids and
+	 * its job environment (e.g. HOROVOD_ELASTIC); NULL otherwise. */
+	const struct dlrt_step_info *step;
+	const struct dlrt_step_ctx *step_ctx;
 };
 
 /* One task's own address (runtimes with needs_task_ports): its node's

@@ -136,12 +136,16 @@ struct child_args {
 	unsigned max_lifetime;
 	const char *log;
 	bool keep_stderr;  /* srun's rendezvous with --dl-verbose: its lines go to srun's */
+	/* "SLURM_CONF=<slurmstepd's>", or "": a service that runs Slurm's clients
+	 * (Horovod's driver: sstat) reads the node's configuration. */
+	char slurm_conf[1024];
 };
 
 /* In the forked child of slurmstepd: only async-signal-safe calls until exec. */
 static void __attribute__((noreturn)) child(const struct child_args *a)
 {
-	static char *const envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
+	char *const envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C",
+			       a->slurm_conf[0] ? (char *)a->slurm_conf : NULL, NULL };
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t none;
 	int fd;
@@ -313,6 +317,13 @@ static int launch(struct child_args *a, const char *program, const char *what,
 			 pl->step.job_id, pl->step.step_id, r[0], r[1], r[2], r[3], r[4], r[5],
 			 r[6], r[7]);
 		a->log = svc->log;
+	}
+	{
+		const char *conf = getenv("SLURM_CONF");
+
+		a->slurm_conf[0] = '\0';
+		if (conf && *conf && strlen(conf) < sizeof(a->slurm_conf) - 12)
+			snprintf(a->slurm_conf, sizeof(a->slurm_conf), "SLURM_CONF=%s", conf);
 	}
 	pid = fork();
 	if (pid < 0)

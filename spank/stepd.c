@@ -109,9 +109,12 @@ int dlrt_stepd_post_opt(spank_t sp)
  * here, before any task of the step exists (service.c). */
 static bool program_takes_exchange(spank_t sp, bool say);
 
+static int ctx_getenv(void *sp, const char *name, char *buf, size_t len);
+
 static int start_service(spank_t sp, struct dlrt_err *err)
 {
 	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	const struct dlrt_step_ctx ctx = { .getenv = ctx_getenv, .sp = sp };
 	struct dlrt_service_spec spec;
 	int rc = 0;
 
@@ -133,7 +136,10 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 	 * DLRT_EXCHANGE=none): an optional one is not started (runtime.h). */
 	dlrt_plugin.plan.no_exchange = !program_takes_exchange(sp, false);
 	dlrt_service_spec_init(&spec, NULL, NULL);
+	dlrt_plugin.plan.step = &dlrt_plugin.step;
+	dlrt_plugin.plan.step_ctx = &ctx;
 	dlrt_plugin.has_service = rt->service(&dlrt_plugin.plan, &spec);
+	dlrt_plugin.plan.step_ctx = NULL;
 	dlrt_plugin.service_what = spec.what;
 	dlrt_plugin.relay_config_fd = -1;
 	if (dlrt_plugin.has_service && dlrt_plugin.layout.task_node[0] == dlrt_plugin.node_id) {

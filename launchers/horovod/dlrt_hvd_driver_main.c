@@ -5,7 +5,10 @@
  * dlrt: one epoll loop (services/evloop.h), the shared TCP server core
  * (services/tcpserver.h) and the pure parser and store of this folder. It lives
  * exactly as long as the step: it exits when its lifetime fd reaches EOF or
- * its parent process is gone. See docs/man/dlrt-hvd-driver.1.
+ * its parent process is gone. With --elastic it is also elastic Horovod's
+ * driver for a host set that only shrinks: it holds GET /rank_and_size at
+ * the round's barrier, learns from slurmd which nodes are gone (--step) and
+ * publishes the next round. See docs/man/dlrt-hvd-driver.1.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,7 +26,10 @@
 #include "common/dlrt_err.h"
 #include "services/evloop.h"
 #include "http.h"
+#include "hvd_elastic.h"
 #include "hvd_plan.h"
+#include "hvd_steppids.h"
+#include "hvd_watch.h"
 #include "rendezvous.h"
 #include "services/service.h"
 #include "services/service_run.h"
@@ -32,8 +38,29 @@
 
 #define PROG "dlrt-hvd-driver"
 
+struct conn_state;
+
+/* Elastic Horovod (hvd_elastic.h): the round, the workers held at its
+ * barrier, and the question to Slurm (hvd_watch.h) that tells which nodes
+ * still run processes of the step. */
+struct elastic {
+	bool on;                  /* --elastic or --step */
+	bool ask_slurm;           /* --step JOB.STEP: ask Slurm for the step's pids */
+	struct dlrt_hvd_steppids_req req;
+	int min_np, max_np;
+	int64_t timeout_ms;       /* barrier: silent slots fail after this */
+	int64_t poll_ms;
+	struct dlrt_hvd_round round;
+	bool over;                /* the job cannot go on: every later ask gets -1 */
+	struct conn_state *parked;
+	size_t nparked;
+	int64_t keepalive_timer, expire_timer, poll_timer;
+	struct dlrt_hvd_watch *watch;
+};
+
 struct driver {
 	struct dlrt_evloop *loop;
+	struct elastic el;
 	struct dlrt_hvd_store *store;
 	struct dlrt_http_limits lim;
 	struct dlrt_hvd_plan plan;
@@ -50,6 +77,11 @@ struct conn_state {
 	struct dlrt_http_parser parser;
 	struct timespec t0;
 	bool answered;
+	/* Held at the elastic barrier: the rank_and_size key, in the list. */
+	struct dlrt_conn *conn;
+	char *park_key;
+	size_t park_klen;
+	struct conn_state *prev, *next;
 };
 
 static void usage(FILE *f)
@@ -76,6 +108,15 @@ static void usage(FILE *f)
 "  --ready-fd FD        once listening, write the port as a decimal line to FD, close it\n"
 "  --secret-fd FD       read the step secret (32 bytes) from FD; every client must\n"
 "                       prove it first (dlrt-relay does)\n"
+"  --elastic            elastic Horovod: hold GET /rank_and_size at the barrier until\n"
+"                       every slot of the round asked or failed, then publish the\n"
+"                       next round's plan (horovod/runner/elastic)\n"
+"  --step JOB.STEP      implies --elastic: ask the nodes' slurmd which still run\n"
+"                       processes of this step; the slots of the others fail\n"
+"  --min-np N           fewer slots than N left: the job ends (default 1)\n"
+"  --max-np N           at most N ranks in a round (default: no bound)\n"
+"  --elastic-timeout-ms MS  a slot silent this long after the first one asked\n"
+"                       fails (default 60000)\n"
 "  --verbose            one line per request on stderr, with timing\n"
 "  --help               this text\n"
 "\n"
@@ -128,9 +169,28 @@ static int on_open(struct dlrt_conn *conn, void *ctx)
 	return 0;
 }
 
+static void unpark(struct driver *d, struct conn_state *cs)
+{
+	if (!cs->park_key)
+		return;
+	if (cs->prev)
+		cs->prev->next = cs->next;
+	else
+		d->el.parked = cs->next;
+	if (cs->next)
+		cs->next->prev = cs->prev;
+	cs->prev = cs->next = NULL;
+	free(cs->park_key);
+	cs->park_key = NULL;
+	d->el.nparked--;
+}
+
 static void on_close(struct dlrt_conn *conn, void *ctx)
 {
-	(void)ctx;
+	struct conn_state *cs = conn->state;
+
+	if (cs)
+		unpark(ctx, cs);
 	free(conn->state);
 	conn->state = NULL;
 }
@@ -148,10 +208,227 @@ static void log_request(const struct dlrt_conn *conn, const struct conn_state *c
 			(int)req->method_len, req->method_str,
 			req->target_len > 200 ? 200 : (int)req->target_len, req->target,
 			r->status, r->len, (long long)(us / 1000), (long long)(us % 1000),
-			r->cleared ? " (scope complete: cleared)" : "");
+			r->cleared ? " (scope complete: cleared)" :
+			r->park ? " (held at the elastic barrier)" : "");
 	else
 		fprintf(stderr, PROG ": %s (malformed request) -> %d %lld.%03lld ms\n", ip,
 			r->status, (long long)(us / 1000), (long long)(us % 1000));
+}
+
+/* --- elastic Horovod: the barrier of a round (hvd_elastic.h) --- */
+
+#define KEEPALIVE_MS 1000
+/* A node that is down costs Slurm's MessageTimeout (10 s by default). */
+#define STEPPIDS_TIMEOUT_MS 30000
+
+static void answer_held(struct dlrt_conn *conn, const struct dlrt_hvd_reply *r)
+{
+	if (dlrt_http_reply(&conn->out, r->status, r->body, r->len) < 0) {
+		dlrt_buf_consume(&conn->out, conn->out.len);
+		dlrt_http_reply(&conn->out, 500, NULL, 0);
+	}
+	conn->close_after_write = true;
+	dlrt_conn_flush(conn);
+}
+
+static void stop_barrier_timers(struct driver *d)
+{
+	struct elastic *el = &d->el;
+
+	if (el->keepalive_timer > 0)
+		dlrt_evloop_del_timer(d->loop, el->keepalive_timer);
+	if (el->expire_timer > 0)
+		dlrt_evloop_del_timer(d->loop, el->expire_timer);
+	if (el->poll_timer > 0)
+		dlrt_evloop_del_timer(d->loop, el->poll_timer);
+	el->keepalive_timer = el->expire_timer = el->poll_timer = 0;
+	dlrt_hvd_watch_cancel(el->watch);
+	el->watch = NULL;
+}
+
+/* Horovod's INVALID_SLOT_INFO: the worker ends ("has been removed"). */
+static void removed(struct dlrt_hvd_reply *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = 200;
+	r->len = (size_t)dlrt_hvd_slot_format(NULL, r->text, sizeof(r->text));
+	r->body = (const uint8_t *)r->text;
+}
+
+/* Every slot of the round asked or failed: Horovod's barrier action
+ * (_on_workers_recorded -> resume -> RendezvousServer.init), then every held
+ * worker gets its slot in the new plan. */
+static void release_barrier(struct driver *d)
+{
+	struct elastic *el = &d->el;
+	const struct dlrt_hvd_plan *cur = dlrt_hvd_store_plan(d->store);
+	struct dlrt_hvd_plan next;
+	struct dlrt_err err;
+	unsigned number = el->round.number;
+	size_t failed = el->round.nfailed;
+
+	stop_barrier_timers(d);
+	if (dlrt_hvd_round_next_plan(&el->round, cur, el->min_np, el->max_np, &next, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		el->over = true;
+	} else {
+		if (dlrt_hvd_store_reinit(d->store, &next, &err) < 0 ||
+		    dlrt_hvd_round_start(&el->round, number + 1, next.nslots, &err) < 0) {
+			fprintf(stderr, PROG ": elastic round %u: %s\n", number + 1, err.msg);
+			el->over = true;
+		} else {
+			fprintf(stderr, PROG ": elastic round %u: %zu slot(s) failed; round %u: %zu "
+				"ranks on %zu hosts\n", number, failed, number + 1, next.nslots,
+				next.nhosts);
+		}
+		dlrt_hvd_plan_free(&next);
+	}
+	while (el->parked) {
+		struct conn_state *cs = el->parked;
+		struct dlrt_conn *conn = cs->conn;
+		struct dlrt_hvd_reply r;
+
+		if (el->over) {
+			removed(&r);
+		} else {
+			dlrt_hvd_store_rank_and_size(d->store, cs->park_key, cs->park_klen, &r);
+		}
+		unpark(d, cs);
+		answer_held(conn, &r);
+	}
+}
+
+static void check_barrier(struct driver *d)
+{
+	if (dlrt_hvd_round_complete(&d->el.round))
+		release_barrier(d);
+}
+
+/* Held connections are not idle: the tcpserver would close them. */
+static int64_t keepalive_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct driver *d = arg;
+	int64_t now = dlrt_now_ms();
+
+	(void)loop;
+	for (struct conn_state *cs = d->el.parked; cs; cs = cs->next)
+		cs->conn->last_active_ms = now;
+	if (!d->el.parked) {
+		d->el.keepalive_timer = 0;
+		return -1;
+	}
+	return KEEPALIVE_MS;
+}
+
+static int64_t expire_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct driver *d = arg;
+	size_t n;
+
+	(void)loop;
+	d->el.expire_timer = 0;
+	n = dlrt_hvd_round_expire(&d->el.round);
+	fprintf(stderr, PROG ": elastic round %u: %zu slot(s) did not ask for their rank within "
+		"%lld ms of the first: they failed\n", d->el.round.number, n,
+		(long long)d->el.timeout_ms);
+	check_barrier(d);
+	return -1;
+}
+
+static int64_t poll_tick(struct dlrt_evloop *loop, void *arg);
+
+static void watch_done(void *arg, int ok, const char *out, size_t len)
+{
+	struct driver *d = arg;
+	const struct dlrt_hvd_plan *plan = dlrt_hvd_store_plan(d->store);
+	unsigned char *alive = calloc(plan->nhosts + 1, 1);
+	struct dlrt_err err;
+	size_t nalive = 0;
+
+	d->el.watch = NULL;
+	/* The answer counts if it parses and names at least one node of the
+	 * plan (this one runs the driver): an empty answer is Slurm not
+	 * answering, never every node gone. */
+	if (alive && dlrt_hvd_pids_parse(out, len, plan, alive, &err) == 0) {
+		for (size_t h = 0; h < plan->nhosts; h++)
+			nalive += alive[h];
+		for (size_t h = 0; nalive && h < plan->nhosts; h++) {
+			size_t n = alive[h] ? 0 : dlrt_hvd_round_host_lost(&d->el.round, plan, h);
+
+			if (n)
+				fprintf(stderr, PROG ": elastic round %u: Slurm runs no task of the "
+					"step on %s any more: its %zu slot(s) failed\n",
+					d->el.round.number, plan->hosts[h], n);
+		}
+	} else if (alive && d->verbose) {
+		fprintf(stderr, PROG ": asking Slurm for the step's pids (%s): %s\n",
+			ok ? "exit 0" : "failed", err.msg);
+	}
+	free(alive);
+	check_barrier(d);
+	if (d->el.parked && !d->el.poll_timer && !d->el.watch)
+		d->el.poll_timer = dlrt_evloop_add_timer(d->loop, d->el.poll_ms, poll_tick, d);
+}
+
+static int64_t poll_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct driver *d = arg;
+	const struct dlrt_hvd_plan *plan = dlrt_hvd_store_plan(d->store);
+	char *nodes = d->el.req.nodes;
+	size_t used = 0;
+	struct dlrt_err err;
+
+	d->el.poll_timer = 0;
+	if (!d->el.parked || d->el.watch)
+		return -1;
+	nodes[0] = '\0';
+	for (size_t h = 0; h < plan->nhosts; h++) {
+		int n = snprintf(nodes + used, sizeof(d->el.req.nodes) - used, "%s%s", h ? "," : "",
+				 plan->hosts[h]);
+
+		if (n < 0 || (size_t)n >= sizeof(d->el.req.nodes) - used) {
+			nodes[0] = '\0'; /* too many to name: ask for all of the step's */
+			break;
+		}
+		used += (size_t)n;
+	}
+	if (dlrt_hvd_watch_start(&d->el.watch, loop, dlrt_hvd_steppids_write, &d->el.req,
+				 STEPPIDS_TIMEOUT_MS, watch_done, d, &err) < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		d->el.poll_timer = dlrt_evloop_add_timer(loop, d->el.poll_ms, poll_tick, d);
+	}
+	return -1;
+}
+
+/* A worker of the round asked rank_and_size: hold it at the barrier. */
+static int hold_at_barrier(struct driver *d, struct dlrt_conn *conn, struct conn_state *cs,
+			   const struct dlrt_http_req *req, int rank)
+{
+	const char *key = memchr(req->target + 1, '/', req->target_len - 1);
+	struct elastic *el = &d->el;
+	bool first = !el->parked && !dlrt_hvd_round_open(&el->round);
+
+	key++;
+	cs->park_klen = req->target_len - (size_t)(key - req->target);
+	cs->park_key = malloc(cs->park_klen + 1);
+	if (!cs->park_key)
+		return -1;
+	memcpy(cs->park_key, key, cs->park_klen);
+	cs->park_key[cs->park_klen] = '\0';
+	cs->conn = conn;
+	cs->next = el->parked;
+	if (el->parked)
+		el->parked->prev = cs;
+	el->parked = cs;
+	el->nparked++;
+	dlrt_hvd_round_ready(&el->round, rank);
+	if (!el->keepalive_timer)
+		el->keepalive_timer = dlrt_evloop_add_timer(d->loop, KEEPALIVE_MS, keepalive_tick, d);
+	if (first && !el->expire_timer)
+		el->expire_timer = dlrt_evloop_add_timer(d->loop, el->timeout_ms, expire_tick, d);
+	if (el->ask_slurm && !el->poll_timer && !el->watch)
+		el->poll_timer = dlrt_evloop_add_timer(d->loop, 0, poll_tick, d);
+	return 0;
 }
 
 /* One request per connection (HTTP/1.0, as Horovod's server): answer, close. */
@@ -179,6 +456,21 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 				      req.body, req.body_len, &reply);
 	else
 		reply.status = rc;
+	if (reply.park && d->el.over) {
+		removed(&reply); /* the job cannot go on: no round will come */
+	} else if (reply.park) {
+		if (d->verbose)
+			log_request(conn, cs, &req, &reply);
+		if (hold_at_barrier(d, conn, cs, &req, reply.park_rank) < 0) {
+			reply.status = 500;
+		} else {
+			d->requests++;
+			cs->answered = true;
+			dlrt_buf_consume(&conn->in, conn->in.len);
+			check_barrier(d);
+			return DLRT_PROTO_OK;
+		}
+	}
 	if (dlrt_http_reply(&conn->out, reply.status, reply.body, reply.len) < 0) {
 		dlrt_buf_consume(&conn->out, conn->out.len);
 		reply.status = 500;
@@ -193,7 +485,29 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 	return DLRT_PROTO_CLOSE;
 }
 
-enum { O_HOSTS = 256, O_MAXBODY, O_MAXSTORE, O_MAXCONNS, O_IDLE };
+enum { O_HOSTS = 256, O_MAXBODY, O_MAXSTORE, O_MAXCONNS, O_IDLE, O_ELASTIC, O_STEP,
+	O_MINNP, O_MAXNP, O_ETIMEOUT };
+
+/* JOB.STEP as Slurm numbers them. */
+static int parse_step(const char *s, uint32_t *job, uint32_t *step)
+{
+	unsigned long long j, t;
+	char buf[32];
+	char *dot;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", s);
+	dot = strchr(buf, '.');
+	if (!dot)
+		return -1;
+	*dot = '\0';
+	if (parse_num(buf, UINT32_MAX, &j) || parse_num(dot + 1, UINT32_MAX, &t))
+		return -1;
+	*job = (uint32_t)j;
+	*step = (uint32_t)t;
+	return 0;
+}
 
 static int driver_option(void *ctx, int opt, const char *arg, struct dlrt_err *err)
 {
@@ -233,6 +547,28 @@ static int driver_option(void *ctx, int opt, const char *arg, struct dlrt_err *e
 			return usage_error(err, "--idle-timeout-ms '%s' is not a number of milliseconds", arg);
 		d->idle_ms = (int64_t)v;
 		return 0;
+	case O_ELASTIC:
+		d->el.on = true;
+		return 0;
+	case O_STEP:
+		if (parse_step(arg, &d->el.req.job_id, &d->el.req.step_id))
+			return usage_error(err, "--step '%s' is not JOB.STEP (two numbers)", arg);
+		d->el.ask_slurm = true;
+		d->el.on = true;
+		return 0;
+	case O_MINNP:
+	case O_MAXNP:
+		if (parse_num(arg, 1u << 20, &v) || v == 0)
+			return usage_error(err, opt == O_MINNP ? "--min-np '%s' is not a count from 1 to 1048576" :
+					   "--max-np '%s' is not a count from 1 to 1048576", arg);
+		*(opt == O_MINNP ? &d->el.min_np : &d->el.max_np) = (int)v;
+		return 0;
+	case O_ETIMEOUT:
+		if (parse_num(arg, 86400000, &v) || v == 0)
+			return usage_error(err, "--elastic-timeout-ms '%s' is not a number of milliseconds", arg);
+		d->el.timeout_ms = (int64_t)v;
+		return 0;
+
 	default:
 		return dlrt_err_set(err, "unknown option: see " PROG " --help");
 	}
@@ -253,6 +589,19 @@ static int driver_init(void *ctx, struct dlrt_evloop *loop, const struct dlrt_se
 	if (dlrt_hvd_store_create(&d->store, d->have_plan ? &d->plan : NULL, (size_t)d->max_store,
 				  err) < 0)
 		return -1;
+	if (d->el.on) {
+		if (!d->have_plan)
+			return dlrt_err_set(err, "--elastic needs --hosts (see " PROG " --help)");
+		if (d->el.max_np && d->el.min_np > d->el.max_np)
+			return dlrt_err_set(err, "--min-np %d is above --max-np %d: give min <= max",
+					    d->el.min_np, d->el.max_np);
+		if ((size_t)d->el.min_np > d->plan.nslots)
+			return dlrt_err_set(err, "--min-np %d is above the %zu slots of --hosts: lower it",
+					    d->el.min_np, d->plan.nslots);
+		if (dlrt_hvd_round_start(&d->el.round, 1, d->plan.nslots, err) < 0)
+			return -1;
+		dlrt_hvd_store_set_barrier(d->store, 1);
+	}
 	/* A base64 body of a --max-body object is 4/3 as long; the store
 	 * keeps and answers with the body as sent, as Horovod's server does. */
 	cfg->max_request = d->lim.max_head + dlrt_http_wire_max(&d->lim) + 4096;
@@ -289,6 +638,8 @@ static void driver_teardown(void *ctx)
 {
 	struct driver *d = ctx;
 
+	stop_barrier_timers(d);
+	dlrt_hvd_round_free(&d->el.round);
 	dlrt_hvd_store_destroy(d->store);
 	d->store = NULL;
 	if (d->have_plan)
@@ -304,6 +655,11 @@ int main(int argc, char **argv)
 		{ "max-store", required_argument, NULL, O_MAXSTORE },
 		{ "max-conns", required_argument, NULL, O_MAXCONNS },
 		{ "idle-timeout-ms", required_argument, NULL, O_IDLE },
+		{ "elastic", no_argument, NULL, O_ELASTIC },
+		{ "step", required_argument, NULL, O_STEP },
+		{ "min-np", required_argument, NULL, O_MINNP },
+		{ "max-np", required_argument, NULL, O_MAXNP },
+		{ "elastic-timeout-ms", required_argument, NULL, O_ETIMEOUT },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const struct dlrt_service_protocol proto = {
@@ -329,6 +685,7 @@ int main(int argc, char **argv)
 		.max_store = 512ull << 20,
 		.max_conns = 1024,
 		.idle_ms = 3000,
+		.el = { .min_np = 1, .timeout_ms = 60000, .poll_ms = 1000 },
 	};
 
 	return dlrt_service_main(argc, argv, &proto, &d);

@@ -39,8 +39,13 @@ struct hvd_config {
 };
 
 struct hvd_opts {
-	uint32_t mode; /* --dl-horovod (enum hvd_mode) */
+	uint32_t mode;   /* --dl-horovod (enum hvd_mode) */
+	uint32_t min_np; /* --dl-hvd-min-np (0: not given, 1) */
+	uint32_t max_np; /* --dl-hvd-max-np (0: not given, no bound) */
 };
+
+/* As the driver's bound on a plan (hvd_plan.c). */
+#define HVD_NP_MAX (1u << 20)
 
 _Static_assert(sizeof(struct hvd_config) <= DLRT_RT_CONFIG_SIZE, "horovod site keys fit");
 _Static_assert(sizeof(struct hvd_opts) <= DLRT_RT_OPTS_SIZE, "horovod options fit");
@@ -76,8 +81,31 @@ static int set_mode(void *opts, const void *cfg, const char *arg, struct dlrt_er
 			    "mpi (MPI_Init under srun --mpi=pmix)", arg ? arg : "");
 }
 
+static int set_np(uint32_t *dst, const char *name, const char *arg, struct dlrt_err *err)
+{
+	if (arg && dlrt_parse_u32(arg, 1, HVD_NP_MAX, dst) == 0)
+		return 0;
+	return dlrt_err_set(err, "--%s=%.64s: must be a number of Horovod processes from 1 to %u, "
+			    "as horovodrun's --%s (elastic Horovod, HOROVOD_ELASTIC=1)", name,
+			    arg ? arg : "", HVD_NP_MAX, name + 7);
+}
+
+static int set_min_np(void *opts, const void *cfg, const char *arg, struct dlrt_err *err)
+{
+	(void)cfg;
+	return set_np(&((struct hvd_opts *)opts)->min_np, "dl-hvd-min-np", arg, err);
+}
+
+static int set_max_np(void *opts, const void *cfg, const char *arg, struct dlrt_err *err)
+{
+	(void)cfg;
+	return set_np(&((struct hvd_opts *)opts)->max_np, "dl-hvd-max-np", arg, err);
+}
+
 static const struct dlrt_rt_option horovod_options[] = {
 	{ "dl-horovod", "MODE", "[dlrt] horovod: gloo (default) or mpi", set_mode, false },
+	{ "dl-hvd-min-np", "N", "[dlrt] elastic horovod: horovodrun --min-np", set_min_np, true },
+	{ "dl-hvd-max-np", "N", "[dlrt] elastic horovod: horovodrun --max-np", set_max_np, true },
 	{ NULL, NULL, NULL, NULL, false },
 };
 
@@ -86,6 +114,20 @@ static void horovod_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg
 	(void)cfg;
 	for (uint32_t t = 0; t < plan->layout->ntasks; t++)
 		plan->task[t].role = DLRT_ROLE_WORKER;
+}
+
+/* HOROVOD_ELASTIC as Horovod's GetBoolEnvOrDefault reads it: a non-zero
+ * integer. The value is copied into v (if given). */
+static bool hvd_elastic(const struct dlrt_step_ctx *ctx, char *v, size_t n)
+{
+	char buf[64] = "";
+
+	if (!v) {
+		v = buf;
+		n = sizeof(buf);
+	}
+	v[0] = '\0';
+	return ctx->getenv(ctx->sp, "HOROVOD_ELASTIC", v, n) == 0 && strtol(v, NULL, 10) != 0;
 }
 
 /* The driver registers the scopes of the same plan the workers get: hosts in
@@ -106,6 +148,17 @@ static bool horovod_service(const struct dlrt_plan *plan, struct dlrt_service_sp
 	else
 		dlrt_service_spec_add(spec, "--hosts=%s", (const char *)dlrt_buf_head(&hosts));
 	dlrt_buf_free(&hosts);
+	/* Elastic Horovod: the driver holds rank_and_size at the round's barrier
+	 * and asks Slurm which nodes of this step still run tasks. */
+	if (plan->step && plan->step_ctx && hvd_elastic(plan->step_ctx, NULL, 0)) {
+		const struct hvd_opts *o = dlrt_rt_opts_c(plan->opts, &dlrt_runtime_horovod);
+
+		dlrt_service_spec_add(spec, "--step=%u.%u", plan->step->job_id, plan->step->step_id);
+		if (o->min_np)
+			dlrt_service_spec_add(spec, "--min-np=%u", o->min_np);
+		if (o->max_np)
+			dlrt_service_spec_add(spec, "--max-np=%u", o->max_np);
+	}
 	return true;
 }
 
@@ -144,24 +197,38 @@ static void horovod_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set_default(env, "HOROVOD_GLOO_TIMEOUT_SECONDS", "%d", HVD_GLOO_TIMEOUT_S);
 }
 
-/* Elastic Horovod (HOROVOD_ELASTIC, read as Horovod's GetBoolEnvOrDefault
- * does: a non-zero integer) runs a new gloo rendezvous after every reset.
- * Horovod's own elastic driver resets its server between rounds; dlrt's
- * driver serves one round per step, so a second round reads the old pair
- * addresses and hangs or fails. Refused before the driver starts, with the
- * way out, instead of a timeout deep inside gloo. */
+/* Elastic Horovod re-initialises after every reset: its workers ask the
+ * driver's GET /rank_and_size for their slot in the next round, which the
+ * driver gives once every slot of the round asked or its node is gone
+ * (docs/horovod.md, "Elastic Horovod"). What cannot work is refused here,
+ * before anything starts, with one line. */
 static int horovod_check_step(const struct dlrt_plan *plan, const struct dlrt_step_ctx *ctx,
 			      struct dlrt_err *err)
 {
-	char v[64] = "";
+	const struct hvd_opts *o = dlrt_rt_opts_c(plan->opts, &dlrt_runtime_horovod);
+	uint32_t n = plan->layout->ntasks;
+	char v[64];
 
-	if (hvd_mode(plan) != HVD_GLOO ||
-	    ctx->getenv(ctx->sp, "HOROVOD_ELASTIC", v, sizeof(v)) < 0 || strtol(v, NULL, 10) == 0)
+	if (!hvd_elastic(ctx, v, sizeof(v))) {
+		if (o->min_np || o->max_np)
+			return dlrt_err_set(err, "--dl-hvd-%s-np is for elastic Horovod: export "
+					    "HOROVOD_ELASTIC=1 (and run srun --no-kill) or drop the option",
+					    o->min_np ? "min" : "max");
 		return 0;
-	return dlrt_err_set(err, "HOROVOD_ELASTIC=%s: dlrt's gloo rendezvous serves one "
-			    "round per step and cannot re-initialise an elastic job; unset "
-			    "HOROVOD_ELASTIC (a failed step is restarted with --requeue or a new "
-			    "srun) or run elastic jobs with horovodrun", v);
+	}
+	if (hvd_mode(plan) != HVD_GLOO)
+		return dlrt_err_set(err, "HOROVOD_ELASTIC=%s: elastic Horovod re-initialises through "
+				    "its gloo rendezvous, not MPI: use --dl-horovod=gloo (the default) "
+				    "or unset HOROVOD_ELASTIC", v);
+	if (o->max_np && o->min_np > o->max_np)
+		return dlrt_err_set(err, "--dl-hvd-min-np=%u is above --dl-hvd-max-np=%u: give "
+				    "min <= max", o->min_np, o->max_np);
+	if (o->min_np > n || (o->max_np && o->max_np < n))
+		return dlrt_err_set(err, "HOROVOD_ELASTIC=%s: the step has %u tasks, outside "
+				    "--dl-hvd-min-np=%u..--dl-hvd-max-np=%u: every task of a step is "
+				    "a Horovod process from the start, so give min <= %u <= max", v, n,
+				    o->min_np ? o->min_np : 1, o->max_np ? o->max_np : n, n);
+	return 0;
 }
 
 const struct dlrt_runtime dlrt_runtime_horovod = {

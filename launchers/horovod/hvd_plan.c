@@ -86,6 +86,63 @@ fail_mem:
 	return dlrt_err_set(err, "out of memory building the Horovod host plan");
 }
 
+int dlrt_hvd_plan_without(struct dlrt_hvd_plan *next, const struct dlrt_hvd_plan *cur,
+			  const unsigned char *drop, int min_np, int max_np,
+			  struct dlrt_err *err)
+{
+	const char **names = calloc(cur->nhosts + 1, sizeof(*names));
+	int *slots = calloc(cur->nhosts + 1, sizeof(*slots));
+	size_t k = 0, gone = 0;
+	long total = 0;
+	int rv = -1;
+
+	memset(next, 0, sizeof(*next));
+	if (!names || !slots) {
+		dlrt_err_set(err, "out of memory building the next Horovod host plan");
+		goto out;
+	}
+	for (size_t h = 0; h < cur->nhosts; h++) {
+		int n = cur->slots[h];
+
+		if (drop[h]) {
+			gone++;
+			continue;
+		}
+		if (max_np > 0 && total + n > max_np)
+			n = (int)(max_np - total);
+		if (n <= 0)
+			continue;
+		names[k] = cur->hosts[h];
+		slots[k++] = n;
+		total += n;
+	}
+	if (k == 0) {
+		dlrt_err_set(err, "elastic Horovod: all %zu hosts of the job are gone, none is left to "
+			     "carry the training state on: the step ends (start it again from a checkpoint)",
+			     cur->nhosts);
+		goto out;
+	}
+	if (total < min_np) {
+		dlrt_err_set(err, "elastic Horovod: %ld slots left after losing %zu host(s), below the "
+			     "minimum of %d (--dl-hvd-min-np): the step ends (lower --dl-hvd-min-np, or "
+			     "start it again on more nodes)", total, gone, min_np);
+		goto out;
+	}
+	rv = dlrt_hvd_plan_build(next, names, slots, k, err);
+out:
+	free(names);
+	free(slots);
+	return rv;
+}
+
+long dlrt_hvd_plan_host(const struct dlrt_hvd_plan *plan, const char *host, size_t hostlen)
+{
+	for (size_t h = 0; h < plan->nhosts; h++)
+		if (strlen(plan->hosts[h]) == hostlen && !memcmp(plan->hosts[h], host, hostlen))
+			return (long)h;
+	return -1;
+}
+
 static int valid_host_char(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

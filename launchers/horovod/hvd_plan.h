@@ -43,6 +43,22 @@ int dlrt_hvd_plan_parse(struct dlrt_hvd_plan *plan, const char *spec,
 
 void dlrt_hvd_plan_free(struct dlrt_hvd_plan *plan);
 
+/* Elastic Horovod's next round: what ElasticDriver._update_host_assignments
+ * computes once hosts are gone (horovod/runner/elastic/driver.py). The hosts
+ * of `cur` keep their order (HostManager's host_assignment_order drops a
+ * blacklisted host and keeps the others' order), those with drop[h] set are
+ * left out, and get_host_assignments(hosts, min_np, max_np)
+ * (horovod/runner/common/util/hosts.py) fills ranks host by host, slot by
+ * slot, stopping at max_np (0 = no maximum); a host left with no slot is not
+ * in the plan. Fewer than min_np slots, or no host of `cur` left, is an
+ * error (Horovod's ValueError / "No hosts from previous set remaining"). */
+int dlrt_hvd_plan_without(struct dlrt_hvd_plan *next, const struct dlrt_hvd_plan *cur,
+			  const unsigned char *drop, int min_np, int max_np,
+			  struct dlrt_err *err);
+
+/* Index of a host in the plan, or -1. */
+long dlrt_hvd_plan_host(const struct dlrt_hvd_plan *plan, const char *host, size_t hostlen);
+
 /* The slot of <host>:<local_rank>, or NULL if the plan has none. */
 const struct dlrt_hvd_slot *dlrt_hvd_plan_find(const struct dlrt_hvd_plan *plan,
 					       const char *host, size_t hostlen,

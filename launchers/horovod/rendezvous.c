@@ -28,6 +28,7 @@ struct dlrt_hvd_store {
 	struct dlrt_kvmap scopes; /* name -> struct scope */
 	struct dlrt_hvd_plan plan;
 	bool has_plan;
+	bool barrier;
 	size_t bytes;
 	size_t max_bytes;
 };
@@ -298,7 +299,7 @@ static int parse_pyint(const char *s, const char *end, long *out)
  * Horovod raises (no single ':', int() fails, an index below -len) and
  * drops the connection, the driver answers 400. */
 static void do_rank_and_size(struct dlrt_hvd_store *st, const char *key, size_t klen,
-			     struct dlrt_hvd_reply *r)
+			     struct dlrt_hvd_reply *r, bool may_park)
 {
 	const char *colon = memchr(key, ':', klen), *end = key + klen;
 	const struct dlrt_hvd_slot *slot = NULL;
@@ -319,6 +320,12 @@ static void do_rank_and_size(struct dlrt_hvd_store *st, const char *key, size_t 
 			lr += st->plan.slots[h];
 		slot = dlrt_hvd_plan_find(&st->plan, key, hlen, lr);
 		break;
+	}
+	if (slot && may_park && st->barrier) {
+		r->status = 0;
+		r->park = 1;
+		r->park_rank = slot->rank;
+		return;
 	}
 	n = dlrt_hvd_slot_format(slot, r->text, sizeof(r->text));
 	r->status = 200;
@@ -379,7 +386,7 @@ void dlrt_hvd_store_handle(struct dlrt_hvd_store *st, enum dlrt_http_method meth
 	case DLRT_HTTP_GET:
 		if (st->has_plan && slen == strlen(RANK_AND_SIZE) &&
 		    memcmp(scope, RANK_AND_SIZE, slen) == 0)
-			do_rank_and_size(st, key, klen, r);
+			do_rank_and_size(st, key, klen, r, true);
 		else
 			do_get(st, scope, slen, key, klen, r);
 		break;
@@ -387,6 +394,46 @@ void dlrt_hvd_store_handle(struct dlrt_hvd_store *st, enum dlrt_http_method meth
 		do_delete(st, scope, slen, key, klen, r);
 		break;
 	}
+}
+
+void dlrt_hvd_store_rank_and_size(struct dlrt_hvd_store *st, const char *key, size_t klen,
+				  struct dlrt_hvd_reply *reply)
+{
+	memset(reply, 0, sizeof(*reply));
+	reply->status = 400;
+	if (st->has_plan)
+		do_rank_and_size(st, key, klen, reply, false);
+}
+
+void dlrt_hvd_store_set_barrier(struct dlrt_hvd_store *st, int on)
+{
+	st->barrier = on != 0;
+}
+
+const struct dlrt_hvd_plan *dlrt_hvd_store_plan(const struct dlrt_hvd_store *st)
+{
+	return st->has_plan ? &st->plan : NULL;
+}
+
+int dlrt_hvd_store_reinit(struct dlrt_hvd_store *st, const struct dlrt_hvd_plan *plan,
+			  struct dlrt_err *err)
+{
+	struct dlrt_hvd_plan copy;
+
+	if (dlrt_hvd_plan_build(&copy, (const char *const *)plan->hosts, plan->slots,
+				plan->nhosts, err) < 0)
+		return -1;
+	/* cache.clear(), finished_list.clear(), scope_size.clear(). */
+	dlrt_kvmap_clear(&st->scopes, free_scope);
+	dlrt_kvmap_init(&st->scopes);
+	st->bytes = 0;
+	if (st->has_plan)
+		dlrt_hvd_plan_free(&st->plan);
+	st->plan = copy;
+	st->has_plan = true;
+	if (register_plan(st) < 0)
+		return dlrt_err_set(err, "out of memory registering the rendezvous scopes");
+	return 0;
 }
 
 size_t dlrt_hvd_store_nkeys(const struct dlrt_hvd_store *st, const char *scope)

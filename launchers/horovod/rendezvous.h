@@ -33,6 +33,11 @@ struct dlrt_hvd_reply {
 	size_t len;
 	char text[64];       /* storage for a computed body (rank_and_size) */
 	int cleared;         /* a DELETE completed its registered scope */
+	/* With dlrt_hvd_store_set_barrier on: a GET /rank_and_size of a slot of
+	 * the plan is not answered (status 0) but held for the elastic barrier;
+	 * park_rank is that slot's rank in the current plan. */
+	int park;
+	int park_rank;
 };
 
 /* plan may be NULL (a plain K/V store, no registered scopes); the store
@@ -41,6 +46,23 @@ struct dlrt_hvd_reply {
 int dlrt_hvd_store_create(struct dlrt_hvd_store **out, const struct dlrt_hvd_plan *plan,
 			  size_t max_bytes, struct dlrt_err *err);
 void dlrt_hvd_store_destroy(struct dlrt_hvd_store *st);
+
+/* RendezvousServer.init(host_alloc_plan) of elastic Horovod's next round
+ * (horovod/runner/http/http_server.py): drops every key of every scope and
+ * every finished list, registers the scope sizes of `plan` and answers
+ * rank_and_size from it. On error nothing changed. */
+int dlrt_hvd_store_reinit(struct dlrt_hvd_store *st, const struct dlrt_hvd_plan *plan,
+			  struct dlrt_err *err);
+const struct dlrt_hvd_plan *dlrt_hvd_store_plan(const struct dlrt_hvd_store *st);
+
+/* On: GET /rank_and_size of a slot of the plan is held (reply.park), as
+ * Horovod's WorkerStateRegistry holds it at its barrier until every worker
+ * of the round reported; the caller answers it later with
+ * dlrt_hvd_store_rank_and_size. A host not in the plan is answered at once. */
+void dlrt_hvd_store_set_barrier(struct dlrt_hvd_store *st, int on);
+/* The answer to GET /rank_and_size/<key> from the current plan, never held. */
+void dlrt_hvd_store_rank_and_size(struct dlrt_hvd_store *st, const char *key, size_t klen,
+				  struct dlrt_hvd_reply *reply);
 
 /* Answers one parsed request. */
 void dlrt_hvd_store_handle(struct dlrt_hvd_store *st, enum dlrt_http_method method,

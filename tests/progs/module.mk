@@ -29,6 +29,9 @@ $(SAN_BUILD)/tests/test_pslite_local: | $(SAN_BUILD)/testprogs/pslite_contract
 # horovod: a real libgloo job whose store speaks the driver's HTTP protocol.
 TEST_PROGS += $(BUILD)/testprogs/gloo_hvd_allreduce
 $(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_hvd_allreduce,tests/progs/horovod/gloo_hvd_allreduce.cc,-lgloo -lpthread))
+# ... and elastic Horovod's worker loop (reset, GET rank_and_size, new round).
+TEST_PROGS += $(BUILD)/testprogs/gloo_hvd_elastic
+$(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_hvd_elastic,tests/progs/horovod/gloo_hvd_elastic.cc,-lgloo -lpthread))
 
 # caffe2: a gloo allreduce that rendezvouses through gloo::rendezvous::RedisStore
 # (Debian's libgloo is built with GLOO_USE_REDIS) on the helper store.

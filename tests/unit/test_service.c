@@ -208,6 +208,17 @@ static void test_port_range(void)
 	dlrt_evloop_destroy(loop);
 }
 
+/* The job's environment for check_step: HOROVOD_ELASTIC only. */
+static char hvd_elastic_env[8];
+
+static int fake_getenv(void *sp, const char *name, char *buf, size_t len)
+{
+	if (strcmp(name, "HOROVOD_ELASTIC"))
+		return -1;
+	snprintf(buf, len, "%s", (const char *)sp);
+	return 0;
+}
+
 int main(void)
 {
 	struct dlrt_service_spec s;
@@ -311,6 +322,50 @@ int main(void)
 		TAP_IS_STR(dlrt_env_get(&env, "HOROVOD_CROSS_SIZE"), "2", "local rank 1 exists on 2 nodes");
 		dlrt_env_free(&env);
 		dlrt_plan_free(&p);
+
+		/* Elastic Horovod: the driver gets --step and the bounds; what cannot
+		 * work is refused by check_step. */
+		{
+			struct dlrt_step_info st = { .job_id = 77, .step_id = 3 };
+			struct dlrt_step_ctx ctx = { .getenv = fake_getenv, .sp = hvd_elastic_env };
+
+			snprintf(hvd_elastic_env, sizeof(hvd_elastic_env), "1");
+			TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-hvd-min-np"), "4", &err), 0,
+				   "--dl-hvd-min-np=4");
+			TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-hvd-min-np"), "0", &err), -1,
+				   "--dl-hvd-min-np=0 refused: %s", err.msg);
+			TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-hvd-max-np"), "x", &err), -1,
+				   "--dl-hvd-max-np=x refused: %s", err.msg);
+			TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "elastic plan");
+			p.step = &st;
+			p.step_ctx = &ctx;
+			TAP_OK(rt->service(&p, &s) && s.nargs == 3 && !strcmp(s.args[1], "--step=77.3") &&
+			       !strcmp(s.args[2], "--min-np=4"),
+			       "HOROVOD_ELASTIC=1: the driver gets --step=77.3 --min-np=4");
+			dlrt_service_spec_free(&s);
+			TAP_IS_INT(rt->check_step(&p, &ctx, &err), 0, "6 tasks, min 4: accepted");
+			snprintf(hvd_elastic_env, sizeof(hvd_elastic_env), "0");
+			TAP_OK(rt->service(&p, &s) && s.nargs == 1, "HOROVOD_ELASTIC=0: only --hosts");
+			dlrt_service_spec_free(&s);
+			TAP_IS_INT(rt->check_step(&p, &ctx, &err), -1, "--dl-hvd-min-np without HOROVOD_ELASTIC: %s",
+				   err.msg);
+			dlrt_plan_free(&p);
+			snprintf(hvd_elastic_env, sizeof(hvd_elastic_env), "1");
+			TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-hvd-max-np"), "5", &err), 0,
+				   "--dl-hvd-max-np=5");
+			TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "elastic plan, max 5");
+			TAP_IS_INT(rt->check_step(&p, &ctx, &err), -1, "6 tasks above --dl-hvd-max-np=5: %s",
+				   err.msg);
+			dlrt_plan_free(&p);
+			dlrt_opts_init(&o, &cfg);
+			TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-horovod"), "mpi", &err), 0,
+				   "--dl-horovod=mpi");
+			TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "MPI-mode plan");
+			TAP_IS_INT(rt->check_step(&p, &ctx, &err), -1, "HOROVOD_ELASTIC=1 in MPI mode: %s",
+				   err.msg);
+			dlrt_plan_free(&p);
+			dlrt_opts_init(&o, &cfg);
+		}
 
 		TAP_IS_INT(dlrt_opts_set(&o, &cfg, dlrt_opt_find("dl-horovod"), "mpi", &err), 0, "--dl-horovod=mpi");
 		TAP_IS_INT(dlrt_plan_build(&p, rt, &l, &o, &cfg, &err), 0, "MPI-mode plan");
