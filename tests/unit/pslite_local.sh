@@ -244,7 +244,9 @@ all=$HUNG
 for x in s v0 w0 w1; do r=$(eval echo "\$RC_$x"); { [ "$r" != 0 ] && [ "$r" != 999 ]; } || all=1; done
 ok $all "crashed worker: the scheduler and every other node exit non-zero"
 # Whoever notices first (the server or the scheduler) names the dead worker.
-cat "$tmp/s.err" "$tmp/v0.err" | grep -q "worker 1 (id 11) at 127.0.0.1:[0-9]* went away"
+# (grep reads the files itself: `cat | grep -q` under pipefail fails when grep
+# stops at the first match while cat is still writing, and cat dies of SIGPIPE.)
+grep -q "worker 1 (id 11) at 127.0.0.1:[0-9]* went away" "$tmp/s.err" "$tmp/v0.err"
 ok $? "crashed worker: the dead worker is named" || diag_files "$tmp"/*.err
 
 # ---- 7. contract violations are refused
