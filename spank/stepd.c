@@ -720,6 +720,9 @@ int dlrt_stepd_task_init(spank_t sp)
 	 * to the task's log too). */
 	if (dlrt_companion_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
+	/* Last of all: the environment as set above, for srun --container. */
+	if (dlrt_stepd_container_env(sp, &err) < 0)
+		task_fail(local, err.msg);
 	dlrt_verbose(rank, "ready after %.1f ms in dlrt: %s %s %u, starting the program",
 		     dlrt_verbose_now_ms() - t0, dlrt_plugin.opts.runtime->name,
 		     dlrt_role_name(dlrt_plugin.plan.task[rank].role),
