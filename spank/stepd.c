@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "exchange/elfneeds.h"
+#include "runtime/contcheck.h"
 #include "exchange.h"
 #include "exchange/rdvclient.h"
 #include "runtime/plan_print.h"
@@ -618,6 +619,25 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 	addrs->root_port = dlrt_plugin.relay.port;
 }
 
+/* A container that cuts the task off from its node's network or from its
+ * environment fails now, in one line, instead of in the framework's timeout
+ * (runtime/contcheck.h). */
+static void container_check(spank_t sp, int local)
+{
+	char mode[8] = "";
+	int argc = 0;
+	char **argv = NULL;
+	struct dlrt_err err;
+
+	spank_getenv(sp, "DLRT_CONTAINER_CHECK", mode, sizeof(mode));
+	if (!strcmp(mode, "no"))
+		return;
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv)
+		return;
+	if (dlrt_contcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
+		task_fail(local, err.msg);
+}
+
 int dlrt_stepd_task_init(spank_t sp)
 {
 	uint32_t rank = 0;
@@ -641,6 +661,7 @@ int dlrt_stepd_task_init(spank_t sp)
 	if (dlrt_layout_check_local(&dlrt_plugin.layout, dlrt_plugin.node_id, (uint32_t)local,
 				    rank, &err) < 0)
 		task_fail(local, err.msg);
+	container_check(sp, local);
 	req = (struct dlrt_exchange_req){
 		.rdv = &rdv,
 		.env = dlrt_exchange_task_env(sp),

@@ -16,6 +16,7 @@
 #   oci_bundle USER  prints the OCI bundle for USER (config.json: USER's own
 #                    uid and gid mapped to themselves in a user namespace;
 #                    the node's network, no network namespace)
+#   user_image USER  prints a copy of the image that USER owns (for Podman)
 #   CH_RUN           ch-run with the binds the image needs
 
 IMAGES=$DLRT_CLUSTER_DIR/images
@@ -37,6 +38,7 @@ image_build() {
 	[ -d /etc/ld.so.conf.d ] && cp -a /etc/ld.so.conf.d "$tmp/etc/"
 	# Bind-mount targets (ch-run binds the host's over these; crun's config too).
 	for f in hosts resolv.conf machine-id; do : >"$tmp/etc/$f"; done
+	ln -s ../proc/self/mounts "$tmp/etc/mtab" # as Debian's; Podman adds it otherwise
 	echo "dlrt test image" >"$tmp/.dlrt-test-image"
 	chmod -R a+rX "$tmp"
 	mv "$tmp" "$IMAGE"
@@ -84,6 +86,16 @@ oci_bundle() { # oci_bundle USER: prints the bundle's folder
 		chmod -R a+rX "$b"
 	fi
 	echo "$b"
+}
+
+user_image() { # user_image USER: prints a copy of the image owned by USER
+	# (rootless Podman writes /run/.containerenv into its overlay of the
+	# image, which fails on a lower layer owned by root)
+	local d=$IMAGES/rootfs-$1
+	if [ ! -e "$d/.dlrt-test-image" ]; then
+		rm -rf "$d.new" && cp -a "$IMAGE" "$d.new" && chown -R "$1": "$d.new" && mv "$d.new" "$d"
+	fi
+	echo "$d"
 }
 
 mkdir -p "$IMAGES"

@@ -59,6 +59,7 @@ dist.destroy_process_group()
 PY
 cat >"$WORK/gpuenv.sh" <<'SH'
 #!/bin/sh
+[ -e /.dlrt-test-image ] && echo "WHERE inside $(hostname)"
 echo "GPU $(hostname) rank=$SLURM_PROCID cvd=${CUDA_VISIBLE_DEVICES:-none} order=${CUDA_DEVICE_ORDER:-none} jax=${JAX_LOCAL_DEVICE_IDS:-none}"
 SH
 cp "$SRC/tests/progs/torchrun/train_elastic.py" "$WORK/train.py"
@@ -160,6 +161,112 @@ runtimes() {
 
 runtimes "srun --container (crun):" 1 --container="$BUNDLE"
 runtimes "ch-run:" 2 $CH_RUN "$IMAGE" --
+
+# ---- 3. the GPU plan's variables inside, equal to the bare run's (fake GPUs
+# and fixture topologies, as t/38 and t/40)
+T=$WORK/topo
+mkdir -p "$T"
+cp "$SRC/tests/fixtures/topo/cluster-2s4g.xml" "$SRC/tests/fixtures/topo/cluster-2s4g-swapped.xml" "$T/"
+ln -s cluster-2s4g.xml "$T/n1.xml"
+ln -s cluster-2s4g.xml "$T/n2.xml"
+ln -s cluster-2s4g-swapped.xml "$T/n3.xml"
+chown -R "$DLRT_TEST_USER": "$T"
+gpu() { # gpu TPN PREFIX...: each task's GPU variables, sorted
+	local tpn=$1
+	shift
+	run_srun -N3 --ntasks-per-node="$tpn" -c4 --exclusive --gpus-per-node=4 --dl-runtime=jax \
+		--dl-topology="$T/%n.xml" "$@" "$WORK/gpuenv.sh"
+	grep '^GPU ' "$OUT" | sort
+}
+for tpn in 1 2; do
+	bare=$(gpu "$tpn")
+	like "$bare" "cvd=[0-3]" "bare, $tpn task(s) per node: the GPU plan sets CUDA_VISIBLE_DEVICES" ||
+		fail_detail "$(srun_errors | head -3)"
+	if [ "$tpn" = 1 ]; then
+		kind="srun --container" in=$(gpu 1 --container="$BUNDLE")
+	else
+		kind=ch-run in=$(gpu 2 $CH_RUN "$IMAGE" --)
+	fi
+	is "$in" "$bare" "$kind: every task sees the GPU plan's variables of the bare run" ||
+		fail_detail "$(srun_errors | head -3)"
+	is "$(grep -c '^WHERE inside' "$OUT")" $((3 * tpn)) "$kind: (all $((3 * tpn)) tasks inside the image)"
+done
+
+# ---- 4. rootless Podman
+UIMG=$(user_image "$DLRT_TEST_USER")
+PODMAN=(podman run --rm -v /usr:/usr:ro -v /var/tmp:/var/tmp)
+fresh
+# HOME=/tmp: Podman's storage in the node's own /tmp, not on the shared filesystem
+run_srun -N3 --ntasks-per-node=1 --export=ALL,HOME=/tmp --dl-runtime=caffe2 "${PODMAN[@]}" \
+	--network=host --env-host --rootfs "$UIMG:O" "$WORK/in.sh" "$WORK/where" "$WORK/c2.sh" "$WORK/c"
+is "$RC" 0 "podman run --network=host --env-host: the caffe2 step ran" || errors
+is "$(grep -cE '^task ([0-9]+): PONG OK v\1 at 127\.0\.0\.1$' "$OUT")" 3 \
+	"podman --network=host: every task reached the helper store through its node's relay"
+where podman caffe2 3
+for args in "--env-host" "--network=slirp4netns --env-host" "--network=host"; do
+	fresh
+	# shellcheck disable=SC2086
+	run_srun -N3 --ntasks-per-node=1 --export=ALL,HOME=/tmp --dl-runtime=torch "${PODMAN[@]}" \
+		$args --rootfs "$UIMG:O" /usr/bin/python3 "$WORK/allreduce.py"
+	errs=$(srun_errors | grep -v 'is not a shared mount')
+	ok "$([ "$RC" -ne 0 ] && [ -z "$(ls "$WORK/where")" ]; echo $?)" \
+		"podman run $args: the step fails before any task starts"
+	if [ "$args" = --network=host ]; then want="podman run without --env-host: .*add --env-host to podman run$"
+	elif [ "$args" = --env-host ]; then want="podman run without --network=host: .*relay on 127\.0\.0\.1.*add --network=host to podman run$"
+	else want="podman run with a network other than host: .*add --network=host to podman run$"; fi
+	like "$errs" "^slurmstepd-n[0-9]+: error: dlrt: $want" "podman run $args: one line naming the cause and the fix" ||
+		fail_detail "$errs"
+done
+# What that line stands for: in its own network the task's connection to its
+# node's relay is refused (ECONNREFUSED), and torch would retry until its timeout.
+cat >"$WORK/probe.py" <<'PY'
+import os, socket
+s = socket.socket()
+s.settimeout(5)
+print("PROBE relay 127.0.0.1:%s errno %d" % (os.environ["MASTER_PORT"],
+      s.connect_ex(("127.0.0.1", int(os.environ["MASTER_PORT"])))))
+PY
+chmod 0644 "$WORK/probe.py"
+run_srun -N1 --export=ALL,HOME=/tmp,DLRT_CONTAINER_CHECK=no --dl-runtime=torch "${PODMAN[@]}" \
+	--env-host --rootfs "$UIMG:O" /usr/bin/python3 "$WORK/probe.py"
+like "$(cat "$OUT")" "^PROBE relay 127\.0\.0\.1:[0-9]+ errno 111$" \
+	"(DLRT_CONTAINER_CHECK=no: in Podman's own network the relay refuses the task: ECONNREFUSED)" ||
+	fail_detail "$(srun_errors | head -3)"
+
+# ---- 5. another user inside their own container on the job's node
+cat >"$WORK/victim.sh" <<SH
+#!/bin/bash
+cli() { timeout 10 redis-cli -h "\$REDIS_HOST" -p "\$REDIS_PORT" "\$@" 2>&1; }
+echo "set: \$(cli SET victim-key victim-value)"
+echo "\$REDIS_PORT" >"$WORK/relay.tmp" && mv "$WORK/relay.tmp" "$WORK/relay"
+for _ in \$(seq 900); do [ -e "$WORK/probe.done" ] && break; sleep 0.1; done
+echo "after: \$(cli GET victim-key)"
+SH
+chmod 0755 "$WORK/victim.sh"
+as_user srun -w n1 -N1 -n1 --dl-runtime=caffe2 --container="$BUNDLE" "$WORK/victim.sh" >"$OUT" 2>"$ERR" &
+victim=$!
+for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+rport=$(cat "$WORK/relay" 2>/dev/null)
+like "$rport" '^[0-9]+$' "the victim's task (in a crun container on n1) has its node's relay at 127.0.0.1:$rport"
+SIMG=$(user_image "$STRANGER")
+for how in ch-run podman; do
+	if [ $how = ch-run ]; then
+		pre=(env USER="$STRANGER" ch-run -b /usr:/usr "$IMAGE" --)
+	else
+		on_node n1 "$STRANGER" mkdir -p /tmp/"$STRANGER"
+		pre=(env HOME=/tmp/"$STRANGER" podman run --rm --network=host -v /usr:/usr:ro --rootfs "$SIMG:O")
+	fi
+	got=$(on_node n1 "$STRANGER" "${pre[@]}" sh -c \
+		"cat /proc/self/uid_map | tr -s ' ' | sed 's/^ //' | head -1; for c in PING 'GET victim-key' 'SET victim-key evil'; do timeout 10 redis-cli -h 127.0.0.1 -p ${rport:-1} \$c 2>&1; done" 2>&1 |
+		grep -v 'is not a shared mount')
+	diag "$STRANGER in $how: $(tr '\n' '|' <<<"$got")"
+	like "$(head -1 <<<"$got")" "^[0-9]+ [0-9]+ [0-9]+$" "$STRANGER runs inside $how's user namespace (uid_map $(head -1 <<<"$got"))"
+	unlike "$got" "PONG|victim-value|^OK" "$STRANGER inside $how on n1: the relay answers nothing (no PING, GET or SET)"
+done
+touch "$WORK/probe.done"
+wait "$victim"
+is "$?" 0 "the victim's step succeeded" || fail_detail "$(head -5 "$ERR")"
+like "$(cat "$OUT")" "after: victim-value" "the victim's value is intact"
 
 # 22.05 runs one task per node in a container step: Slurm says so itself.
 run_srun -N1 -n2 --dl-runtime=torch --container="$BUNDLE" /bin/true
