@@ -11,7 +11,8 @@
 #   4. rootless Podman: --network=host works; without it, one line naming
 #      the cause and the fix instead of a timeout;
 #   5. another user inside their own container (ch-run, Podman) on the
-#      job's node cannot reach the job's store through the node relay.
+#      job's node cannot reach the job's store through the node relay;
+#   6. a dlrt-infer pool whose elements run in the crun container.
 # The image (tests/cluster/images.sh) holds nothing of dlrt: /usr is the
 # host's, the programs are on the shared filesystem. Every task records
 # whether it ran in the image (/.dlrt-test-image) and its rank.
@@ -267,6 +268,38 @@ touch "$WORK/probe.done"
 wait "$victim"
 is "$?" 0 "the victim's step succeeded" || fail_detail "$(head -5 "$ERR")"
 like "$(cat "$OUT")" "after: victim-value" "the victim's value is intact"
+
+# ---- 6. a dlrt-infer pool whose elements run in the crun container: the
+# array's job script runs on the node, its srun takes SRUN_CONTAINER (as
+# srun --container); dlrt-infer comes from the shared filesystem. Answers
+# equal to the single-process run (t/50).
+DS=/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz
+POOL=$WORK/pool
+infer() { as_user env DLRT_INFER_POOL="$POOL" dlrt-infer "$@"; }
+as_user dlrt-infer local --model lenet5 --inputs "$DS" --count 2000 \
+	--model-dir "$DLRT_CLUSTER_DIR/prefix/share/dlrt/models" --out "$WORK/ref.csv" 2>/dev/null
+ARRAY=$(infer pool start --workers 2 --window 1 -- -c 2 --export=ALL,SRUN_CONTAINER="$BUNDLE" 2>"$WORK/start.err")
+like "$ARRAY" '^[0-9]+$' "dlrt-infer pool start with SRUN_CONTAINER: submitted (job $ARRAY)" ||
+	fail_detail "$(head -3 "$WORK/start.err")"
+workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
+for _ in $(seq 1 240); do [ "$(workers_up)" -ge 2 ] && break; sleep 0.5; done
+is "$(workers_up)" 2 "infer: 2 workers joined the coordinator"
+# (one process table for every node of this machine; other clusters' pools
+# run from their own prefix)
+inside=0
+for pid in $(pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/bin/dlrt-infer pool run"); do
+	[ -e "/proc/$pid/root/.dlrt-test-image" ] && inside=$((inside + 1))
+done
+is "$inside" 3 "infer: the coordinator and both workers run inside the image"
+J=$(infer submit --model lenet5 --inputs "$DS" --count 2000 --batch 10 --name ctr)
+infer wait "$J" >"$WORK/wait"
+is $? 0 "infer: the job completed"
+tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2-4 | sort -t, -k1n >"$WORK/pool.sorted"
+tail -n +2 "$WORK/ref.csv" | sort -t, -k1n >"$WORK/ref.sorted"
+ok "$(cmp -s "$WORK/pool.sorted" "$WORK/ref.sorted"; echo $?)" "infer: answers equal to the single-process run"
+infer pool stop >/dev/null
+for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+scancel "$ARRAY" 2>/dev/null
 
 # 22.05 runs one task per node in a container step: Slurm says so itself.
 run_srun -N1 -n2 --dl-runtime=torch --container="$BUNDLE" /bin/true
