@@ -23,34 +23,33 @@
 
 #include "plugin.h"
 
-#define CONTAINER_VAR "SLURM_CONTAINER="
-
 int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err)
 {
+	char bundle[8] = "";
 	char **env = NULL;
-	bool container = false;
+	spank_err_t rc;
 
-	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
-		return dlrt_err_set(err, "cannot read the task's environment for its container");
-	for (size_t i = 0; env[i]; i++)
-		if (!strncmp(env[i], CONTAINER_VAR, strlen(CONTAINER_VAR)) &&
-		    env[i][strlen(CONTAINER_VAR)])
-			container = true;
-	if (!container)
+	/* Only whether it is set and not empty matters: a truncated value will do. */
+	rc = spank_getenv(sp, "SLURM_CONTAINER", bundle, sizeof(bundle));
+	if ((rc != ESPANK_SUCCESS && rc != ESPANK_NOSPACE) || !bundle[0])
 		return 0;
+	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
+		return dlrt_err_set(err, "cannot read the task's environment for its container "
+				    "(srun --container): run the step without --container, or "
+				    "report this Slurm version");
 	if (clearenv() != 0)
 		return dlrt_err_set(err, "cannot replace the environment of the container's task");
 	for (size_t i = 0; env[i]; i++) {
 		const char *eq = strchr(env[i], '=');
 		char *name;
-		int rc;
+		int set;
 
 		if (!eq || eq == env[i])
 			continue;
 		name = strndup(env[i], (size_t)(eq - env[i]));
-		rc = name ? setenv(name, eq + 1, 1) : -1;
+		set = name ? setenv(name, eq + 1, 1) : -1;
 		free(name);
-		if (rc != 0)
+		if (set != 0)
 			return dlrt_err_set(err, "cannot pass the task's environment to its "
 					    "container: out of memory");
 	}
