@@ -288,11 +288,12 @@ start_slurmd() {
 	# A host whose cgroup v2 hierarchy holds a controller while the others are
 	# on v1 (hybrid, as some container hosts mount hugetlb) is refused by crun
 	# ("cgroups in hybrid mode not supported"): the nodes see plain v1 instead.
-	local v2=""
+	local v2="" tun=""
+	[ -c /dev/net/tun ] && tun="mount --bind '$DIR/dev/tun' /dev/net/tun && "
 	grep -qs . /sys/fs/cgroup/unified/cgroup.controllers &&
 		v2="mount -t tmpfs -o size=4k,mode=0555 dlrt-no-v2 /sys/fs/cgroup/unified && "
 	nsenter --net="/var/run/netns/$NSPFX-$n" unshare --uts --mount --propagation private \
-		sh -c "${v2}mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/spool/$n' '$DIR/spool/node' && mount -t tmpfs -o mode=1777,size=256m tmpfs /dev/shm && mount --bind '$DIR/etc/hosts' /etc/hosts && mount --bind '$DIR/dev/tun' /dev/net/tun && hostname $n && exec slurmd -f '$conf' -N $n"
+		sh -c "${v2}mount --bind '$DIR/nodes/$n/tmp' /tmp && mount --bind '$DIR/spool/$n' '$DIR/spool/node' && mount -t tmpfs -o mode=1777,size=256m tmpfs /dev/shm && mount --bind '$DIR/etc/hosts' /etc/hosts && ${tun}hostname $n && exec slurmd -f '$conf' -N $n"
 }
 
 # A node failure for tests (--dl-retries): stop one slurmd only; its step daemons and

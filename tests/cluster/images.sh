@@ -21,7 +21,10 @@
 
 IMAGES=$DLRT_CLUSTER_DIR/images
 IMAGE=$IMAGES/rootfs
-CH_RUN="ch-run -b /usr:/usr -b /var/tmp:/var/tmp"
+# Bumped when image_build changes: an image built by an older one is rebuilt.
+IMAGE_STAMP="dlrt test image 2"
+# shellcheck disable=SC2034 # used by the tests that source this
+CH_RUN=(ch-run -b /usr:/usr -b /var/tmp:/var/tmp)
 
 image_build() {
 	local tmp=$IMAGES/rootfs.new d l f
@@ -39,8 +42,9 @@ image_build() {
 	# Bind-mount targets (ch-run binds the host's over these; crun's config too).
 	for f in hosts resolv.conf machine-id; do : >"$tmp/etc/$f"; done
 	ln -s ../proc/self/mounts "$tmp/etc/mtab" # as Debian's; Podman adds it otherwise
-	echo "dlrt test image" >"$tmp/.dlrt-test-image"
+	echo "$IMAGE_STAMP" >"$tmp/.dlrt-test-image"
 	chmod -R a+rX "$tmp"
+	rm -rf "$IMAGE" "$IMAGES"/rootfs-*
 	mv "$tmp" "$IMAGE"
 }
 
@@ -92,8 +96,8 @@ user_image() { # user_image USER: prints a copy of the image owned by USER
 	# (rootless Podman writes /run/.containerenv into its overlay of the
 	# image, which fails on a lower layer owned by root)
 	local d=$IMAGES/rootfs-$1
-	if [ ! -e "$d/.dlrt-test-image" ]; then
-		rm -rf "$d.new" && cp -a "$IMAGE" "$d.new" && chown -R "$1": "$d.new" && mv "$d.new" "$d"
+	if ! cmp -s "$d/.dlrt-test-image" "$IMAGE/.dlrt-test-image"; then
+		rm -rf "$d.new" "$d" && cp -a "$IMAGE" "$d.new" && chown -R "$1": "$d.new" && mv "$d.new" "$d"
 	fi
 	echo "$d"
 }
@@ -102,5 +106,5 @@ mkdir -p "$IMAGES"
 chmod 0755 "$IMAGES"
 (
 	flock -w 120 9 || exit 1
-	[ -e "$IMAGE/.dlrt-test-image" ] || image_build
+	[ "$(cat "$IMAGE/.dlrt-test-image" 2>/dev/null)" = "$IMAGE_STAMP" ] || image_build
 ) 9>"$IMAGES/.lock"

@@ -161,7 +161,7 @@ runtimes() {
 }
 
 runtimes "srun --container (crun):" 1 --container="$BUNDLE"
-runtimes "ch-run:" 2 $CH_RUN "$IMAGE" --
+runtimes "ch-run:" 2 "${CH_RUN[@]}" "$IMAGE" --
 
 # ---- 3. the GPU plan's variables inside, equal to the bare run's (fake GPUs
 # and fixture topologies, as t/38 and t/40)
@@ -186,7 +186,7 @@ for tpn in 1 2; do
 	if [ "$tpn" = 1 ]; then
 		kind="srun --container" in=$(gpu 1 --container="$BUNDLE")
 	else
-		kind=ch-run in=$(gpu 2 $CH_RUN "$IMAGE" --)
+		kind=ch-run in=$(gpu 2 "${CH_RUN[@]}" "$IMAGE" --)
 	fi
 	is "$in" "$bare" "$kind: every task sees the GPU plan's variables of the bare run" ||
 		fail_detail "$(srun_errors | head -3)"
