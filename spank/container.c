@@ -23,15 +23,21 @@
 
 #include "plugin.h"
 
-int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err)
+bool dlrt_stepd_in_container(spank_t sp)
 {
 	char bundle[8] = "";
-	char **env = NULL;
 	spank_err_t rc;
 
 	/* Only whether it is set and not empty matters: a truncated value will do. */
 	rc = spank_getenv(sp, "SLURM_CONTAINER", bundle, sizeof(bundle));
-	if ((rc != ESPANK_SUCCESS && rc != ESPANK_NOSPACE) || !bundle[0])
+	return (rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE) && bundle[0];
+}
+
+int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err)
+{
+	char **env = NULL;
+
+	if (!dlrt_stepd_in_container(sp))
 		return 0;
 	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
 		return dlrt_err_set(err, "cannot read the task's environment for its container "

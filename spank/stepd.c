@@ -628,7 +628,18 @@ static void container_check(spank_t sp, int local)
 	int argc = 0;
 	char **argv = NULL;
 	struct dlrt_err err;
+	struct dlrt_companion c;
 
+	/* Slurm 22.05 moves the step's command into the container's config.json
+	 * before any task starts (S_JOB_ARGV is then its placeholder), and a
+	 * process task 0 forks would run outside the container anyway: every
+	 * task says so now, rather than waiting for a root that never comes. */
+	if (dlrt_stepd_in_container(sp) && dlrt_plan_companion(&dlrt_plugin.plan, 0, &c)) {
+		dlrt_err_set(&err, "%s cannot run inside srun --container's container (Slurm "
+			     "puts only the task's own program there): let a task take its "
+			     "role with %s", c.what, c.as_task ? c.as_task : "the runtime's option");
+		task_fail(local, err.msg);
+	}
 	spank_getenv(sp, "DLRT_CONTAINER_CHECK", mode, sizeof(mode));
 	if (!strcmp(mode, "no"))
 		return;

@@ -301,6 +301,14 @@ infer pool stop >/dev/null
 for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
 scancel "$ARRAY" 2>/dev/null
 
+# mxnet's extra scheduler is forked by dlrt next to task 0: it cannot be in
+# Slurm's container. Every task says so at once, with the fix.
+run_srun -N3 --ntasks-per-node=1 --dl-runtime=mxnet --dl-mxnet-sched=extra --dl-servers=1 \
+	--container="$BUNDLE" "$P" --timeout-s 60 --rounds 3
+ok "$([ "$RC" -ne 0 ]; echo $?)" "srun --container with --dl-mxnet-sched=extra fails"
+like "$(srun_errors)" "^slurmstepd-n[0-9]+: error: dlrt: the extra mxnet scheduler cannot run inside srun --container's container .*--dl-mxnet-sched=task$" \
+	"and says why, with the fix, in one line" || fail_detail "$(srun_errors | head -3)"
+
 # 22.05 runs one task per node in a container step: Slurm says so itself.
 run_srun -N1 -n2 --dl-runtime=torch --container="$BUNDLE" /bin/true
 ok "$([ "$RC" -ne 0 ]; echo $?)" "srun --container with 2 tasks on a node fails (Slurm 22.05's limit)"
