@@ -15,14 +15,15 @@
 #   IMAGE            the directory image (ch-run IMAGE, and the OCI rootfs)
 #   oci_bundle USER  prints the OCI bundle for USER (config.json: USER's own
 #                    uid and gid mapped to themselves in a user namespace;
-#                    the node's network, no network namespace)
+#                    the node's network, no network namespace; with a second
+#                    argument "netns", one with a network namespace of its own)
 #   user_image USER  prints a copy of the image that USER owns (for Podman)
 #   CH_RUN           ch-run with the binds the image needs
 
 IMAGES=$DLRT_CLUSTER_DIR/images
 IMAGE=$IMAGES/rootfs
 # Bumped when image_build changes: an image built by an older one is rebuilt.
-IMAGE_STAMP="dlrt test image 2"
+IMAGE_STAMP="dlrt test image 3"
 # shellcheck disable=SC2034 # used by the tests that source this
 CH_RUN=(ch-run -b /usr:/usr -b /var/tmp:/var/tmp)
 
@@ -44,11 +45,13 @@ image_build() {
 	ln -s ../proc/self/mounts "$tmp/etc/mtab" # as Debian's; Podman adds it otherwise
 	echo "$IMAGE_STAMP" >"$tmp/.dlrt-test-image"
 	chmod -R a+rX "$tmp"
-	rm -rf "$IMAGE" "$IMAGES"/rootfs-*
+	rm -rf "$IMAGE" "$IMAGES"/rootfs-* "$IMAGES"/oci-*
 	mv "$tmp" "$IMAGE"
 }
 
-oci_config() { # oci_config UID GID: a bundle's config.json on stdout
+oci_config() { # oci_config UID GID [NETNS]: a bundle's config.json on stdout
+	local net=""
+	[ -n "${3:-}" ] && net=', { "type": "network" }'
 	cat <<JSON
 {
   "ociVersion": "1.0.2",
@@ -74,18 +77,18 @@ oci_config() { # oci_config UID GID: a bundle's config.json on stdout
   "linux": {
     "uidMappings": [ { "containerID": $1, "hostID": $1, "size": 1 } ],
     "gidMappings": [ { "containerID": $2, "hostID": $2, "size": 1 } ],
-    "namespaces": [ { "type": "user" }, { "type": "mount" }, { "type": "pid" }, { "type": "ipc" } ]
+    "namespaces": [ { "type": "user" }, { "type": "mount" }, { "type": "pid" }, { "type": "ipc" }$net ]
   }
 }
 JSON
 }
 
-oci_bundle() { # oci_bundle USER: prints the bundle's folder
-	local b=$IMAGES/oci-$1
+oci_bundle() { # oci_bundle USER [netns]: prints the bundle's folder
+	local b=$IMAGES/oci-$1${2:+-$2}
 	if [ ! -s "$b/config.json" ]; then
 		mkdir -p "$b"
 		ln -sfn "$IMAGE" "$b/rootfs"
-		oci_config "$(id -u "$1")" "$(id -g "$1")" >"$b/config.json.new" &&
+		oci_config "$(id -u "$1")" "$(id -g "$1")" "${2:-}" >"$b/config.json.new" &&
 			mv "$b/config.json.new" "$b/config.json"
 		chmod -R a+rX "$b"
 	fi

@@ -301,6 +301,18 @@ infer pool stop >/dev/null
 for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
 scancel "$ARRAY" 2>/dev/null
 
+# A bundle that gives each task a network namespace of its own: the site's
+# RunTimeRun wrapper (etc/oci/dlrt-oci-run) refuses it in a dlrt step, in one
+# line; a step without dlrt runs in it as Slurm starts it.
+NETNS=$(oci_bundle "$DLRT_TEST_USER" netns)
+run_srun -N1 --dl-runtime=torch --container="$NETNS" /usr/bin/python3 "$WORK/allreduce.py"
+ok "$([ "$RC" -ne 0 ]; echo $?)" "srun --container, a bundle with its own network: the dlrt step fails"
+like "$(srun_errors)" "^dlrt-oci-run: .* gives each task its own network namespace .*relay on 127\.0\.0\.1.*remove that entry from the bundle's config\.json$" \
+	"and dlrt-oci-run says why, with the fix, in one line" || fail_detail "$(srun_errors | head -3)"
+run_srun -N1 --container="$NETNS" /bin/sh -c 'ls /.dlrt-test-image'
+is "$RC,$(cat "$OUT")" "0,/.dlrt-test-image" "(a step without dlrt runs in that bundle unchanged)" ||
+	fail_detail "$(srun_errors | head -3)"
+
 # mxnet's extra scheduler is forked by dlrt next to task 0: it cannot be in
 # Slurm's container. Every task says so at once, with the fix.
 run_srun -N3 --ntasks-per-node=1 --dl-runtime=mxnet --dl-mxnet-sched=extra --dl-servers=1 \
