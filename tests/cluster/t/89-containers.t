@@ -8,8 +8,9 @@
 #      node, unprivileged user namespace;
 #   3. GPU plan: the variables dlrt sets reach the task inside both, equal to
 #      the bare run's;
-#   4. rootless Podman: --network=host works; without it, one line naming
-#      the cause and the fix instead of a timeout;
+#   4. rootless Podman: every runtime with --network=host --env-host, two
+#      tasks per node; without them, one line naming the cause and the fix
+#      instead of a timeout;
 #   5. another user inside their own container (ch-run, Podman) on the
 #      job's node cannot reach the job's store through the node relay;
 #   6. a dlrt-infer pool whose elements run in the crun container.
@@ -34,7 +35,8 @@ cat >"$WORK/in.sh" <<'SH'
 d=$1
 shift
 if [ -e /.dlrt-test-image ]; then w=inside; else w=OUTSIDE; fi
-echo "$w $(hostname) rank=${SLURM_PROCID:-none}" >"$d/$(hostname).$$"
+# (by rank: in a container's own PID namespace every task may be PID 1)
+echo "$w $(hostname) rank=${SLURM_PROCID:-none}" >"$d/$(hostname).${SLURM_PROCID:-none}.$$"
 exec "$@"
 SH
 cat >"$WORK/c2.sh" <<'SH'
@@ -162,6 +164,10 @@ runtimes() {
 
 runtimes "srun --container (crun):" 1 --container="$BUNDLE"
 runtimes "ch-run:" 2 "${CH_RUN[@]}" "$IMAGE" --
+# (HOME=/tmp: Podman's storage in the node's own /tmp, not on the shared filesystem)
+UIMG=$(user_image "$DLRT_TEST_USER")
+runtimes "podman --network=host:" 2 --export=ALL,HOME=/tmp podman run --rm -v /usr:/usr:ro \
+	-v /var/tmp:/var/tmp --network=host --env-host --rootfs "$UIMG:O"
 
 # ---- 3. the GPU plan's variables inside, equal to the bare run's (fake GPUs
 # and fixture topologies, as t/38 and t/40)
@@ -194,7 +200,6 @@ for tpn in 1 2; do
 done
 
 # ---- 4. rootless Podman
-UIMG=$(user_image "$DLRT_TEST_USER")
 PODMAN=(podman run --rm -v /usr:/usr:ro -v /var/tmp:/var/tmp)
 fresh
 # HOME=/tmp: Podman's storage in the node's own /tmp, not on the shared filesystem
