@@ -1,5 +1,7 @@
 # runtime/: the one interface every runtime implements (runtime.h), the role
 # model and the plan, the --dl-* options and plugstack.conf keys, the dry-run
-# table and the fail-fast rule. The list of runtimes is launchers/runtimes.c.
+# table, the fail-fast rule and the check of a container's command line
+# (contcheck.c). The list of runtimes is launchers/runtimes.c.
 LIB_SRCS   += $(wildcard runtime/*.c)
-UNIT_TESTS += $(BUILD)/tests/test_roles $(BUILD)/tests/test_opts
+UNIT_TESTS += $(BUILD)/tests/test_roles $(BUILD)/tests/test_opts $(BUILD)/tests/test_contcheck
+FUZZERS    += contcheck # the task's srun command (spank/stepd.c)

@@ -119,6 +119,7 @@ struct dlrt_companion {
 	enum dlrt_role role;        /* its role, for the dry run's role line */
 	const char *proc_name;      /* the supervisor's name (prctl, 15 bytes) */
 	const char *const *env;     /* "NAME=value", NULL-terminated */
+	const char *as_task;        /* the option that makes a task take its role */
 };
 
 struct dlrt_runtime {

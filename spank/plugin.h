@@ -127,6 +127,12 @@ void dlrt_failfast_end_step(char **job_env, const struct dlrt_proc_cred *cred);
  * dlrt_companion), at the end of that task's task_init */
 int dlrt_companion_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 
+/* container.c: in a step with srun --container, the task's environment
+ * becomes its process environment (Slurm 22.05's RunTimeRun gets no other) */
+int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err);
+/* container.c: whether the step runs its tasks in Slurm's OCI container */
+bool dlrt_stepd_in_container(spank_t sp);
+
 /* stepd.c: the program srun starts in this task, found as execvp would */
 bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len);
 

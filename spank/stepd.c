@@ -18,6 +18,7 @@
 
 #include "common/clock.h"
 #include "exchange/elfneeds.h"
+#include "runtime/contcheck.h"
 #include "exchange.h"
 #include "exchange/rdvclient.h"
 #include "runtime/plan_print.h"
@@ -624,6 +625,36 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 	addrs->root_port = dlrt_plugin.relay.port;
 }
 
+/* A container that cuts the task off from its node's network or from its
+ * environment fails now, in one line, instead of in the framework's timeout
+ * (runtime/contcheck.h). */
+static void container_check(spank_t sp, int local)
+{
+	char mode[8] = "";
+	int argc = 0;
+	char **argv = NULL;
+	struct dlrt_err err;
+	struct dlrt_companion c;
+
+	/* Slurm 22.05 moves the step's command into the container's config.json
+	 * before any task starts (S_JOB_ARGV is then its placeholder), and a
+	 * process task 0 forks would run outside the container anyway: every
+	 * task says so now, rather than waiting for a root that never comes. */
+	if (dlrt_stepd_in_container(sp) && dlrt_plan_companion(&dlrt_plugin.plan, 0, &c)) {
+		dlrt_err_set(&err, "%s cannot run inside srun --container's container (Slurm "
+			     "puts only the task's own program there): let a task take its "
+			     "role with %s", c.what, c.as_task ? c.as_task : "the runtime's option");
+		task_fail(local, err.msg);
+	}
+	spank_getenv(sp, "DLRT_CONTAINER_CHECK", mode, sizeof(mode));
+	if (!strcmp(mode, "no"))
+		return;
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv)
+		return;
+	if (dlrt_contcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
+		task_fail(local, err.msg);
+}
+
 int dlrt_stepd_task_init(spank_t sp)
 {
 	uint32_t rank = 0;
@@ -647,6 +678,7 @@ int dlrt_stepd_task_init(spank_t sp)
 	if (dlrt_layout_check_local(&dlrt_plugin.layout, dlrt_plugin.node_id, (uint32_t)local,
 				    rank, &err) < 0)
 		task_fail(local, err.msg);
+	container_check(sp, local);
 	req = (struct dlrt_exchange_req){
 		.rdv = &rdv,
 		.env = dlrt_exchange_task_env(sp),
@@ -725,6 +757,9 @@ int dlrt_stepd_task_init(spank_t sp)
 	/* A runtime's companion process next to this task (its output goes
 	 * to the task's log too). */
 	if (dlrt_companion_task_start(sp, rank, &err) < 0)
+		task_fail(local, err.msg);
+	/* Last of all: the environment as set above, for srun --container. */
+	if (dlrt_stepd_container_env(sp, &err) < 0)
 		task_fail(local, err.msg);
 	dlrt_verbose(rank, "ready after %.1f ms in dlrt: %s %s %u, starting the program",
 		     dlrt_verbose_now_ms() - t0, dlrt_plugin.opts.runtime->name,

@@ -275,6 +275,7 @@ static bool mxnet_companion(const struct dlrt_plan *plan, uint32_t rank,
 	c->role = DLRT_ROLE_SCHEDULER;
 	c->proc_name = "dlrt-mxsched";
 	c->env = env;
+	c->as_task = "--dl-mxnet-sched=task";
 	return true;
 }
 

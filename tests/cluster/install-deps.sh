@@ -15,6 +15,8 @@ PACKAGES=(
 	# tests and their real clients
 	perl python3 python3-torch python3-numpy libgloo-dev g++ redis-tools redis-server python3-redis
 	lmod man-db dataset-fashion-mnist gnuplot-nox hyperfine parallel
+	# containers (t/89): Slurm's OCI runtime, Charliecloud, rootless Podman
+	crun charliecloud charliecloud-runtime podman uidmap slirp4netns fuse-overlayfs debootstrap
 	# packages: make deb (dpkg-buildpackage, lintian) and make rpm (rpmbuild)
 	devscripts debhelper dpkg-dev lintian rpm
 )

@@ -120,6 +120,11 @@ spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...)
 	case S_STEP_CPUS_PER_TASK: *(uint32_t *)p = it->cpus_per_task; break;
 	case S_TASK_GLOBAL_ID: *(uint32_t *)p = it->task_global_id; break;
 	case S_TASK_ID: *(int *)p = it->task_local_id; break;
+	case S_JOB_ENV:
+		if (!it->job_env)
+			return ESPANK_NOT_AVAIL;
+		*(char ***)p = it->job_env;
+		break;
 	default: return ESPANK_NOT_AVAIL;
 	}
 	return ESPANK_SUCCESS;

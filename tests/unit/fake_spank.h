@@ -26,6 +26,7 @@ struct fake_spank_items {
 	int task_local_id;       /* S_TASK_ID */
 	uid_t job_uid;           /* S_JOB_UID */
 	gid_t job_gid;           /* S_JOB_GID (S_JOB_SUPPLEMENTARY_GIDS: none) */
+	char **job_env;          /* S_JOB_ENV; NULL: ESPANK_NOT_AVAIL */
 };
 
 extern struct fake_spank_items fake_spank_items;

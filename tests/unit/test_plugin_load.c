@@ -12,12 +12,57 @@
 #include <slurm/slurm_version.h>
 #include <slurm/spank.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fake_spank.h"
 #include "runtime/opts.h"
 #include "tap.h"
 
+
+/* srun --container (spank/container.c): in the task's process, task_init
+ * leaves the task's environment (S_JOB_ENV) as the process environment, for
+ * Slurm 22.05's RunTimeRun; slurmstepd's own variables are gone. */
+static void container_env(struct fake_spank_plugin *plugin, struct spank_handle *handle)
+{
+	static char *job_env[] = { "SLURM_CONTAINER=/bundle", "SLURM_PROCID=3", "HOROVOD_RANK=3",
+				   "WITH_EQUALS=a=b", NULL };
+	char buf[512] = "";
+	size_t len = 0;
+	ssize_t n;
+	int fds[2];
+	pid_t pid;
+
+	if (pipe(fds) < 0) {
+		TAP_OK(0, "pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		int rc;
+
+		close(fds[0]);
+		setenv("ONLY_IN_SLURMSTEPD", "1", 1);
+		fake_spank_step_env("SLURM_CONTAINER", "/bundle");
+		fake_spank_items.job_env = job_env;
+		fake_spank_clear_task_env();
+		rc = plugin->task_init(handle, 0, NULL);
+		dprintf(fds[1], "rc=%d procid=%s rank=%s eq=%s stepd=%s", rc,
+			getenv("SLURM_PROCID") ? getenv("SLURM_PROCID") : "-",
+			getenv("HOROVOD_RANK") ? getenv("HOROVOD_RANK") : "-",
+			getenv("WITH_EQUALS") ? getenv("WITH_EQUALS") : "-",
+			getenv("ONLY_IN_SLURMSTEPD") ? getenv("ONLY_IN_SLURMSTEPD") : "-");
+		_exit(0);
+	}
+	close(fds[1]);
+	while (len < sizeof(buf) - 1 && (n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	close(fds[0]);
+	waitpid(pid, NULL, 0);
+	TAP_IS_STR(buf, "rc=0 procid=3 rank=3 eq=a=b stepd=-",
+		   "srun --container: the task's environment is its process environment");
+}
 
 int main(void)
 {
@@ -113,6 +158,8 @@ int main(void)
 	TAP_IS_STR(fake_spank_got("CUDA_DEVICE_ORDER"), "PCI_BUS_ID", "CUDA_DEVICE_ORDER");
 	TAP_IS_STR(fake_spank_got("NCCL_IB_HCA"), "=mlx5_0:2", "NCCL_IB_HCA: the fixture's HCA, active port 2");
 	TAP_OK(fake_spank_last_error[0] == '\0', "no error logged (%s)", fake_spank_last_error);
+	TAP_OK(getenv("PATH") != NULL, "a task without a container keeps its process environment");
+	container_env(&plugin, &handle);
 	plugin.fini(&handle, 0, NULL);
 	dlclose(h);
 	return tap_done();
