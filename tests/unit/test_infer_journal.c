@@ -1,8 +1,8 @@
 /* test_infer_journal.c - the coordinator's journal (inference/journal.c):
  * records written and replayed into an equal state, appends, a torn tail
  * (cut mid-record), a flipped bit, a replayed duplicate, a journal of another
- * protocol version, a foreign file, and an append that fails (a full disk):
- * cut back to the records before it. */
+ * protocol version, a foreign file, a batch of changes in one write, and an
+ * append that fails (a full disk): cut back to the records before it. */
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -92,12 +92,15 @@ int main(void)
 	TAP_IS_INT(dlrt_journal_open(&j, dir, dlrt_buf_head(&log), log.len, &err), 0,
 		   "journal written from a log of 2 changes");
 	add_change(&log, &a, DLRT_CH_TASK_DONE, 2);
-	TAP_IS_INT(dlrt_journal_append(&j, dlrt_buf_head(&log) + first, log.len - first, false,
-				       &err), 0, "a third change appended");
-	first = log.len;
 	add_change(&log, &a, DLRT_CH_TASK_DONE, 1);
-	dlrt_journal_append(&j, dlrt_buf_head(&log) + first, log.len - first, true, &err);
-	TAP_OK(j.syncs >= 1, "a forced append syncs");
+	TAP_IS_INT(dlrt_journal_write(&j, dlrt_buf_head(&log) + first, log.len - first, true,
+				      &err), 0, "a batch of two changes appended");
+	TAP_IS_INT(j.writes, 1, "in one write");
+	TAP_IS_INT(j.records, 2, "as two records");
+	TAP_OK(j.syncs >= 1, "a forced write syncs");
+	TAP_IS_INT(dlrt_journal_write(&j, dlrt_buf_head(&log), 0, true, &err), 0,
+		   "an empty batch is nothing to do");
+	TAP_IS_INT(j.writes, 1, "and writes nothing");
 	dlrt_journal_close(&j);
 	{
 		struct stat sb;
