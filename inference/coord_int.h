@@ -59,6 +59,8 @@
  * older coordinator to look, see the claim and stop (docs/inference.md). */
 #define DLRT_COORD_FENCE_MS 10
 #define DLRT_COORD_FENCE_WAIT_MS 200
+/* The standby gets at most one group of changes per this time (coord_replication.c). */
+#define DLRT_COORD_GROUP_US 1000
 
 struct inflight {
 	uint32_t job;
@@ -114,7 +116,13 @@ struct jrt {
 
 /* An answer checked and kept for this loop turn's batch (coord_results.c). */
 struct dlrt_coord_answer {
-	struct dlrt_infer_change ch; /* TASK_DONE; owns ch.res's arrays */
+	/* What its TASK_DONE change will say (a whole struct dlrt_infer_change
+	 * is 16 KiB: copied per answer, it cost more than the answer). */
+	struct {
+		uint32_t job, worker, latency_us;
+		uint64_t task;
+		struct dlrt_ip_result res; /* owns its arrays */
+	} ch;
 	double occ;             /* worker-seconds it took */
 	bool warm;              /* the worker's first task of the job */
 	bool resent;            /* RESENT after a failover */
@@ -192,6 +200,9 @@ struct coord {
 	uint64_t sb_acked, sb_ready_seq;
 	uint64_t sb_sent;       /* the newest change queued for it */
 	uint64_t sb_wrote;      /* the newest change of the group last written to it */
+	struct dlrt_buf sbq;    /* changes for it whose group has not gone yet */
+	int64_t sb_group_us;    /* when the last group went */
+	bool sb_group_timer;    /* a timer sends the next group */
 	struct dlrt_conn **held; /* connections with replies held for the standby */
 	uint32_t nheld;
 	int64_t sb_ack_ms;      /* its last SEQACK */

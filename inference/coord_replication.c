@@ -30,6 +30,8 @@
  * loop goes on serving (a worker gets its next task at once; only the ACK of
  * its answer waits). Without a ready standby the journal alone is the
  * record: replies wait for the write of their batch only. */
+static void standby_lost(struct coord *c, const char *why);
+
 static bool sb_pending(const struct coord *c)
 {
 	return c->sb && c->sb_ready && c->sb_acked < c->sb_sent;
@@ -110,6 +112,51 @@ static void held_forget(struct coord *c, struct dlrt_conn *conn)
 	dlrt_buf_free(&p->held);
 }
 
+/* The standby's link carries one group of changes at a time (its SEQACK
+ * sends the next) and at most one every DLRT_COORD_GROUP_US: a group per
+ * round trip alone made groups of a few changes, each a wake-up of the
+ * standby (most of its CPU) and a send and a SEQACK for the coordinator.
+ * Changes wait in c->sbq until their group goes. force: now (the pool
+ * stops, or the standby is not ready yet). */
+static void sb_group(struct coord *c, bool force);
+
+static int64_t sb_group_timer(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+
+	(void)loop;
+	c->sb_group_timer = false;
+	sb_group(c, false);
+	return -1;
+}
+
+static void sb_group(struct coord *c, bool force)
+{
+	int64_t now = dlrt_now_us();
+
+	if (!c->sb || !c->sbq.len)
+		return;
+	if (!force && c->sb_ready) {
+		if (c->sb_acked < c->sb_wrote)
+			return; /* a group is on its way: its SEQACK sends this one */
+		if (now - c->sb_group_us < DLRT_COORD_GROUP_US && c->sbq.len < ((size_t)64 << 10)) {
+			if (!c->sb_group_timer && c->loop &&
+			    dlrt_evloop_add_timer(c->loop, 1, sb_group_timer, c) > 0)
+				c->sb_group_timer = true;
+			return;
+		}
+	}
+	if (dlrt_buf_append(&c->sb->out, dlrt_buf_head(&c->sbq), c->sbq.len) < 0) {
+		dlrt_buf_consume(&c->sbq, c->sbq.len);
+		standby_lost(c, "it fell too far behind");
+		return;
+	}
+	dlrt_buf_consume(&c->sbq, c->sbq.len);
+	c->sb_wrote = c->sb_sent;
+	c->sb_group_us = now;
+	dlrt_coord_mark_dirty(c, c->sb);
+}
+
 /* A worker's ACK for an answer: out with the group's SEQACK. */
 void dlrt_coord_put_ack(struct coord *c, struct dlrt_conn *conn, uint32_t job, uint64_t task)
 {
@@ -185,10 +232,7 @@ static void standby_acked(struct coord *c, uint64_t seq)
 			       "standby ready: it holds all %llu changes; every change now reaches it "
 			       "before it is acknowledged", (unsigned long long)c->sb_acked);
 	}
-	if (c->sb->out.len && c->sb_acked >= c->sb_wrote) {
-		c->sb_wrote = c->sb_sent; /* the next group */
-		dlrt_coord_mark_dirty(c, c->sb);
-	}
+	sb_group(c, false); /* the next group */
 	/* What waited for it goes out before the deferred writes, after the
 	 * fence check (before_flush below). */
 	dlrt_coord_kick(c);
@@ -201,6 +245,7 @@ void dlrt_coord_sb_drain(struct coord *c)
 {
 	struct dlrt_err err;
 
+	sb_group(c, true);
 	if (!sb_pending(c))
 		return;
 	if (dlrt_standby_push(c->sb, c->sb_sent, c->sb_tmo, &c->sb_acked, &err) < 0) {
@@ -389,18 +434,17 @@ int dlrt_coord_write_batch(struct coord *c)
 	c->written_seq = c->st.seq;
 	if (!c->sb)
 		return 0;
-	if (dlrt_buf_append(&c->sb->out, frames, n) < 0) {
+	if (dlrt_buf_append(&c->sbq, frames, n) < 0) {
+		dlrt_buf_consume(&c->sbq, c->sbq.len);
 		standby_lost(c, "it fell too far behind");
 	} else {
 		/* Written with the deferred writes of this turn, or, while a group
 		 * is on its way, with the next group when its SEQACK comes
-		 * (standby_acked): the busier the pool, the larger the groups. The
+		 * (standby_acked), at most one group every DLRT_COORD_GROUP_US
+		 * (sb_group): the busier the pool, the larger the groups. The
 		 * replies telling of it wait for its SEQACK. */
 		c->sb_sent = c->written_seq;
-		if (!c->sb_ready || c->sb_acked >= c->sb_wrote) {
-			c->sb_wrote = c->written_seq;
-			dlrt_coord_mark_dirty(c, c->sb);
-		}
+		sb_group(c, !c->sb_ready);
 	}
 	return 0;
 }
@@ -422,6 +466,7 @@ int dlrt_coord_standby_attach(struct coord *c, struct dlrt_conn *conn,
 	c->sb_ready_seq = c->written_seq;
 	c->sb_acked = 0;
 	c->sb_sent = c->sb_wrote = c->written_seq;
+	dlrt_buf_consume(&c->sbq, c->sbq.len); /* in the log it gets */
 	c->sb_ack_ms = dlrt_now_ms();
 	c->promote_ms = 0;
 	if (dlrt_ip_put_welcome(&conn->out, &wel) < 0 ||

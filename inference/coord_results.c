@@ -64,17 +64,17 @@ void dlrt_coord_job_complete(struct coord *c, uint32_t ji)
 
 /* A task's rows, as the results file holds them, appended to b; -1 out of
  * memory. */
-static int csv_format(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch,
-		      struct dlrt_buf *b)
+static int csv_format(struct coord *c, uint32_t ji, uint64_t task, uint32_t worker,
+		      uint32_t latency_us, const struct dlrt_ip_result *res, struct dlrt_buf *b)
 {
 	struct dlrt_infer_job *j = &c->st.jobs[ji];
-	uint32_t first = dlrt_infer_task_first(j, ch->task);
+	uint32_t first = dlrt_infer_task_first(j, task);
 
-	for (uint32_t i = 0; i < ch->res.n; i++) {
+	for (uint32_t i = 0; i < res->n; i++) {
 		char line[160];
 		int n = snprintf(line, sizeof(line), "%u,%u,%d,%.6f,%u,%.3f\n", first + i,
-				 j->sub.first + first + i, ch->res.pred[i], (double)ch->res.score[i],
-				 ch->worker, ch->latency_us / 1000.0);
+				 j->sub.first + first + i, res->pred[i], (double)res->score[i],
+				 worker, latency_us / 1000.0);
 
 		if (n < 0 || (size_t)n >= sizeof(line) || dlrt_buf_append(b, line, (size_t)n) < 0)
 			return -1;
@@ -90,7 +90,7 @@ int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_ch
 	int rc = 0;
 
 	dlrt_buf_init(&b, (size_t)-1);
-	if (csv_format(c, ji, ch, &b) < 0) {
+	if (csv_format(c, ji, ch->task, ch->worker, ch->latency_us, &ch->res, &b) < 0) {
 		errno = ENOMEM;
 		rc = -1;
 	} else if (b.len && fwrite(dlrt_buf_head(&b), 1, b.len, c->jr[ji].csv) != b.len) {
@@ -123,8 +123,8 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 /* Keeps a checked answer for this loop turn's batch; it takes res's
  * arrays. -1: out of memory (the answer is dropped, as a lost one: its
  * worker keeps it unacknowledged, or the task runs again). */
-static int keep_answer(struct coord *c, const struct dlrt_infer_change *ch, double occ,
-		       bool warm, bool resent)
+static int keep_answer(struct coord *c, uint32_t worker, uint32_t latency_us,
+		       const struct dlrt_ip_result *res, double occ, bool warm, bool resent)
 {
 	if (c->npend == c->cappend) {
 		uint32_t cap = c->cappend ? c->cappend * 2 : 64;
@@ -135,7 +135,8 @@ static int keep_answer(struct coord *c, const struct dlrt_infer_change *ch, doub
 		c->pend = q;
 		c->cappend = cap;
 	}
-	c->pend[c->npend++] = (struct dlrt_coord_answer){ *ch, occ, warm, resent, true };
+	c->pend[c->npend++] = (struct dlrt_coord_answer){
+		{ res->job, worker, latency_us, res->task, *res }, occ, warm, resent, true };
 	return 0;
 }
 
@@ -168,7 +169,8 @@ static void store_job_rows(struct coord *c, uint32_t ji, uint32_t from)
 	dlrt_buf_consume(b, b->len);
 	for (uint32_t i = from; i < c->npend && !e; i++)
 		if (c->pend[i].ok && c->pend[i].ch.job == ji + 1 &&
-		    csv_format(c, ji, &c->pend[i].ch, b) < 0)
+		    csv_format(c, ji, c->pend[i].ch.task, c->pend[i].ch.worker,
+			       c->pend[i].ch.latency_us, &c->pend[i].ch.res, b) < 0)
 			e = ENOMEM;
 	if (!e && (fflush(r->csv) != 0 || write_all(fileno(r->csv), dlrt_buf_head(b), b->len) < 0))
 		e = errno ? errno : EIO;
@@ -233,10 +235,13 @@ static void answered(struct coord *c, const struct dlrt_coord_answer *a)
  * answered, or its job is over). */
 void dlrt_coord_store_answers(struct coord *c)
 {
+	struct dlrt_infer_change ch;
 	uint32_t n = c->npend;
 
 	if (!n)
 		return;
+	memset(&ch, 0, sizeof(ch)); /* once per batch: 16 KiB */
+	ch.kind = DLRT_CH_TASK_DONE;
 	for (uint32_t i = 0; i < n; i++) {
 		struct dlrt_coord_answer *a = &c->pend[i];
 		struct dlrt_infer_job *j = dlrt_infer_state_job(&c->st, a->ch.job);
@@ -270,7 +275,12 @@ void dlrt_coord_store_answers(struct coord *c)
 			dlrt_coord_end_job(c, ji, DLRT_IP_JOB_FAILED, r->csv_err);
 			continue;
 		}
-		if (dlrt_coord_commit(c, &a->ch) < 0) {
+		ch.job = a->ch.job;
+		ch.task = a->ch.task;
+		ch.worker = a->ch.worker;
+		ch.latency_us = a->ch.latency_us;
+		ch.res = a->ch.res; /* borrowed: the batch frees it */
+		if (dlrt_coord_commit(c, &ch) < 0) {
 			if (c->fenced || c->broken)
 				break; /* this coordinator stops; the next rebuilds the file */
 			/* Its row is in the file, the answer not in the state: a later
@@ -313,8 +323,8 @@ void dlrt_coord_answers_written(struct coord *c, bool written)
  * batch is written). */
 static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 {
-	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
 	struct dlrt_infer_job *j;
+	uint32_t latency_us;
 	int64_t t = dlrt_now_us(), start;
 	uint32_t k, ji;
 	double occ;
@@ -361,7 +371,7 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
 	start = w->fl[k].sent_us > w->last_done_us ? w->fl[k].sent_us : w->last_done_us;
 	occ = (double)(t - start) / 1e6;
 	warm = w->fl[k].warmup;
-	ch.latency_us = (uint32_t)(t - w->fl[k].sent_us);
+	latency_us = (uint32_t)(t - w->fl[k].sent_us);
 	memmove(&w->fl[k], &w->fl[k + 1], (w->n - k - 1) * sizeof(w->fl[0]));
 	w->n--;
 	w->tasks++;
@@ -375,11 +385,7 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
 				   "a worker answered the wrong number of queries");
 		return 0;
 	}
-	ch.job = res->job;
-	ch.task = res->task;
-	ch.worker = w->id;
-	ch.res = *res;
-	if (keep_answer(c, &ch, occ, warm, false) == 0)
+	if (keep_answer(c, w->id, latency_us, res, occ, warm, false) == 0)
 		res->pred = NULL, res->score = NULL; /* the batch owns them now */
 	return 0;
 }
@@ -388,7 +394,6 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
  * acknowledging it: recorded if nobody answered the task since. */
 static void record_resent(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 {
-	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
 	struct dlrt_infer_job *j = dlrt_infer_state_job(&c->st, res->job);
 	struct jrt *r;
 
@@ -402,11 +407,7 @@ static void record_resent(struct coord *c, struct wk *w, struct dlrt_ip_result *
 	if (!r->att.cur && dlrt_attempts_init(&r->att, j->ntasks) < 0)
 		return; /* out of memory: the task runs again */
 	dlrt_attempts_assign(&r->att, res->task, UINT64_MAX);
-	ch.job = res->job;
-	ch.task = res->task;
-	ch.worker = w->id;
-	ch.res = *res;
-	if (keep_answer(c, &ch, 0, false, true) == 0)
+	if (keep_answer(c, w->id, 0, res, 0, false, true) == 0)
 		res->pred = NULL, res->score = NULL; /* the batch owns them now */
 }
 

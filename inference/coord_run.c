@@ -202,6 +202,7 @@ static void coord_close(struct coord *c)
 		dlrt_ip_result_free(&c->pend[i].ch.res);
 	free(c->pend);
 	dlrt_buf_free(&c->rows);
+	dlrt_buf_free(&c->sbq);
 	dlrt_infer_state_free(&c->st);
 }
 
@@ -357,11 +358,15 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	c.log_written = c.log.len; /* the journal holds it all */
 	c.written_seq = c.st.seq;
 	dlrt_buf_init(&c.rows, (size_t)-1);
+	dlrt_buf_init(&c.sbq, (size_t)-1);
 	c.loop = dlrt_evloop_create();
 	if (!c.loop) {
 		dlrt_err_set(err, "cannot create the event loop");
 		goto out;
 	}
+	/* Its workers keep it busy: asking again before it sleeps would only
+	 * add system calls (two per empty ask) on cores the workers need. */
+	dlrt_evloop_set_spin(c.loop, false);
 	if (dlrt_tcpserver_start(&c.srv, c.loop, &cfg, &dlrt_coord_proto, &c, err) < 0)
 		goto out;
 	sigemptyset(&ss);

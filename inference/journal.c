@@ -28,13 +28,38 @@ static void crc_init(void)
 	}
 }
 
+#if defined(__x86_64__)
+/* The CPU's own CRC32C instruction (SSE 4.2: the same polynomial), 8 bytes
+ * at a time: the coordinator checksums every change it journals. */
+__attribute__((target("sse4.2"))) static uint32_t crc_sse42(uint32_t crc, const uint8_t *b,
+							    size_t n)
+{
+	uint64_t c = crc;
+
+	for (; n >= 8; n -= 8, b += 8) {
+		uint64_t v;
+
+		memcpy(&v, b, 8);
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	crc = (uint32_t)c;
+	while (n--)
+		crc = __builtin_ia32_crc32qi(crc, *b++);
+	return crc;
+}
+#endif
+
 uint32_t dlrt_crc32c(uint32_t crc, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
+	crc = ~crc;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc_sse42(crc, b, n);
+#endif
 	if (!crc_table[1])
 		crc_init();
-	crc = ~crc;
 	while (n--)
 		crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
 	return ~crc;

@@ -76,6 +76,14 @@ int main(void)
 	int fd;
 
 	TAP_OK(dlrt_crc32c(0, "123456789", 9) == 0xE3069283u, "CRC32C check value");
+	{
+		/* RFC 3720 (iSCSI) B.4: 32 bytes of zeros, of ones (8-byte steps). */
+		uint8_t z[32] = { 0 }, o[32];
+
+		memset(o, 0xff, sizeof(o));
+		TAP_OK(dlrt_crc32c(0, z, sizeof(z)) == 0x8A9136AAu, "CRC32C of 32 zero bytes");
+		TAP_OK(dlrt_crc32c(0, o, sizeof(o)) == 0x62A8AB43u, "CRC32C of 32 0xff bytes");
+	}
 	if (!mkdtemp(dir))
 		return 1;
 	snprintf(path, sizeof(path), "%s/journal", dir);
