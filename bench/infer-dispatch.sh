@@ -22,8 +22,10 @@
 # (perf stat -e raw_syscalls:sys_enter on its process, from the submit to
 # the job's end: a count, not a time, so it holds on a loaded machine) and
 # the CPU time the coordinator and the standby took per 1000 tasks. Every
-# run's numbers are printed too, in the order they ran. LENET=1 adds lenet5
-# tasks of 10 queries (default and journal only).
+# run's numbers are printed below the table too, in the order they ran (and
+# on stderr as they come). LENET=1 adds lenet5 tasks of 10 queries (default
+# and journal only). The syscall counts need perf (linux-perf) and root, as
+# the rest of this script; without perf they are "-".
 #
 #   bench/infer-dispatch.sh     (from bench/run-all.sh, or with the cluster's env)
 # Environment: N (pool tasks, default 60000), N_LENET (lenet5 queries, 60000),
@@ -120,6 +122,7 @@ for pf in 1 4; do
 		for cfg in d j n; do
 			r=$(pool_rate "$pf" "$cfg")
 			R[$pf$cfg]="${R[$pf$cfg]:-}$r"$'\n'
+			RUNS="${RUNS:-}| $i | $pf | $cfg | ${r// / | } |"$'\n'
 			echo "run $i, --prefetch $pf, $cfg: $r (tasks/s, syscalls/task, coordinator and standby CPU ms per 1000 tasks)" >&2
 		done
 	done
@@ -134,6 +137,12 @@ echo "|---|---|---|---|---|"
 echo "| default (journal + hot standby) | $(cell 1d) | $(cell 4d) |"
 echo "| journal only (DLRT_INFER_STANDBY=0) | $(cell 1j) | $(cell 4j) |"
 echo "| neither (DLRT_INFER_STANDBY=0 DLRT_INFER_JOURNAL=0) | $(cell 1n) | $(cell 4n) |"
+echo
+echo "every run, in the order they ran (d = default, j = journal only, n = neither):"
+echo
+echo "| run | --prefetch | configuration | tasks/s | syscalls/task | coordinator CPU ms/1000 tasks | standby CPU ms/1000 tasks |"
+echo "|---|---|---|---|---|---|---|"
+printf '%s' "$RUNS"
 echo
 if [ "$LENET" = 1 ]; then
 	for _ in $(seq 1 "$REPEAT"); do
