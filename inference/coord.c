@@ -77,10 +77,15 @@ static int64_t kick_timer(struct dlrt_evloop *loop, void *arg)
 
 	(void)loop;
 	c->kick_pending = false;
+	/* What the parts add now goes out with this flush: no second turn. */
+	c->in_kick = true;
 	/* Nothing goes out after a newer epoch was claimed (the fence check). */
 	for (uint32_t i = 0; i < c->nparts; i++)
-		if (c->parts[i]->before_flush && c->parts[i]->before_flush(c))
+		if (c->parts[i]->before_flush && c->parts[i]->before_flush(c)) {
+			c->in_kick = false;
 			return -1;
+		}
+	c->in_kick = false;
 	dlrt_coord_flush_dirty(c);
 	if (c->stopping && !c->kick_pending)
 		dlrt_evloop_stop(c->loop);
@@ -89,7 +94,7 @@ static int64_t kick_timer(struct dlrt_evloop *loop, void *arg)
 
 void dlrt_coord_kick(struct coord *c)
 {
-	if (c->kick_pending)
+	if (c->kick_pending || c->in_kick)
 		return;
 	if (dlrt_evloop_add_timer(c->loop, 0, kick_timer, c) > 0)
 		c->kick_pending = true;

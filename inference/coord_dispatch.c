@@ -88,6 +88,16 @@ static int send_jobinfo(struct wk *w, const struct dlrt_infer_job *j)
 	return 0;
 }
 
+/* Does worker w get tasks now? When it has no more than half its prefetch
+ * in flight (none, at --prefetch 1): with --prefetch 4 it gets two tasks in
+ * one message every second answer, instead of one per answer, so the
+ * coordinator sends, and the worker wakes up, half as often per task, while
+ * the worker always holds tasks to run. */
+bool dlrt_coord_wants_tasks(const struct coord *c, const struct wk *w)
+{
+	return w->n <= c->o->prefetch / 2;
+}
+
 /* Gives worker w tasks until it has `prefetch` in flight or nothing is left.
  * Appends to its connection's output; the caller sees that it is written. */
 void dlrt_coord_fill_worker(struct coord *c, struct wk *w)
@@ -184,7 +194,8 @@ static int on_taskfail(struct coord *c, struct dlrt_conn *conn, const struct dlr
 			dlrt_coord_end_job(c, tf.job - 1, DLRT_IP_JOB_FAILED, msg);
 		break;
 	}
-	dlrt_coord_fill_worker(c, w);
+	if (dlrt_coord_wants_tasks(c, w))
+		dlrt_coord_fill_worker(c, w);
 	return 0;
 }
 
@@ -196,7 +207,7 @@ static bool fill_idle_workers(struct coord *c)
 		struct wk *w = c->workers[i];
 		uint32_t before;
 
-		if (!w->conn || w->n >= c->o->prefetch)
+		if (!w->conn || !dlrt_coord_wants_tasks(c, w))
 			continue;
 		before = w->n;
 		dlrt_coord_fill_worker(c, w);

@@ -53,6 +53,14 @@
  * new task: it keeps every unacknowledged answer to send again after a
  * failover, and keeps at most 256 (worker.c). */
 #define MAX_HELD_ACKS 128
+/* How often the coordinator looks at the claims directory, at most (fencing,
+ * coord_replication.c), and how long a coordinator that starts from the
+ * journal waits after its claim before it reads it: long enough for an
+ * older coordinator to look, see the claim and stop (docs/inference.md). */
+#define DLRT_COORD_FENCE_MS 10
+#define DLRT_COORD_FENCE_WAIT_MS 200
+/* The standby gets at most one group of changes per this time (coord_replication.c). */
+#define DLRT_COORD_GROUP_US 1000
 
 struct inflight {
 	uint32_t job;
@@ -95,6 +103,9 @@ struct jrt {
 	bool answered_before;   /* resumed with answers: its first_task/first_result are logged */
 	FILE *csv;              /* rows are flushed before their answer is recorded */
 	off_t csv_len;          /* bytes written to it (where the next rows start) */
+	bool in_batch;          /* its rows of this batch are written (dlrt_coord_store_answers) */
+	bool batch_rows;        /* and stored from batch_at on, until the journal has them */
+	off_t batch_at;
 	char out[DLRT_IP_STR_MAX + 1];
 	char csv_err[DLRT_IP_STR_MAX + 1]; /* why its results cannot be stored ("" = they can) */
 	struct dlrt_conn **waiters;
@@ -102,6 +113,25 @@ struct jrt {
 	struct dlrt_attempts att; /* the dispatch each task is assigned to */
 	bool nrequeue_popped;     /* pop_task returned a requeued task */
 };
+
+/* An answer checked and kept for this loop turn's batch (coord_results.c). */
+struct dlrt_coord_answer {
+	/* What its TASK_DONE change will say (a whole struct dlrt_infer_change
+	 * is 16 KiB: copied per answer, it cost more than the answer). */
+	struct {
+		uint32_t job, worker, latency_us;
+		uint64_t task;
+		struct dlrt_ip_result res; /* owns its arrays */
+	} ch;
+	double occ;             /* worker-seconds it took */
+	bool warm;              /* the worker's first task of the job */
+	bool resent;            /* RESENT after a failover */
+	bool ok;                /* still to be recorded */
+};
+
+/* A held reply tells of the changes of the batch not written yet: its
+ * sequence number is known once the batch is (dlrt_coord_write_batch). */
+#define HELD_THIS_BATCH UINT64_MAX
 
 struct peer {
 	uint8_t role;           /* 0 until authenticated */
@@ -114,7 +144,7 @@ struct peer {
 	/* Group commit: replies that tell of changes the standby has not
 	 * acknowledged yet wait here, then go out behind conn->out. */
 	struct dlrt_buf held;
-	uint64_t held_seq;      /* the newest change they tell of */
+	uint64_t held_seq;      /* the newest change they tell of (or HELD_THIS_BATCH) */
 	uint32_t held_acks;     /* worker ACKs among them (dispatch stops at MAX_HELD_ACKS) */
 	bool in_held;           /* on the coordinator's held list */
 };
@@ -139,6 +169,7 @@ struct coord {
 	struct dlrt_conn **dirty;
 	uint32_t ndirty, capdirty;
 	bool kick_pending;
+	bool in_kick;           /* the deferred writes are being made (kick_timer) */
 	int64_t start_us, last_accrue_us, bucket_ms;
 	int64_t t0_us;          /* pool time 0 of the timeline files (tsvlog.h), on our clock */
 	int64_t tl_fence_ms;    /* the timeline's last fence check */
@@ -147,6 +178,16 @@ struct coord {
 	bool stopping;
 	int sfd;
 	struct dlrt_buf log;    /* every change so far, as CHANGE frames (for a new standby) */
+	/* The batch: answers kept this loop turn, stored and recorded together
+	 * before the deferred writes (dlrt_coord_write_batch), and the changes
+	 * committed but not written to the journal and the standby yet. */
+	struct dlrt_coord_answer *pend;
+	uint32_t npend, cappend;
+	struct dlrt_buf rows;   /* a job's rows of the batch, written in one go */
+	size_t log_written;     /* bytes of the log in the journal and queued for the standby */
+	uint64_t written_seq;   /* the newest change written so (held replies up to it may go) */
+	bool batch_sync;        /* the batch holds a change the journal syncs at once */
+	int64_t fence_ms;       /* the last look at the claims (dlrt_coord_fence_due) */
 	struct dlrt_hb hb;      /* heartbeat bound and periods */
 	int64_t hb_last_check_ms;
 	uint64_t next_attempt;  /* id of the next dispatch */
@@ -159,6 +200,9 @@ struct coord {
 	uint64_t sb_acked, sb_ready_seq;
 	uint64_t sb_sent;       /* the newest change queued for it */
 	uint64_t sb_wrote;      /* the newest change of the group last written to it */
+	struct dlrt_buf sbq;    /* changes for it whose group has not gone yet */
+	int64_t sb_group_us;    /* when the last group went */
+	bool sb_group_timer;    /* a timer sends the next group */
 	struct dlrt_conn **held; /* connections with replies held for the standby */
 	uint32_t nheld;
 	int64_t sb_ack_ms;      /* its last SEQACK */
@@ -167,7 +211,7 @@ struct coord {
 	int sb_tmo;
 	bool fenced;            /* a newer epoch took over: acknowledge nothing more */
 	struct dlrt_pool_access acc; /* our access record, rewritten if an older one replaced it */
-	struct stat claims_seen; /* the claims directory when last scanned (claim.h) */
+	struct stat claims_seen; /* the claims directory when last looked at (claim.h) */
 	uint32_t beats, resent;
 	bool first_answer;      /* logged the first answer since a takeover */
 	char host[64];
@@ -252,6 +296,8 @@ void dlrt_coord_sb_drain(struct coord *c);
 int64_t dlrt_coord_ha_tick(struct dlrt_evloop *loop, void *arg);
 void dlrt_coord_break(struct coord *c, const char *msg);
 int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch);
+int dlrt_coord_write_batch(struct coord *c);
+void dlrt_coord_release_held(struct coord *c);
 int dlrt_coord_standby_attach(struct coord *c, struct dlrt_conn *conn,
 			      const struct dlrt_ip_hello *h);
 
@@ -267,9 +313,12 @@ void dlrt_coord_fail_unstorable(struct coord *c);
 void dlrt_coord_csv_fail(struct coord *c, uint32_t ji, const char *what, int e);
 void dlrt_coord_job_complete(struct coord *c, uint32_t ji);
 int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch);
+void dlrt_coord_store_answers(struct coord *c);
+void dlrt_coord_answers_written(struct coord *c, bool written);
 
 /* coord_dispatch.c */
 void dlrt_coord_requeue(struct coord *c, uint32_t ji, uint64_t task);
+bool dlrt_coord_wants_tasks(const struct coord *c, const struct wk *w);
 void dlrt_coord_fill_worker(struct coord *c, struct wk *w);
 
 /* coord_liveness.c */

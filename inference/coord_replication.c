@@ -1,11 +1,12 @@
 /* coord_replication.c - the coordinator's durable changes and its hot
- * standby (standby.h): commit (journal, then the standby), the group commit
- * that holds replies until the standby acknowledged what they tell of,
- * fencing by a newer epoch, asking a worker for a standby, and the stop of
- * the pool when the journal fails. Its part takes SEQACK, decides where a
- * client's replies go, checks the fence before each flush of the deferred
- * writes, and forgets a connection's held replies (or the standby) when it
- * closes.
+ * standby (standby.h): commit, the batch (once per loop turn: the answers'
+ * rows, then the journal, then the standby), the group commit that holds
+ * replies until what they tell of is written and the standby acknowledged
+ * it, fencing by a newer epoch, asking a worker for a standby, and the stop
+ * of the pool when the journal fails. Its part takes SEQACK, decides where a
+ * client's replies go, writes the batch, checks the fence and releases the
+ * held replies before each flush of the deferred writes, and forgets a
+ * connection's held replies (or the standby) when it closes.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,29 +18,51 @@
 #include "common/clock.h"
 #include "standby.h"
 
-/* Group commit. A change is journaled and queued for the standby at once,
- * and the standby's link is written once per loop iteration, so every change
- * of an iteration travels in one write and comes back in one SEQACK. What
- * tells anyone of a change (a worker's ACK, a client's reply, a waiter's
- * JOBEND) waits in its peer's `held` buffer until the standby acknowledged
- * the newest change queued before it: the standby still holds everything
- * that was acknowledged, while the loop goes on serving (a worker gets its
- * next task at once; only the ACK of its answer waits). Without a ready
- * standby nothing waits: the journal alone is the record, as before. */
+/* Group commit. The changes of one loop turn are a batch: the answers'
+ * rows are stored (coord_results.c), the changes journaled in one write and
+ * queued for the standby together (dlrt_coord_write_batch), before the
+ * deferred writes go out; the standby's link is written once per loop turn,
+ * so every change of a turn travels in one write and comes back in one
+ * SEQACK. What tells anyone of a change (a worker's ACK, a client's reply, a
+ * waiter's JOBEND) waits in its peer's `held` buffer until the batch is
+ * written and the standby acknowledged the newest change before it: the
+ * journal and the standby hold everything that was acknowledged, while the
+ * loop goes on serving (a worker gets its next task at once; only the ACK of
+ * its answer waits). Without a ready standby the journal alone is the
+ * record: replies wait for the write of their batch only. */
+static void standby_lost(struct coord *c, const char *why);
+
 static bool sb_pending(const struct coord *c)
 {
 	return c->sb && c->sb_ready && c->sb_acked < c->sb_sent;
 }
 
+/* Something nobody may hear of yet: answers kept for the batch, changes not
+ * written yet, or not acknowledged by the standby yet. */
+static bool pending(const struct coord *c)
+{
+	return c->npend || c->written_seq < c->st.seq || sb_pending(c);
+}
+
+/* The newest change a reply may tell of now. */
+static uint64_t durable_seq(const struct coord *c)
+{
+	return c->sb && c->sb_ready && c->sb_acked < c->written_seq ? c->sb_acked
+								      : c->written_seq;
+}
+
 /* Where a reply that tells of the changes so far goes: behind earlier held
- * replies of its peer, or held when the standby lags, else out at once. */
+ * replies of its peer, or held while anything is pending, else out at once.
+ * Once the journal failed nothing more is recorded: what is said now (the
+ * pool stops) goes out at once. */
 struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn)
 {
 	struct peer *p = conn->state;
 
-	if (!p->held.len && !sb_pending(c))
+	if (c->broken || (!p->held.len && !pending(c)))
 		return &conn->out;
-	p->held_seq = c->sb_sent;
+	p->held_seq = HELD_THIS_BATCH;
+	dlrt_coord_kick(c);
 	if (!p->in_held) {
 		/* Room for every connection was made at start: this never fails. */
 		c->held[c->nheld++] = conn;
@@ -48,15 +71,17 @@ struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn)
 	return &p->held;
 }
 
-/* Sends the held replies the standby now holds the changes of (all: the
- * standby is gone and the journal alone is the record). */
-static void release_held(struct coord *c, bool all)
+/* Sends the held replies whose changes are written and, with a ready
+ * standby, held by it. */
+void dlrt_coord_release_held(struct coord *c)
 {
+	uint64_t upto = durable_seq(c);
+
 	for (uint32_t i = 0; i < c->nheld; i++) {
 		struct dlrt_conn *conn = c->held[i];
 		struct peer *p = conn->state;
 
-		if (!all && p->held_seq > c->sb_acked)
+		if (p->held_seq > upto)
 			continue;
 		if (dlrt_buf_append(&conn->out, dlrt_buf_head(&p->held), p->held.len) < 0)
 			dlrt_coord_log(c,
@@ -69,7 +94,7 @@ static void release_held(struct coord *c, bool all)
 		/* A worker with tasks in flight answers soon, and the reply to that
 		 * carries these ACKs: a write and a wake-up of the worker fewer per
 		 * group. ACKs only let the worker forget answers it keeps. */
-		if (!p->w || !p->w->n || all)
+		if (!p->w || !p->w->n || c->stopping)
 			dlrt_coord_mark_dirty(c, conn);
 	}
 }
@@ -85,6 +110,51 @@ static void held_forget(struct coord *c, struct dlrt_conn *conn)
 		}
 	p->in_held = false;
 	dlrt_buf_free(&p->held);
+}
+
+/* The standby's link carries one group of changes at a time (its SEQACK
+ * sends the next) and at most one every DLRT_COORD_GROUP_US: a group per
+ * round trip alone made groups of a few changes, each a wake-up of the
+ * standby (most of its CPU) and a send and a SEQACK for the coordinator.
+ * Changes wait in c->sbq until their group goes. force: now (the pool
+ * stops, or the standby is not ready yet). */
+static void sb_group(struct coord *c, bool force);
+
+static int64_t sb_group_timer(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+
+	(void)loop;
+	c->sb_group_timer = false;
+	sb_group(c, false);
+	return -1;
+}
+
+static void sb_group(struct coord *c, bool force)
+{
+	int64_t now = dlrt_now_us();
+
+	if (!c->sb || !c->sbq.len)
+		return;
+	if (!force && c->sb_ready) {
+		if (c->sb_acked < c->sb_wrote)
+			return; /* a group is on its way: its SEQACK sends this one */
+		if (now - c->sb_group_us < DLRT_COORD_GROUP_US && c->sbq.len < ((size_t)64 << 10)) {
+			if (!c->sb_group_timer && c->loop &&
+			    dlrt_evloop_add_timer(c->loop, 1, sb_group_timer, c) > 0)
+				c->sb_group_timer = true;
+			return;
+		}
+	}
+	if (dlrt_buf_append(&c->sb->out, dlrt_buf_head(&c->sbq), c->sbq.len) < 0) {
+		dlrt_buf_consume(&c->sbq, c->sbq.len);
+		standby_lost(c, "it fell too far behind");
+		return;
+	}
+	dlrt_buf_consume(&c->sbq, c->sbq.len);
+	c->sb_wrote = c->sb_sent;
+	c->sb_group_us = now;
+	dlrt_coord_mark_dirty(c, c->sb);
 }
 
 /* A worker's ACK for an answer: out with the group's SEQACK. */
@@ -147,7 +217,7 @@ static void standby_lost(struct coord *c, const char *why)
 	shutdown(conn->fd, SHUT_RDWR);
 	if (!dlrt_coord_fence_check(c)) {
 		c->promote_ms = dlrt_now_ms();
-		release_held(c, true);
+		dlrt_coord_release_held(c); /* the journal alone is the record now */
 	}
 }
 
@@ -162,11 +232,10 @@ static void standby_acked(struct coord *c, uint64_t seq)
 			       "standby ready: it holds all %llu changes; every change now reaches it "
 			       "before it is acknowledged", (unsigned long long)c->sb_acked);
 	}
-	if (c->sb->out.len && c->sb_acked >= c->sb_wrote) {
-		c->sb_wrote = c->sb_sent; /* the next group */
-		dlrt_coord_mark_dirty(c, c->sb);
-	}
-	release_held(c, false);
+	sb_group(c, false); /* the next group */
+	/* What waited for it goes out before the deferred writes, after the
+	 * fence check (before_flush below). */
+	dlrt_coord_kick(c);
 }
 
 /* Waits (blocking, up to the takeover bound) until the standby holds every
@@ -176,6 +245,7 @@ void dlrt_coord_sb_drain(struct coord *c)
 {
 	struct dlrt_err err;
 
+	sb_group(c, true);
 	if (!sb_pending(c))
 		return;
 	if (dlrt_standby_push(c->sb, c->sb_sent, c->sb_tmo, &c->sb_acked, &err) < 0) {
@@ -183,6 +253,7 @@ void dlrt_coord_sb_drain(struct coord *c)
 		return;
 	}
 	standby_acked(c, c->sb_acked);
+	dlrt_coord_release_held(c);
 }
 
 /* Asks a worker to start a standby next to it: preferably on another node
@@ -255,7 +326,10 @@ void dlrt_coord_break(struct coord *c, const char *msg)
 		return;
 	c->broken = true;
 	snprintf(c->broken_msg, sizeof(c->broken_msg), "%s", msg);
-	dlrt_coord_sb_drain(c); /* the changes before this one were recorded: their replies go out */
+	/* The batches before this one were recorded: their replies go out; this
+	 * batch's never do. */
+	dlrt_coord_sb_drain(c);
+	dlrt_coord_release_held(c);
 	dlrt_coord_log(c, "%s; the pool stops (running jobs resume from the journal after dlrt-infer pool "
 	      "restart)", msg);
 	for (uint32_t ji = 0; ji < c->st.njobs; ji++) {
@@ -281,46 +355,11 @@ void dlrt_coord_break(struct coord *c, const char *msg)
 	dlrt_coord_kick(c);
 }
 
-/* Makes an applied change durable before anyone hears of it: appended to the
- * journal (journal.h has the fsync policy) and queued for the standby, whose
- * acknowledgement the replies telling of it wait for (group commit above).
- * -1 if it is not: the journal failed (the pool stops), or this coordinator
- * was fenced out meanwhile. */
-static int replicate(struct coord *c, const uint8_t *frame, size_t n, uint8_t kind, uint64_t seq)
-{
-	struct dlrt_err err;
-
-	if (dlrt_journal_append(&c->jn, frame, n, kind != DLRT_CH_TASK_DONE, &err) < 0) {
-		dlrt_coord_break(c, err.msg);
-		return -1;
-	}
-	if (c->jn.reserve_errno && c->jn.reserve_errno != EOPNOTSUPP && !c->reserve_warned) {
-		c->reserve_warned = true; /* once: it is retried on every 64 KiB */
-		dlrt_coord_log(c,
-			       "the journal cannot hold disk space ahead (%s): the pool folder is "
-			       "almost full; free space there before the journal runs out and the pool stops",
-			       strerror(c->jn.reserve_errno));
-	}
-	if (!c->sb)
-		return c->fenced ? -1 : 0;
-	if (dlrt_buf_append(&c->sb->out, frame, n) < 0) {
-		standby_lost(c, "it fell too far behind");
-	} else {
-		/* Written at the end of this loop iteration with the rest of the
-		 * group, or, while a group is on its way, with the next group when
-		 * its SEQACK comes (standby_acked): the busier the pool, the larger
-		 * the groups. The replies telling of it wait for its SEQACK. */
-		c->sb_sent = seq;
-		if (!c->sb_ready || c->sb_acked >= c->sb_wrote) {
-			c->sb_wrote = seq;
-			dlrt_coord_mark_dirty(c, c->sb);
-		}
-	}
-	return c->fenced ? -1 : 0;
-}
-
-/* Applies a change to the durable state, keeps its frame in the log and
- * replicates it; only then may the caller act on it. */
+/* Applies a change to the durable state and keeps its frame in the log;
+ * the caller may act on it at once, but nobody hears of it before the batch
+ * is written (dlrt_coord_write_batch: journal and standby) and the replies
+ * telling of it are released. -1 if it is not applied: the journal failed
+ * (the pool stops), this coordinator was fenced out, or the state refused it. */
 int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch)
 {
 	struct dlrt_err err;
@@ -340,7 +379,74 @@ int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch)
 		dlrt_coord_log(c, "refused a state change: %s", err.msg);
 		return -1;
 	}
-	return replicate(c, dlrt_buf_head(&c->log) + at, c->log.len - at, ch->kind, ch->seq);
+	/* Submissions and ends reach the disk before anyone hears of them. */
+	if (ch->kind != DLRT_CH_TASK_DONE)
+		c->batch_sync = true;
+	dlrt_coord_kick(c);
+	return 0;
+}
+
+/* The batch of this loop turn, before anyone hears of it: the kept answers'
+ * rows stored and the answers recorded (coord_results.c), then every change
+ * not written yet appended to the journal in one write (journal.h has the
+ * fsync policy) and queued for the standby, whose acknowledgement the
+ * replies telling of them wait for (group commit above). -1: nothing more
+ * may be acknowledged (the journal failed: the pool stops; or fenced out). */
+int dlrt_coord_write_batch(struct coord *c)
+{
+	const uint8_t *frames = dlrt_buf_head(&c->log) + c->log_written;
+	size_t n;
+	struct dlrt_err err;
+
+	if (c->fenced || c->broken)
+		return -1;
+	dlrt_coord_store_answers(c);
+	/* The replies held this turn tell of every change so far. */
+	for (uint32_t i = 0; i < c->nheld; i++) {
+		struct peer *p = c->held[i]->state;
+
+		if (p->held_seq == HELD_THIS_BATCH)
+			p->held_seq = c->st.seq;
+	}
+	if (c->fenced || c->broken) {
+		dlrt_coord_answers_written(c, false);
+		return -1;
+	}
+	frames = dlrt_buf_head(&c->log) + c->log_written;
+	n = c->log.len - c->log_written;
+	if (n && dlrt_journal_write(&c->jn, frames, n, c->batch_sync, &err) < 0) {
+		dlrt_coord_answers_written(c, false);
+		dlrt_coord_break(c, err.msg);
+		return -1;
+	}
+	dlrt_coord_answers_written(c, true);
+	if (!n)
+		return 0;
+	c->batch_sync = false;
+	if (c->jn.reserve_errno && c->jn.reserve_errno != EOPNOTSUPP && !c->reserve_warned) {
+		c->reserve_warned = true; /* once: it is retried on every 64 KiB */
+		dlrt_coord_log(c,
+			       "the journal cannot hold disk space ahead (%s): the pool folder is "
+			       "almost full; free space there before the journal runs out and the pool stops",
+			       strerror(c->jn.reserve_errno));
+	}
+	c->log_written = c->log.len;
+	c->written_seq = c->st.seq;
+	if (!c->sb)
+		return 0;
+	if (dlrt_buf_append(&c->sbq, frames, n) < 0) {
+		dlrt_buf_consume(&c->sbq, c->sbq.len);
+		standby_lost(c, "it fell too far behind");
+	} else {
+		/* Written with the deferred writes of this turn, or, while a group
+		 * is on its way, with the next group when its SEQACK comes
+		 * (standby_acked), at most one group every DLRT_COORD_GROUP_US
+		 * (sb_group): the busier the pool, the larger the groups. The
+		 * replies telling of it wait for its SEQACK. */
+		c->sb_sent = c->written_seq;
+		sb_group(c, !c->sb_ready);
+	}
+	return 0;
 }
 
 /* A standby attaches: it gets the whole log now, and each change from then on. */
@@ -355,21 +461,23 @@ int dlrt_coord_standby_attach(struct coord *c, struct dlrt_conn *conn,
 	}
 	((struct peer *)conn->state)->role = DLRT_IP_ROLE_STANDBY;
 	c->sb = conn;
+	/* It gets what was written; the batch being made follows with the batch. */
 	c->sb_ready = false;
-	c->sb_ready_seq = c->st.seq;
+	c->sb_ready_seq = c->written_seq;
 	c->sb_acked = 0;
-	c->sb_sent = c->sb_wrote = c->st.seq;
+	c->sb_sent = c->sb_wrote = c->written_seq;
+	dlrt_buf_consume(&c->sbq, c->sbq.len); /* in the log it gets */
 	c->sb_ack_ms = dlrt_now_ms();
 	c->promote_ms = 0;
 	if (dlrt_ip_put_welcome(&conn->out, &wel) < 0 ||
-	    dlrt_buf_append(&conn->out, dlrt_buf_head(&c->log), c->log.len) < 0 ||
-	    dlrt_ip_put_seq(&conn->out, DLRT_IP_SYNC, c->st.seq) < 0) {
+	    dlrt_buf_append(&conn->out, dlrt_buf_head(&c->log), c->log_written) < 0 ||
+	    dlrt_ip_put_seq(&conn->out, DLRT_IP_SYNC, c->written_seq) < 0) {
 		c->sb = NULL;
 		c->promote_ms = dlrt_now_ms() + 1000;
 		return -1;
 	}
 	dlrt_coord_log(c, "standby %s attached; it gets the %llu changes so far", h->name,
-		       (unsigned long long)c->st.seq);
+		       (unsigned long long)c->written_seq);
 	return 0;
 }
 
@@ -386,12 +494,26 @@ static int on_seqack(struct coord *c, struct dlrt_conn *conn, const struct dlrt_
 	return 0;
 }
 
-/* Before the deferred writes go out: not one after a newer epoch was
- * claimed. One stat(2) per batch; the claims are scanned only when it
- * changed. */
-static bool fenced_before_flush(struct coord *c)
+/* Before the deferred writes go out: this turn's batch is written, then,
+ * unless a newer epoch was claimed, the replies whose changes are durable
+ * now are released. The claims directory is looked at (one stat(2), a scan
+ * only when it changed) when DLRT_COORD_FENCE_MS passed since the last look,
+ * so the check costs nothing per task; docs/inference.md has why that
+ * bound keeps every answer exactly once. */
+static bool before_flush(struct coord *c)
 {
-	return dlrt_claim_changed(c->pool, &c->claims_seen) && dlrt_coord_fence_check(c);
+	int64_t now = dlrt_now_ms();
+
+	dlrt_coord_write_batch(c);
+	if (c->fenced)
+		return true;
+	if (now - c->fence_ms >= DLRT_COORD_FENCE_MS) {
+		c->fence_ms = now;
+		if (dlrt_claim_changed(c->pool, &c->claims_seen) && dlrt_coord_fence_check(c))
+			return true;
+	}
+	dlrt_coord_release_held(c);
+	return false;
 }
 
 /* A connection closes: its held replies go with it; if it was the standby,
@@ -406,7 +528,7 @@ static void conn_closed(struct coord *c, struct dlrt_conn *conn)
 	dlrt_coord_log(c, "standby lost: it closed its connection");
 	if (!dlrt_coord_fence_check(c)) {
 		c->promote_ms = dlrt_now_ms();
-		release_held(c, true);
+		dlrt_coord_release_held(c); /* the journal alone is the record now */
 	}
 }
 
@@ -417,7 +539,7 @@ static const struct dlrt_coord_frame frames[] = {
 const struct dlrt_coord_part dlrt_coord_replication_part = {
 	.frames = frames,
 	.nframes = sizeof(frames) / sizeof(frames[0]),
-	.before_flush = fenced_before_flush,
+	.before_flush = before_flush,
 	.reply_buf = dlrt_coord_reply_buf,
 	.closed = conn_closed,
 };

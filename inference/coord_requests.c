@@ -224,7 +224,9 @@ static int on_stop(struct coord *c, struct dlrt_conn *conn, const struct dlrt_ip
 	if (dlrt_ip_get_empty(f->payload, f->len, err) < 0)
 		return -1;
 	dlrt_coord_log(c, "stop requested: the pool shuts down");
-	dlrt_coord_sb_drain(c); /* the standby stops next: first it holds what was answered */
+	/* The standby stops next: first it holds what was answered. */
+	dlrt_coord_write_batch(c);
+	dlrt_coord_sb_drain(c);
 	dlrt_ip_put_empty(dlrt_coord_reply_buf(c, conn), DLRT_IP_OK);
 	if (c->sb) {
 		dlrt_ip_put_empty(&c->sb->out, DLRT_IP_STOP);

@@ -2,11 +2,20 @@
  * only), their rows stored in the results file before the answer is
  * recorded, re-sent answers after a failover, and the end of a job whose
  * last answer came. Its part takes RESULT and RESENT.
+ *
+ * Answers are stored per batch: a handler only checks an answer and keeps
+ * it (c->pend); once per loop turn, before anything is written to a peer,
+ * dlrt_coord_store_answers() writes the rows of every kept answer, flushes
+ * each results file once, and only then records the answers whose file took
+ * them (dlrt_coord_commit); the journal gets the whole batch after that
+ * (coord_replication.c), and the replies telling of it go out last.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdio_ext.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "coord_int.h"
@@ -53,78 +62,273 @@ void dlrt_coord_job_complete(struct coord *c, uint32_t ji)
 	}
 }
 
-/* A task's rows into the results file's buffer (csv_len counts them); -1
- * (errno set) on failure. */
-int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch)
+/* A task's rows, as the results file holds them, appended to b; -1 out of
+ * memory. */
+static int csv_format(struct coord *c, uint32_t ji, uint64_t task, uint32_t worker,
+		      uint32_t latency_us, const struct dlrt_ip_result *res, struct dlrt_buf *b)
 {
 	struct dlrt_infer_job *j = &c->st.jobs[ji];
-	FILE *f = c->jr[ji].csv;
-	uint32_t first = dlrt_infer_task_first(j, ch->task);
+	uint32_t first = dlrt_infer_task_first(j, task);
 
-	for (uint32_t i = 0; i < ch->res.n; i++) {
-		int n = fprintf(f, "%u,%u,%d,%.6f,%u,%.3f\n", first + i, j->sub.first + first + i,
-				ch->res.pred[i], (double)ch->res.score[i], ch->worker,
-				ch->latency_us / 1000.0);
+	for (uint32_t i = 0; i < res->n; i++) {
+		char line[160];
+		int n = snprintf(line, sizeof(line), "%u,%u,%d,%.6f,%u,%.3f\n", first + i,
+				 j->sub.first + first + i, res->pred[i], (double)res->score[i],
+				 worker, latency_us / 1000.0);
 
-		if (n < 0)
+		if (n < 0 || (size_t)n >= sizeof(line) || dlrt_buf_append(b, line, (size_t)n) < 0)
 			return -1;
-		c->jr[ji].csv_len += n;
 	}
 	return 0;
 }
 
-/* Stores an answer's rows before the answer is recorded: a row that only
- * reached stdio's buffer is not stored (the disk may be full when it is
- * written), and the journal must never hold an answer whose row was lost.
- * *at is where the rows start, for unstore_rows(). -1: the job's results
- * cannot be stored (csv_err says why). */
-static int store_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch,
-		      off_t *at)
+/* A task's rows into the results file's buffer (csv_len counts them): the
+ * rebuild of a file after a restart; -1 (errno set) on failure. */
+int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_change *ch)
+{
+	struct dlrt_buf b;
+	int rc = 0;
+
+	dlrt_buf_init(&b, (size_t)-1);
+	if (csv_format(c, ji, ch->task, ch->worker, ch->latency_us, &ch->res, &b) < 0) {
+		errno = ENOMEM;
+		rc = -1;
+	} else if (b.len && fwrite(dlrt_buf_head(&b), 1, b.len, c->jr[ji].csv) != b.len) {
+		rc = -1;
+	} else {
+		c->jr[ji].csv_len += (off_t)b.len;
+	}
+	dlrt_buf_free(&b);
+	return rc;
+}
+
+/* Writes all of p to fd; -1 with errno. */
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w == 0)
+			errno = ENOSPC;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Keeps a checked answer for this loop turn's batch; it takes res's
+ * arrays. -1: out of memory (the answer is dropped, as a lost one: its
+ * worker keeps it unacknowledged, or the task runs again). */
+static int keep_answer(struct coord *c, uint32_t worker, uint32_t latency_us,
+		       const struct dlrt_ip_result *res, double occ, bool warm, bool resent)
+{
+	if (c->npend == c->cappend) {
+		uint32_t cap = c->cappend ? c->cappend * 2 : 64;
+		struct dlrt_coord_answer *q = realloc(c->pend, cap * sizeof(*q));
+
+		if (!q)
+			return -1;
+		c->pend = q;
+		c->cappend = cap;
+	}
+	c->pend[c->npend++] = (struct dlrt_coord_answer){
+		{ res->job, worker, latency_us, res->task, *res }, occ, warm, resent, true };
+	return 0;
+}
+
+/* Is an answer to this task kept for the batch already? (Only a re-sent
+ * answer can meet another one: RESULTs are unique by their dispatch.) */
+static bool kept(const struct coord *c, uint32_t job, uint64_t task)
+{
+	for (uint32_t i = 0; i < c->npend; i++)
+		if (c->pend[i].ch.job == job && c->pend[i].ch.task == task)
+			return true;
+	return false;
+}
+
+/* Stores the batch's rows of job ji (its kept answers from `from` on): one
+ * write(2) past stdio, whose buffer is empty between batches (every
+ * earlier write was flushed), so the rows are in the file, not in a buffer
+ * a full disk could still refuse, before any of them is recorded. A write
+ * that fails cuts what it wrote (a full disk takes part of a write), so the
+ * file holds exactly the recorded answers; the job then fails (csv_err). */
+static void store_job_rows(struct coord *c, uint32_t ji, uint32_t from)
 {
 	struct jrt *r = &c->jr[ji];
+	struct dlrt_buf *b = &c->rows;
+	int e = 0;
 
 	if (!r->csv || r->csv_err[0]) {
 		dlrt_coord_csv_fail(c, ji, "write", EBADF);
-		return -1;
-	}
-	errno = 0;
-	*at = r->csv_len;
-	if (dlrt_coord_csv_rows(c, ji, ch) < 0 || fflush(r->csv) != 0) {
-		dlrt_coord_csv_fail(c, ji, "write", errno);
-		/* A full disk takes part of a write: cut the partial rows, so the
-		 * file holds exactly the recorded answers (the job fails anyway). */
-		__fpurge(r->csv);
-		r->csv_len = *at;
-		if (ftruncate(fileno(r->csv), *at) == 0)
-			fseeko(r->csv, *at, SEEK_SET);
-		return -1;
-	}
-	return 0;
-}
-
-/* The answer was stored but not recorded (the journal failed, a newer
- * coordinator took over): its rows go, so a later answer to the task is not
- * a second row. Failing that, the job must not end done. */
-static void unstore_rows(struct coord *c, uint32_t ji, off_t at)
-{
-	struct jrt *r = &c->jr[ji];
-
-	if (!r->csv)
 		return;
-	r->csv_len = at;
-	if (ftruncate(fileno(r->csv), at) < 0 || fseeko(r->csv, at, SEEK_SET) < 0)
-		dlrt_coord_csv_fail(c, ji, "cut back", errno);
+	}
+	dlrt_buf_consume(b, b->len);
+	for (uint32_t i = from; i < c->npend && !e; i++)
+		if (c->pend[i].ok && c->pend[i].ch.job == ji + 1 &&
+		    csv_format(c, ji, c->pend[i].ch.task, c->pend[i].ch.worker,
+			       c->pend[i].ch.latency_us, &c->pend[i].ch.res, b) < 0)
+			e = ENOMEM;
+	if (!e && (fflush(r->csv) != 0 || write_all(fileno(r->csv), dlrt_buf_head(b), b->len) < 0))
+		e = errno ? errno : EIO;
+	if (e) {
+		dlrt_coord_csv_fail(c, ji, "write", e);
+		__fpurge(r->csv);
+		if (ftruncate(fileno(r->csv), r->csv_len) == 0)
+			lseek(fileno(r->csv), r->csv_len, SEEK_SET);
+	} else {
+		r->batch_at = r->csv_len;
+		r->batch_rows = true;
+		r->csv_len += (off_t)b->len;
+	}
+	if (b->cap > ((size_t)1 << 20))
+		dlrt_buf_free(b); /* a burst after a takeover does not keep its memory */
+	else
+		dlrt_buf_consume(b, b->len);
 }
 
+/* What recording an answer sets off: the job's rate and cost, its first
+ * answer's event, its end once the last answer is in. */
+static void answered(struct coord *c, const struct dlrt_coord_answer *a)
+{
+	uint32_t ji = a->ch.job - 1;
+	struct jrt *r = &c->jr[ji];
+	struct dlrt_infer_job *j = &c->st.jobs[ji];
+
+	if (a->resent) {
+		c->resent++;
+		dlrt_coord_log(c, "worker %u re-sent task %llu of job %u, answered before the "
+			       "failover: recorded", a->ch.worker, (unsigned long long)a->ch.task,
+			       a->ch.job);
+	} else {
+		if ((c->o->takeover || c->o->yield) && !c->first_answer) {
+			c->first_answer = true;
+			dlrt_coord_log(c, "first answer to a task dispatched since the takeover at "
+				       "wall %.6f", dlrt_coord_wall_now());
+		}
+		/* A warm-up task's time is mostly loading: it says nothing of the cost. */
+		dlrt_coord_bucket_add(c, r, a->ch.res.n, a->occ, !a->warm);
+		if (!r->first_result_us) {
+			r->first_result_us = dlrt_now_us();
+			if (!r->answered_before)
+				dlrt_coord_event(c, j->id, "first_result");
+		}
+		/* The first answer gives the job's cost: use it now, not a window later. */
+		if (c->sj[ji].cost <= 0 && a->ch.res.n && !a->warm) {
+			c->sj[ji].cost = a->occ / a->ch.res.n;
+			dlrt_coord_retarget(c);
+		}
+	}
+	if (j->tasks_done == j->ntasks)
+		dlrt_coord_job_complete(c, ji);
+}
+
+/* The batch: every kept answer's rows written to its results file (one
+ * write per file), then the answers whose rows are stored are recorded, in
+ * the order they came. A job whose file failed records none of this
+ * batch's answers, its rows of the batch are cut, and it fails with the
+ * line naming the file. An answer whose job ended meanwhile, or whose task
+ * was recorded meanwhile, is dropped (its worker has its ACK: it was
+ * answered, or its job is over). */
+void dlrt_coord_store_answers(struct coord *c)
+{
+	struct dlrt_infer_change ch;
+	uint32_t n = c->npend;
+
+	if (!n)
+		return;
+	memset(&ch, 0, sizeof(ch)); /* once per batch: 16 KiB */
+	ch.kind = DLRT_CH_TASK_DONE;
+	for (uint32_t i = 0; i < n; i++) {
+		struct dlrt_coord_answer *a = &c->pend[i];
+		struct dlrt_infer_job *j = dlrt_infer_state_job(&c->st, a->ch.job);
+
+		if (!j || j->state != DLRT_IP_JOB_RUNNING || j->task_done[a->ch.task])
+			a->ok = false;
+	}
+	/* Each job's rows in one write, at its first answer of the batch. */
+	for (uint32_t i = 0; i < n; i++) {
+		struct jrt *r = &c->jr[c->pend[i].ch.job - 1];
+
+		if (c->pend[i].ok && !r->in_batch) {
+			r->in_batch = true;
+			errno = 0;
+			store_job_rows(c, c->pend[i].ch.job - 1, i);
+		}
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct dlrt_coord_answer *a = &c->pend[i];
+		uint32_t ji = a->ch.job - 1;
+		struct jrt *r;
+
+		if (!a->ok)
+			continue;
+		r = &c->jr[ji];
+		r->in_batch = false;
+		if (c->st.jobs[ji].state != DLRT_IP_JOB_RUNNING)
+			continue; /* failed by an earlier answer of this batch */
+		if (r->csv_err[0]) {
+			dlrt_coord_log(c, "job %u: %s", a->ch.job, r->csv_err);
+			dlrt_coord_end_job(c, ji, DLRT_IP_JOB_FAILED, r->csv_err);
+			continue;
+		}
+		ch.job = a->ch.job;
+		ch.task = a->ch.task;
+		ch.worker = a->ch.worker;
+		ch.latency_us = a->ch.latency_us;
+		ch.res = a->ch.res; /* borrowed: the batch frees it */
+		if (dlrt_coord_commit(c, &ch) < 0) {
+			if (c->fenced || c->broken)
+				break; /* this coordinator stops; the next rebuilds the file */
+			/* Its row is in the file, the answer not in the state: a later
+			 * answer would be a second row. */
+			dlrt_coord_end_job(c, ji, DLRT_IP_JOB_FAILED,
+					   "an answer could not be recorded (out of memory): resubmit");
+			continue;
+		}
+		answered(c, a);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (c->pend[i].ok)
+			c->jr[c->pend[i].ch.job - 1].in_batch = false;
+}
+
+/* The batch's changes were written to the journal, or (written false) they
+ * were not: then the rows stored for its answers are cut again, so each
+ * results file holds exactly the answers the journal recorded (the pool
+ * stops; the next coordinator resumes from the journal). */
+void dlrt_coord_answers_written(struct coord *c, bool written)
+{
+	for (uint32_t i = 0; i < c->npend; i++) {
+		struct jrt *r = &c->jr[c->pend[i].ch.job - 1];
+
+		if (c->pend[i].ok && r->batch_rows) {
+			r->batch_rows = false;
+			if (!written && r->csv) {
+				r->csv_len = r->batch_at;
+				if (ftruncate(fileno(r->csv), r->batch_at) < 0 ||
+				    lseek(fileno(r->csv), r->batch_at, SEEK_SET) < 0)
+					dlrt_coord_csv_fail(c, c->pend[i].ch.job - 1, "cut back", errno);
+			}
+		}
+		dlrt_ip_result_free(&c->pend[i].ch.res);
+	}
+	c->npend = 0;
+}
+
+/* Checks an answer and keeps it for the batch (its ACK is held until the
+ * batch is written). */
 static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 {
-	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
 	struct dlrt_infer_job *j;
+	uint32_t latency_us;
 	int64_t t = dlrt_now_us(), start;
 	uint32_t k, ji;
 	double occ;
 	bool warm;
-	off_t at;
 
 	for (k = 0; k < w->n; k++)
 		if (w->fl[k].job == res->job && w->fl[k].task == res->task &&
@@ -167,7 +371,7 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
 	start = w->fl[k].sent_us > w->last_done_us ? w->fl[k].sent_us : w->last_done_us;
 	occ = (double)(t - start) / 1e6;
 	warm = w->fl[k].warmup;
-	ch.latency_us = (uint32_t)(t - w->fl[k].sent_us);
+	latency_us = (uint32_t)(t - w->fl[k].sent_us);
 	memmove(&w->fl[k], &w->fl[k + 1], (w->n - k - 1) * sizeof(w->fl[0]));
 	w->n--;
 	w->tasks++;
@@ -181,73 +385,30 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
 				   "a worker answered the wrong number of queries");
 		return 0;
 	}
-	ch.job = res->job;
-	ch.task = res->task;
-	ch.worker = w->id;
-	ch.res = *res;
-	if (store_rows(c, ji, &ch, &at) < 0) {
-		dlrt_coord_log(c, "job %u: %s", j->id, c->jr[ji].csv_err);
-		dlrt_coord_end_job(c, ji, DLRT_IP_JOB_FAILED, c->jr[ji].csv_err);
-		return 0;
-	}
-	if (dlrt_coord_commit(c, &ch) < 0) {
-		unstore_rows(c, ji, at);
-		return 0;
-	}
-	if ((c->o->takeover || c->o->yield) && !c->first_answer) {
-		c->first_answer = true;
-		dlrt_coord_log(c,
-			       "first answer to a task dispatched since the takeover at wall %.6f",
-			       dlrt_coord_wall_now());
-	}
-	/* A warm-up task's time is mostly loading: it says nothing of the cost. */
-	dlrt_coord_bucket_add(c, &c->jr[ji], res->n, occ, !warm);
-	if (!c->jr[ji].first_result_us) {
-		c->jr[ji].first_result_us = t;
-		if (!c->jr[ji].answered_before)
-			dlrt_coord_event(c, j->id, "first_result");
-	}
-	/* The first answer gives the job's cost: use it now, not a window later. */
-	if (c->sj[ji].cost <= 0 && res->n && !warm) {
-		c->sj[ji].cost = occ / res->n;
-		dlrt_coord_retarget(c);
-	}
-	if (j->tasks_done == j->ntasks)
-		dlrt_coord_job_complete(c, ji);
+	if (keep_answer(c, w->id, latency_us, res, occ, warm, false) == 0)
+		res->pred = NULL, res->score = NULL; /* the batch owns them now */
 	return 0;
 }
 
 /* An answer a worker computed for an earlier coordinator, which died before
  * acknowledging it: recorded if nobody answered the task since. */
-static void record_resent(struct coord *c, struct wk *w, const struct dlrt_ip_result *res)
+static void record_resent(struct coord *c, struct wk *w, struct dlrt_ip_result *res)
 {
-	struct dlrt_infer_change ch = { .kind = DLRT_CH_TASK_DONE };
 	struct dlrt_infer_job *j = dlrt_infer_state_job(&c->st, res->job);
-	off_t at;
+	struct jrt *r;
 
 	if (!j || j->state != DLRT_IP_JOB_RUNNING || res->task >= j->ntasks ||
-	    j->task_done[res->task] || res->n != dlrt_infer_task_size(j, res->task))
-		return; /* recorded already, or the job ended: never twice */
-	ch.job = res->job;
-	ch.task = res->task;
-	ch.worker = w->id;
-	ch.res = *res;
-	if (store_rows(c, res->job - 1, &ch, &at) < 0) {
-		dlrt_coord_log(c, "job %u: %s", j->id, c->jr[res->job - 1].csv_err);
-		dlrt_coord_end_job(c, res->job - 1, DLRT_IP_JOB_FAILED,
-				   c->jr[res->job - 1].csv_err);
-		return;
-	}
-	if (dlrt_coord_commit(c, &ch) < 0) {
-		unstore_rows(c, res->job - 1, at);
-		return;
-	}
-	c->resent++;
-	dlrt_coord_log(c,
-		       "worker %u re-sent task %llu of job %u, answered before the failover: recorded",
-		       w->id, (unsigned long long)res->task, res->job);
-	if (j->tasks_done == j->ntasks)
-		dlrt_coord_job_complete(c, res->job - 1);
+	    j->task_done[res->task] || res->n != dlrt_infer_task_size(j, res->task) ||
+	    kept(c, res->job, res->task))
+		return; /* recorded already (or in this batch), or the job ended: never twice */
+	r = &c->jr[res->job - 1];
+	/* A dispatch of the task in flight now is void: its answer would be a
+	 * second one in this batch (attempt ids are never UINT64_MAX). */
+	if (!r->att.cur && dlrt_attempts_init(&r->att, j->ntasks) < 0)
+		return; /* out of memory: the task runs again */
+	dlrt_attempts_assign(&r->att, res->task, UINT64_MAX);
+	if (keep_answer(c, w->id, 0, res, 0, false, true) == 0)
+		res->pred = NULL, res->score = NULL; /* the batch owns them now */
 }
 
 /* RESENT: an answer no coordinator acknowledged. Acknowledged whether it is
@@ -284,7 +445,7 @@ static int on_result(struct coord *c, struct dlrt_conn *conn, const struct dlrt_
 	if (rc == 0 && !c->fenced && !c->broken)
 		dlrt_coord_put_ack(c, conn, res.job, res.task);
 	dlrt_ip_result_free(&res);
-	if (rc == 0)
+	if (rc == 0 && dlrt_coord_wants_tasks(c, w))
 		dlrt_coord_fill_worker(c, w);
 	dlrt_coord_kick(c);
 	return rc;

@@ -126,6 +126,9 @@ static void open_timeline(struct coord *c, bool continuing)
  * this coordinator's access record and releases everything. */
 static void coord_close(struct coord *c)
 {
+	/* The last batch is written, and what waited for it released. */
+	if (c->loop && dlrt_coord_write_batch(c) == 0)
+		dlrt_coord_release_held(c);
 	if (c->sb && !c->fenced) {
 		/* The standby must not take over a pool that stops. */
 		struct dlrt_err e3;
@@ -195,6 +198,11 @@ static void coord_close(struct coord *c)
 	free(c->sj);
 	free(c->dirty);
 	free(c->held);
+	for (uint32_t i = 0; i < c->npend; i++)
+		dlrt_ip_result_free(&c->pend[i].ch.res);
+	free(c->pend);
+	dlrt_buf_free(&c->rows);
+	dlrt_buf_free(&c->sbq);
 	dlrt_infer_state_free(&c->st);
 }
 
@@ -290,6 +298,7 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		return -1;
 	}
 	dlrt_claim_changed(c.pool, &c.claims_seen);
+	c.fence_ms = dlrt_now_ms();
 	if (dlrt_pool_new_secret(c.secret, err) < 0)
 		return -1;
 	if (o->address && *o->address)
@@ -312,6 +321,14 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 
 		snprintf(jp, sizeof(jp), "%s/journal", c.pool);
 		continuing = o->takeover || lstat(jp, &jsb) == 0;
+		/* An older coordinator of this history may still run: it looks at
+		 * the claims at least every DLRT_COORD_FENCE_MS while it serves, and
+		 * stops before it releases one more reply. Every change it told
+		 * anyone of is in the journal once that time has passed. (A
+		 * standby's copy needs no wait: nothing was acknowledged that the
+		 * standby did not acknowledge first.) */
+		if (!o->takeover && continuing)
+			usleep(DLRT_COORD_FENCE_WAIT_MS * 1000);
 	}
 	if (load_state(&c, err) < 0)
 		goto out;
@@ -338,11 +355,18 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		dlrt_coord_log(&c, "DLRT_INFER_JOURNAL=0: no journal (benchmarks only)");
 	else if (dlrt_journal_open(&c.jn, c.pool, dlrt_buf_head(&c.log), c.log.len, err) < 0)
 		goto out;
+	c.log_written = c.log.len; /* the journal holds it all */
+	c.written_seq = c.st.seq;
+	dlrt_buf_init(&c.rows, (size_t)-1);
+	dlrt_buf_init(&c.sbq, (size_t)-1);
 	c.loop = dlrt_evloop_create();
 	if (!c.loop) {
 		dlrt_err_set(err, "cannot create the event loop");
 		goto out;
 	}
+	/* Its workers keep it busy: asking again before it sleeps would only
+	 * add system calls (two per empty ask) on cores the workers need. */
+	dlrt_evloop_set_spin(c.loop, false);
 	if (dlrt_tcpserver_start(&c.srv, c.loop, &cfg, &dlrt_coord_proto, &c, err) < 0)
 		goto out;
 	sigemptyset(&ss);
@@ -375,6 +399,10 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 		if (c.st.jobs[ji].state == DLRT_IP_JOB_RUNNING &&
 		    c.st.jobs[ji].tasks_done == c.st.jobs[ji].ntasks)
 			dlrt_coord_job_complete(&c, ji);
+	if (dlrt_coord_write_batch(&c) < 0 && c.broken) {
+		dlrt_err_set(err, "%s", c.broken_msg);
+		goto out;
+	}
 	a.epoch = c.epoch;
 	a.port = dlrt_tcpserver_port(c.srv);
 	snprintf(a.secret, sizeof(a.secret), "%s", c.secret);

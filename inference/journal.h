@@ -15,7 +15,8 @@
  *
  * fsync policy (docs/inference.md): every record is written (write(2)) before
  * the change is acknowledged to anyone, so a killed coordinator process loses
- * nothing; fdatasync runs at once for job submissions and job ends, and for
+ * nothing; the coordinator writes the records of one loop turn together, in
+ * one write (dlrt_journal_write); fdatasync runs at once for job submissions and job ends, and for
  * answers at most every DLRT_JOURNAL_SYNC_MS (group commit), because an fsync
  * per task on a shared filesystem would cap the dispatch rate at the disk's
  * sync rate. Only a crash of the node holding the file's cache inside that
@@ -84,11 +85,13 @@ struct dlrt_journal {
 	bool dirty;          /* written since the last fdatasync */
 	int64_t synced_ms;
 	uint64_t records, syncs;
+	uint64_t writes;     /* write(2)s of batches */
 	off_t size;          /* bytes of sound records (what a failed append is cut back to) */
 	off_t reserved;      /* allocated up to here */
 	off_t reserve_next;  /* the size at which a failed refill is tried again */
 	int reserve_errno;   /* why the last refill failed (0 = it did not) */
 	char path[4200];
+	struct dlrt_buf batch; /* the records of the batch being written */
 };
 
 /* Writes DIR/journal afresh from `log` (a temporary file, fsync'd, renamed
@@ -96,10 +99,15 @@ struct dlrt_journal {
  * an unlinked file) and opens it for appending. */
 int dlrt_journal_open(struct dlrt_journal *j, const char *dir, const uint8_t *log, size_t n,
 		      struct dlrt_err *err);
-/* Appends one CHANGE frame as a record; sync forces fdatasync now. On a
- * failed write the file is cut back to its last sound record (a restart never
+/* Appends a batch of CHANGE frames (n bytes of whole frames, one after the
+ * other) as records, in one write(2); sync forces fdatasync now. On a failed
+ * write the file is cut back to its last sound record (a restart never
  * replays a change that was not acknowledged) and err names the file, the
- * cause and the fix; the caller must not acknowledge the change. */
+ * cause and the fix; the caller must not acknowledge any change of the
+ * batch. Nothing to do without a journal (fd < 0) or without frames. */
+int dlrt_journal_write(struct dlrt_journal *j, const uint8_t *frames, size_t n, bool sync,
+		       struct dlrt_err *err);
+/* One frame: dlrt_journal_write of a batch of one. */
 int dlrt_journal_append(struct dlrt_journal *j, const uint8_t *frame, size_t n, bool sync,
 			struct dlrt_err *err);
 /* fdatasync if anything was written since the last one. A failure means

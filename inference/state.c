@@ -210,15 +210,29 @@ int dlrt_infer_change_get(const uint8_t *p, size_t n, struct dlrt_infer_change *
 {
 	struct dlrt_ip_rd r;
 
-	memset(c, 0, sizeof(*c));
+	/* Not the whole struct: its text fields take 16 KiB, and zeroing them
+	 * for every change cost the standby (which decodes each one) more than
+	 * the change. sub is set by JOB_ADD only, and freed for it only
+	 * (dlrt_infer_change_free looks at the kind). */
+	c->epoch = c->seq = 0;
+	c->kind = 0;
+	c->job = 0;
+	c->wall = 0;
+	c->task = 0;
+	c->worker = c->latency_us = 0;
+	memset(&c->res, 0, sizeof(c->res));
+	c->state = 0;
+	c->error[0] = 0;
 	dlrt_ip_rd_init(&r, p, n);
 	c->epoch = dlrt_ip_rd_u64(&r);
 	c->seq = dlrt_ip_rd_u64(&r);
 	c->kind = dlrt_ip_rd_u8(&r);
 	c->job = dlrt_ip_rd_u32(&r);
 	c->wall = dlrt_ip_rd_f64(&r);
-	if (r.bad)
+	if (r.bad) {
+		c->kind = 0; /* sub was never set */
 		return dlrt_ip_rd_end(&r, "CHANGE", err);
+	}
 	switch (c->kind) {
 	case DLRT_CH_JOB_ADD:
 		return dlrt_ip_get_submit(p + r.off, n - r.off, &c->sub, err);
@@ -259,6 +273,7 @@ int dlrt_infer_change_get(const uint8_t *p, size_t n, struct dlrt_infer_change *
 
 void dlrt_infer_change_free(struct dlrt_infer_change *c)
 {
-	dlrt_ip_submit_free(&c->sub);
+	if (c->kind == DLRT_CH_JOB_ADD)
+		dlrt_ip_submit_free(&c->sub);
 	dlrt_ip_result_free(&c->res);
 }

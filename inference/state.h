@@ -84,6 +84,8 @@ int dlrt_infer_state_apply(struct dlrt_infer_state *s, const struct dlrt_infer_c
 int dlrt_infer_change_put(struct dlrt_buf *b, const struct dlrt_infer_change *c);
 int dlrt_infer_change_get(const uint8_t *p, size_t n, struct dlrt_infer_change *c,
 			  struct dlrt_err *err);
+/* Frees what _get allocated (also after a failed _get). _get sets `sub` for
+ * JOB_ADD only, and _free frees it for JOB_ADD only. */
 void dlrt_infer_change_free(struct dlrt_infer_change *c);
 
 #endif

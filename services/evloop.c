@@ -33,6 +33,7 @@ struct dlrt_evloop {
 	bool stop;
 	int64_t last_idle_us; /* how long the last wait took to bring events */
 	uint64_t spins;       /* waits that began with a spin (tests read it) */
+	bool no_spin;         /* dlrt_evloop_set_spin(false) */
 };
 
 /* How long the loop asks again before it sleeps, when events have been
@@ -161,6 +162,11 @@ void dlrt_evloop_del_timer(struct dlrt_evloop *loop, int64_t id)
 	}
 }
 
+void dlrt_evloop_set_spin(struct dlrt_evloop *loop, bool on)
+{
+	loop->no_spin = !on;
+}
+
 uint64_t dlrt_evloop_spins(const struct dlrt_evloop *loop)
 {
 	return loop->spins;
@@ -231,7 +237,7 @@ static int wait_events(struct dlrt_evloop *loop, struct epoll_event *evs, int ma
 	int timeout_ms = next_timeout_ms(loop, start / 1000);
 	int n = 0;
 
-	if (timeout_ms != 0 && loop->last_idle_us <= SPIN_US) {
+	if (timeout_ms != 0 && !loop->no_spin && loop->last_idle_us <= SPIN_US) {
 		loop->spins++;
 		while ((n = epoll_wait(loop->epfd, evs, max, 0)) == 0 &&
 		       dlrt_now_us() - start < SPIN_US)

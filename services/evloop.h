@@ -9,6 +9,7 @@
 #ifndef DLRT_EVLOOP_H
 #define DLRT_EVLOOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/clock.h" /* dlrt_now_ms(), the timers' clock */
@@ -46,5 +47,9 @@ void dlrt_evloop_stop(struct dlrt_evloop *loop);
 /* How many waits began by asking again without sleeping (evloop.c, SPIN_US):
  * never while events come further apart than that. */
 uint64_t dlrt_evloop_spins(const struct dlrt_evloop *loop);
+/* Turns that spin off (or on again): a server whose many peers keep it busy
+ * (the dlrt-infer coordinator) gains nothing from asking again before it
+ * sleeps, and each empty ask is two system calls (epoll_wait, sched_yield). */
+void dlrt_evloop_set_spin(struct dlrt_evloop *loop, bool on);
 
 #endif

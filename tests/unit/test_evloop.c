@@ -1,6 +1,7 @@
 /* test_evloop.c - services/evloop.c: timers and file events in one loop, and its
  * spin before sleeping: a quiet loop (events further apart than the spin's
- * bound) never spins, a loop whose events follow each other does. */
+ * bound) never spins, a loop whose events follow each other does, unless
+ * its spin is turned off (dlrt_evloop_set_spin). */
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -54,13 +55,15 @@ static void pong(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
 		dlrt_evloop_stop(loop);
 }
 
-static void test_busy_loop_spins(void)
+static void test_busy_loop_spins(bool spin)
 {
 	struct dlrt_evloop *loop = dlrt_evloop_create();
 	struct pingpong p = { .left = 1000 };
 	int fds[2];
 
 	TAP_OK(loop != NULL && pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0, "loop and pipe");
+	if (!spin)
+		dlrt_evloop_set_spin(loop, false);
 	p.rd = fds[0];
 	p.wr = fds[1];
 	TAP_IS_INT(dlrt_evloop_add_fd(loop, p.rd, DLRT_EV_READ, pong, &p), 0, "pipe added");
@@ -69,7 +72,10 @@ static void test_busy_loop_spins(void)
 	TAP_IS_INT(p.left, 0, "1000 events handled");
 	/* Each wait after the first follows one that found the byte at once;
 	 * only a thread preempted inside every one of them would not spin. */
-	TAP_OK(dlrt_evloop_spins(loop) > 0, "a loop whose events follow each other spins");
+	if (spin)
+		TAP_OK(dlrt_evloop_spins(loop) > 0, "a loop whose events follow each other spins");
+	else
+		TAP_IS_INT((int)dlrt_evloop_spins(loop), 0, "unless its spin is turned off");
 	dlrt_evloop_close_fd(loop, p.rd);
 	close(p.wr);
 	dlrt_evloop_destroy(loop);
@@ -78,6 +84,7 @@ static void test_busy_loop_spins(void)
 int main(void)
 {
 	test_quiet_loop_sleeps();
-	test_busy_loop_spins();
+	test_busy_loop_spins(true);
+	test_busy_loop_spins(false);
 	return tap_done();
 }

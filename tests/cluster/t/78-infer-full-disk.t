@@ -7,7 +7,10 @@
 # same pool (its journal kept running in the space it holds ahead) serves
 # another job exactly once. Then, in a restarted array, the journal itself
 # fails (a file size limit on the coordinator): the pool stops, `wait` says why, and after `pool
-# restart` the job resumes and completes exactly once.
+# restart` the job resumes and completes exactly once. Results and journal are
+# written per loop turn, rows first: the failed job's count, replayed from the
+# journal after a restart, still equals the rows its file held (the batch whose
+# write met the full disk was not journaled).
 #
 # The filesystem is a loop-mounted ext4 image mounted on the host (where the
 # client runs) and inside every node (each is a mount namespace with private
@@ -110,6 +113,11 @@ like "$ARRAY" '^[0-9]+$' "pool restart in a new array (job $ARRAY), with new log
 	fail_detail "$(cat "$WORK/restart0.err")"
 for _ in $(seq 1 120); do [ "$(workers_up)" -ge 2 ] && break; sleep 0.5; done
 is "$(workers_up)" 2 "2 workers joined the restarted pool"
+# The results of a loop turn are written together, before the turn's answers
+# are journaled: the write that met the full disk failed its whole batch, and
+# none of that batch's answers was journaled. The restarted coordinator
+# replayed the journal: job J2 still counts exactly the rows its file held.
+is "$(done_of "$J2")" "$rows" "after a restart from the journal, job $J2 counts the same $rows answers: the failed batch was never journaled"
 
 # The journal itself cannot be written (a file size limit on the coordinator,
 # just above the journal's size, so the journal hits it first): the answer
