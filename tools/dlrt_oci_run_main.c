@@ -105,6 +105,14 @@ int main(int argc, char **argv)
 	size_t len;
 	int rc;
 
+	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
+		fputs("usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n"
+		      "oci.conf's RunTimeRun for Slurm 22.05's srun --container: writes\n"
+		      "BUNDLE/config-taskTASK.json, BUNDLE/config.json with the task's environment\n"
+		      "as process.env, then runs RUNTIME ARGS. dlrt-oci-run(8), docs/containers.md.\n",
+		      stdout);
+		return 0;
+	}
 	if (argc < 5 || strcmp(argv[3], "--") != 0) {
 		fputs("usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n", stderr);
 		return 2;

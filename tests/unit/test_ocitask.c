@@ -320,6 +320,12 @@ static void test_program(void)
 	TAP_IS_STR(err, "usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n", "program: usage line");
 	free(out);
 	free(err);
+	rc = run((char *[]){ prog, "--help", NULL }, dlrt_env, &out, &err);
+	TAP_IS_INT(rc, 0, "program: --help");
+	TAP_OK(!strncmp(out, "usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n", 51) && !*err,
+	       "program: --help prints the usage on stdout");
+	free(out);
+	free(err);
 	rc = run((char *[]){ prog, dir, "%t", "--", "cat", NULL }, dlrt_env, &out, &err);
 	TAP_IS_INT(rc, 2, "program: a task id that is no number");
 	TAP_IS_STR(err, "dlrt-oci-run: task id '%t' is not a number: give it %t\n",
