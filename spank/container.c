@@ -9,9 +9,10 @@
  * runs with slurmstepd's own environment (execv), not the task's. So at the
  * very end of task_init, in the task's process, the task's environment
  * becomes the process environment: RunTimeRun inherits it, and a site's
- * RunTimeRun wrapper (etc/oci/dlrt-oci-run, docs/containers.md) writes it
- * into the task's own copy of config.json. Slurm 23.02 and later write each
- * task's environment themselves; this changes nothing there.
+ * RunTimeRun wrapper (dlrt-oci-run, tools/dlrt_oci_run_main.c,
+ * docs/containers.md) writes it into the task's own copy of config.json.
+ * Slurm 23.02 and later write each task's environment themselves; this
+ * changes nothing there.
  *
  * Only in a step with a container (SLURM_CONTAINER, which srun --container
  * sets in the step's environment): a bare task is exec'ed with the task's

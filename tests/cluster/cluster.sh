@@ -22,7 +22,6 @@
 # cluster at once (helpers, benchmarks next to tests).
 set -euo pipefail
 
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ID=${DLRT_CLUSTER_ID:-0}
 [[ $ID =~ ^[0-9]$ ]] || { echo "cluster.sh: DLRT_CLUSTER_ID=$ID: must be one digit, 0-9" >&2; exit 2; }
 if [ "$ID" -eq 0 ]; then SUFFIX="" NSPFX=dlrt; else SUFFIX="-$ID" NSPFX="dlrt$ID"; fi
@@ -147,11 +146,11 @@ write_oci_conf() {
 RunTimeQuery="$crun state %n.%u.%j.%s.%t"
 RunTimeKill="$crun kill -a %n.%u.%j.%s.%t SIGTERM"
 RunTimeDelete="$crun delete --force %n.%u.%j.%s.%t"
-RunTimeRun="$DIR/etc/dlrt-oci-run %b %t -- $crun run --bundle %b --config %b/config-task%t.json %n.%u.%j.%s.%t"
+RunTimeRun="$DIR/prefix/libexec/dlrt/dlrt-oci-run %b %t -- $crun run --bundle %b --config %b/config-task%t.json %n.%u.%j.%s.%t"
 CONF
 	# Slurm 22.05 gives the container the step's environment only: the
-	# wrapper gives each task its own (etc/oci/dlrt-oci-run).
-	install -m 0755 "$SRC/etc/oci/dlrt-oci-run" "$DIR/etc/dlrt-oci-run"
+	# wrapper, installed by `make cluster-up` with the rest of dlrt
+	# (tools/dlrt_oci_run_main.c), gives each task its own.
 	chmod 0644 "$DIR/etc/oci.conf.new"
 	if ! cmp -s "$DIR/etc/oci.conf.new" "$DIR/etc/oci.conf"; then
 		mv "$DIR/etc/oci.conf.new" "$DIR/etc/oci.conf"

@@ -14,7 +14,8 @@ make -s -C "$SRC" install DESTDIR="$WORK/stage" PREFIX=/opt/dlrt/"$VER" >"$WORK/
 ok $? "make install DESTDIR=... PREFIX=/opt/dlrt/$VER"
 S=$WORK/stage/opt/dlrt/$VER
 for f in lib/dlrt/dlrt.so etc/plugstack.conf.d/dlrt.conf etc/modulefiles/dlrt/$VER.lua \
-	etc/modulefiles-tcl/dlrt/$VER share/man/man7/dlrt.7 bin/dlrt-kv; do
+	etc/modulefiles-tcl/dlrt/$VER share/man/man7/dlrt.7 bin/dlrt-kv libexec/dlrt/dlrt-oci-run \
+	share/man/man8/dlrt-oci-run.8; do
 	ok "$([ -s "$S/$f" ]; echo $?)" "staged $f"
 done
 conf=$(cat "$S/etc/plugstack.conf.d/dlrt.conf")

@@ -65,7 +65,7 @@ for d in "$B"/packages/*.deb; do dpkg-deb -x "$d" "$R"; done
 chmod 0755 "$R"
 SO=$R/usr/lib/$MA/slurm-wlm/dlrt.so
 for f in "usr/lib/$MA/slurm-wlm/dlrt.so" usr/libexec/dlrt/dlrt-hvd-driver usr/libexec/dlrt/dlrt-store \
-	usr/libexec/dlrt/dlrt-relay usr/bin/dlrt-kv usr/bin/dlrt-topo usr/bin/dlrt-logs usr/bin/dlrt-infer \
+	usr/libexec/dlrt/dlrt-relay usr/libexec/dlrt/dlrt-oci-run usr/bin/dlrt-kv usr/bin/dlrt-topo usr/bin/dlrt-logs usr/bin/dlrt-infer \
 	usr/share/dlrt/models/lenet5.dlrtw etc/slurm/plugstack.conf.d/dlrt.conf; do
 	ok "$([ -s "$R/$f" ]; echo $?)" "packaged /$f"
 done

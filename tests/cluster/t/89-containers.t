@@ -2,7 +2,7 @@
 # Every runtime with its tasks inside a container, checked as the bare runs
 # are (t/11, t/20, t/30, t/32, t/37, t/38, t/39, t/50), one step each:
 #   1. Slurm's own OCI containers: srun --container=BUNDLE, rootless crun
-#      (the cluster's oci.conf, etc/oci/dlrt-oci-run), one task per node
+#      (the cluster's oci.conf, libexec/dlrt/dlrt-oci-run), one task per node
 #      (Slurm 22.05 runs no more in a container step);
 #   2. Charliecloud: srun --dl-runtime=X ch-run IMAGE -- PROG, two tasks per
 #      node, unprivileged user namespace;
@@ -307,7 +307,7 @@ for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break;
 scancel "$ARRAY" 2>/dev/null
 
 # A bundle that gives each task a network namespace of its own: the site's
-# RunTimeRun wrapper (etc/oci/dlrt-oci-run) refuses it in a dlrt step, in one
+# RunTimeRun wrapper (dlrt-oci-run) refuses it in a dlrt step, in one
 # line; a step without dlrt runs in it as Slurm starts it.
 NETNS=$(oci_bundle "$DLRT_TEST_USER" netns)
 run_srun -N1 --dl-runtime=torch --container="$NETNS" /usr/bin/python3 "$WORK/allreduce.py"
