@@ -20,6 +20,7 @@
 
 #include "coord_int.h"
 #include "common/clock.h"
+#include "common/fdio.h"
 
 /* The one line a job fails with when its results cannot be stored; the
  * first cause wins. */
@@ -102,24 +103,6 @@ int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_ch
 	return rc;
 }
 
-/* Writes all of p to fd; -1 with errno. */
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w == 0)
-			errno = ENOSPC;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Keeps a checked answer for this loop turn's batch; it takes res's
  * arrays. -1: out of memory (the answer is dropped, as a lost one: its
  * worker keeps it unacknowledged, or the task runs again). */
@@ -172,7 +155,8 @@ static void store_job_rows(struct coord *c, uint32_t ji, uint32_t from)
 		    csv_format(c, ji, c->pend[i].ch.task, c->pend[i].ch.worker,
 			       c->pend[i].ch.latency_us, &c->pend[i].ch.res, b) < 0)
 			e = ENOMEM;
-	if (!e && (fflush(r->csv) != 0 || write_all(fileno(r->csv), dlrt_buf_head(b), b->len) < 0))
+	if (!e && (fflush(r->csv) != 0 ||
+		   dlrt_write_all(fileno(r->csv), dlrt_buf_head(b), b->len) < 0))
 		e = errno ? errno : EIO;
 	if (e) {
 		dlrt_coord_csv_fail(c, ji, "write", e);

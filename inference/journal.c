@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "services/evloop.h"
 #include "pool.h"
 #include "proto.h"
@@ -263,23 +264,6 @@ int dlrt_journal_load(const char *dir, struct dlrt_infer_state *st, struct dlrt_
 
 /* ---- writing --------------------------------------------------------------------- */
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w == 0)
-			errno = ENOSPC; /* write(2) stored nothing and said no more */
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Holds disk space ahead of the journal's end (DLRT_JOURNAL_RESERVE). A
  * filesystem without fallocate (EOPNOTSUPP) simply gets no reserve. */
 static void reserve(struct dlrt_journal *j)
@@ -326,7 +310,7 @@ int dlrt_journal_open(struct dlrt_journal *j, const char *dir, const uint8_t *lo
 			goto fail;
 		off += f.frame_len;
 	}
-	if (write_all(fd, dlrt_buf_head(&b), b.len) < 0 || fsync(fd) < 0)
+	if (dlrt_write_all(fd, dlrt_buf_head(&b), b.len) < 0 || fsync(fd) < 0)
 		goto fail;
 	if (rename(tmp, path) < 0)
 		goto fail;
@@ -383,7 +367,7 @@ int dlrt_journal_write(struct dlrt_journal *j, const uint8_t *frames, size_t n, 
 		off += f.frame_len;
 		recs++;
 	}
-	if (write_all(j->fd, dlrt_buf_head(&j->batch), j->batch.len) < 0) {
+	if (dlrt_write_all(j->fd, dlrt_buf_head(&j->batch), j->batch.len) < 0) {
 		int e = errno;
 
 		/* Cut a partial batch: later records after it would be lost at

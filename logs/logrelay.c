@@ -13,35 +13,24 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/fdio.h"
 #include "logline.h"
+
+/* 0, or the errno of the write that failed. */
+static int write_or_errno(int fd, const char *p, size_t n)
+{
+	return dlrt_write_all(fd, p, n) < 0 ? errno : 0;
+}
 
 static const char *const stream_name[2] = { "out", "err" };
 
 #define MARK_GAP 2048 /* bytes between the fallback line starts kept in marks[] */
 
-/* Writes all of p; 0, or the errno of the write that failed. */
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return errno;
-		if (w == 0)
-			return EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* The raw output to srun: a reader that went away (srun killed) must not stop
  * the task, so its errors are deliberately not acted on. */
 static void tee_write(int fd, const char *p, size_t n)
 {
-	if (fd >= 0 && write_all(fd, p, n)) {
+	if (fd >= 0 && write_or_errno(fd, p, n)) {
 		/* nowhere left to report it */
 	}
 }
@@ -88,7 +77,7 @@ static void cut_log(struct dlrt_logrelay *r, int e)
 		if (ftruncate(r->file, to) < 0)
 			break; /* not a regular file: nothing to cut back */
 		lseek(r->file, to, SEEK_SET); /* for a file opened without O_APPEND */
-		if (write_all(r->file, line, (size_t)n) == 0)
+		if (write_or_errno(r->file, line, (size_t)n) == 0)
 			landed = true;
 	}
 	w = snprintf(warn, sizeof(warn), "dlrt: --dl-log-dir: writing %s failed: %s; %s, the "
@@ -103,7 +92,7 @@ static void flush_out(struct dlrt_logrelay *r)
 	int e;
 
 	if (r->file >= 0 && !r->cut && r->out_len) {
-		e = write_all(r->file, r->out, r->out_len);
+		e = write_or_errno(r->file, r->out, r->out_len);
 		if (e) {
 			cut_log(r, e);
 		} else {

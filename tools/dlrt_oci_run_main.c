@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "tools/ocitask.h"
 
 extern char **environ;
@@ -39,23 +40,6 @@ static char *join(const char *dir, const char *name)
 	if (asprintf(&out, "%s%s%s", dir, n && dir[n - 1] != '/' ? "/" : "", name) < 0)
 		return NULL;
 	return out;
-}
-
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* Writes data to dst through a new file next to it (mode 0600), renamed
@@ -74,7 +58,7 @@ static int write_file(const char *dst, const void *data, size_t len, struct dlrt
 		free(tmp);
 		return -1;
 	}
-	if (write_all(fd, data, len) < 0) {
+	if (dlrt_write_all(fd, data, len) < 0) {
 		e = errno;
 		close(fd);
 		dlrt_err_errno(err, e, "cannot write %s", tmp);

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,6 +151,35 @@ static void test_args(void)
 
 /* SrunPortRange: read from slurm.conf as srun reads it, and the rendezvous
  * (any service given --port-range) listens on a free port inside it. */
+/* Two consecutive loopback ports free right now, below the ephemeral range
+ * (32768-60999), so no outgoing connection of another process takes one
+ * meanwhile; random, so that tests running at once (the plain and the
+ * sanitized build, other clusters' services) do not pick the same pair. */
+static uint16_t free_port_pair(void)
+{
+	srand((unsigned)getpid() ^ (unsigned)time(NULL));
+	for (int tries = 0; tries < 500; tries++) {
+		uint16_t lo = (uint16_t)(20000 + rand() % 12000);
+		int fds[2] = { -1, -1 }, ok = 1;
+
+		for (int i = 0; i < 2; i++) {
+			struct sockaddr_in a = { .sin_family = AF_INET,
+						 .sin_port = htons((uint16_t)(lo + i)),
+						 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+			fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+			if (fds[i] < 0 || bind(fds[i], (struct sockaddr *)&a, sizeof(a)) < 0)
+				ok = 0;
+		}
+		for (int i = 0; i < 2; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		if (ok)
+			return lo;
+	}
+	return 0;
+}
+
 static void test_port_range(void)
 {
 	char path[] = "/tmp/test_service.slurmconf.XXXXXX";
@@ -158,6 +190,7 @@ static void test_port_range(void)
 					  .max_reply = 64 };
 	struct dlrt_err err = { "" };
 	uint16_t lo = 0, hi = 0;
+	char range[16];
 	int fd = mkstemp(path);
 	FILE *f = fdopen(fd, "w");
 
@@ -192,17 +225,18 @@ static void test_port_range(void)
 	unlink(path);
 
 	/* Two ports: the first two servers get one each, the third none. */
-	cfg.port_lo = 47311;
-	cfg.port_hi = 47312;
+	cfg.port_lo = free_port_pair();
+	cfg.port_hi = (uint16_t)(cfg.port_lo + 1);
+	snprintf(range, sizeof(range), "%u-%u", cfg.port_lo, cfg.port_hi);
 	TAP_OK(dlrt_tcpserver_start(&srv, loop, &cfg, &proto, NULL, &err) == 0 &&
-	       dlrt_tcpserver_port(srv) >= 47311 && dlrt_tcpserver_port(srv) <= 47312,
+	       dlrt_tcpserver_port(srv) >= cfg.port_lo && dlrt_tcpserver_port(srv) <= cfg.port_hi,
 	       "a server listens inside its range (%u)", srv ? dlrt_tcpserver_port(srv) : 0);
 	TAP_OK(dlrt_tcpserver_start(&srv2, loop, &cfg, &proto, NULL, &err) == 0 &&
-	       dlrt_tcpserver_port(srv2) >= 47311 && dlrt_tcpserver_port(srv2) <= 47312 &&
+	       dlrt_tcpserver_port(srv2) >= cfg.port_lo && dlrt_tcpserver_port(srv2) <= cfg.port_hi &&
 	       dlrt_tcpserver_port(srv2) != dlrt_tcpserver_port(srv),
 	       "a second one takes the other port (%u)", srv2 ? dlrt_tcpserver_port(srv2) : 0);
 	TAP_OK(dlrt_tcpserver_start(&srv3, loop, &cfg, &proto, NULL, &err) < 0 &&
-	       strstr(err.msg, "47311-47312"), "a full range: %s", err.msg);
+	       strstr(err.msg, range), "a full range: %s", err.msg);
 	dlrt_tcpserver_stop(srv);
 	dlrt_tcpserver_stop(srv2);
 	dlrt_evloop_destroy(loop);
