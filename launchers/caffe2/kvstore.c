@@ -151,7 +151,13 @@ void dlrt_kv_set_tx_limits(struct dlrt_kv *kv, size_t bytes, size_t count)
 
 int64_t dlrt_kv_now_ms(const struct dlrt_kv *kv)
 {
-	return dlrt_now_ms() + kv->clock_base;
+	return kv->clock_stopped ? kv->clock_base : dlrt_now_ms() + kv->clock_base;
+}
+
+void dlrt_kv_stop_clock(struct dlrt_kv *kv)
+{
+	kv->clock_base = dlrt_kv_now_ms(kv);
+	kv->clock_stopped = true;
 }
 
 void dlrt_kv_advance_clock(struct dlrt_kv *kv, int64_t ms)

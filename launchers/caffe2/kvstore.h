@@ -77,7 +77,11 @@ int dlrt_kv_put_keepttl(struct dlrt_kv *kv, const void *key, size_t klen,
 /* Expiry, in Unix milliseconds on the store's clock (dlrt_kv_now_ms). */
 #define DLRT_KV_NO_EXPIRY INT64_MIN
 int64_t dlrt_kv_now_ms(const struct dlrt_kv *kv);
-/* Moves the store's clock forward by ms (tests: expiry without sleeping). */
+/* Tests: expiry without sleeping, and answers that do not depend on how
+ * fast the machine is. dlrt_kv_stop_clock freezes the store's clock where it
+ * stands (a loaded machine would otherwise let a millisecond pass between a
+ * SET PX and its PTTL); dlrt_kv_advance_clock moves it forward by ms. */
+void dlrt_kv_stop_clock(struct dlrt_kv *kv);
 void dlrt_kv_advance_clock(struct dlrt_kv *kv, int64_t ms);
 /* The key's expiry time, or DLRT_KV_NO_EXPIRY (also for a missing key). */
 int64_t dlrt_kv_get_expire(struct dlrt_kv *kv, const void *key, size_t klen);

@@ -24,8 +24,10 @@ struct dlrt_kv {
 	size_t used;       /* entries (keys, values, headers) and the bucket array */
 	uint64_t next_client_id;
 
-	/* Expiry: the clock is dlrt_now_ms() + clock_base (Unix ms at start). */
+	/* Expiry: the clock is dlrt_now_ms() + clock_base (Unix ms at start),
+	 * or clock_base alone once a test stopped it. */
 	int64_t clock_base;
+	bool clock_stopped;
 	struct entry *vol_head, *vol_tail; /* keys with a time to live */
 	size_t nvolatile;
 

@@ -252,6 +252,7 @@ static void test_bounds(void)
 int main(void)
 {
 	KV = dlrt_kv_create(1 << 20);
+	dlrt_kv_stop_clock(KV);
 	dlrt_store_session_init(&A, KV, 0, 0);
 	dlrt_store_session_init(&B, KV, 0, 0);
 	test_multi_exec();
