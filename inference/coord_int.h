@@ -51,16 +51,31 @@
 #define MAX_REQUEST (DLRT_IP_MAX_FRAME + 64)
 /* A worker with this many answers whose ACK waits for the standby gets no
  * new task: it keeps every unacknowledged answer to send again after a
- * failover, and keeps at most 256 (worker.c). */
-#define MAX_HELD_ACKS 128
+ * failover, and keeps at most 2048 (worker.c). At 20,000 answers a second
+ * per worker this is 50 ms of headroom for the standby's round trip, which
+ * on loaded shared cores takes several milliseconds (128 stalled the
+ * workers often). */
+#define MAX_HELD_ACKS 1024
 /* How often the coordinator looks at the claims directory, at most (fencing,
  * coord_replication.c), and how long a coordinator that starts from the
  * journal waits after its claim before it reads it: long enough for an
  * older coordinator to look, see the claim and stop (docs/inference.md). */
 #define DLRT_COORD_FENCE_MS 10
 #define DLRT_COORD_FENCE_WAIT_MS 200
-/* The standby gets at most one group of changes per this time (coord_replication.c). */
+/* Group commit (coord_replication.c): a batch of answers is written (rows,
+ * journal) at most once per this time, and the standby gets at most one
+ * group of changes per this time. A batch closes sooner when it holds a
+ * change that is not an answer, DLRT_COORD_GROUP_ANSWERS answers or
+ * DLRT_COORD_GROUP_BYTES of changes. */
 #define DLRT_COORD_GROUP_US 1000
+/* The standby's groups: each wakes it up and costs a send and a SEQACK; on
+ * two shared cores 3 ms groups kept the default pool within a few percent
+ * of one without a standby where 1 ms groups cost about a tenth
+ * (bench/RESULTS.md). Replies wait up to this long plus a round trip;
+ * MAX_HELD_ACKS keeps the workers busy meanwhile. */
+#define DLRT_COORD_SB_GROUP_US 3000
+#define DLRT_COORD_GROUP_ANSWERS 1024
+#define DLRT_COORD_GROUP_BYTES ((size_t)64 << 10)
 
 struct inflight {
 	uint32_t job;
@@ -114,7 +129,7 @@ struct jrt {
 	bool nrequeue_popped;     /* pop_task returned a requeued task */
 };
 
-/* An answer checked and kept for this loop turn's batch (coord_results.c). */
+/* An answer checked and kept for the batch being gathered (coord_results.c). */
 struct dlrt_coord_answer {
 	/* What its TASK_DONE change will say (a whole struct dlrt_infer_change
 	 * is 16 KiB: copied per answer, it cost more than the answer). */
@@ -129,9 +144,18 @@ struct dlrt_coord_answer {
 	bool ok;                /* still to be recorded */
 };
 
-/* A held reply tells of the changes of the batch not written yet: its
- * sequence number is known once the batch is (dlrt_coord_write_batch). */
-#define HELD_THIS_BATCH UINT64_MAX
+/* A peer's held replies, cut where a batch was written: the part before a
+ * mark tells of changes up to its seq and goes out as soon as they are
+ * durable, while the replies after it wait for a later batch. One mark for
+ * all would hold a busy worker's ACKs until the standby caught up with the
+ * newest batch, which under load it rarely does. A peer with more marks
+ * than this merges the newest two (its replies wait a little longer). */
+#define HELD_MARKS 8
+struct held_mark {
+	size_t end;    /* bytes of the held buffer up to here */
+	uint64_t seq;  /* the newest change they tell of */
+	uint32_t acks; /* worker ACKs among them */
+};
 
 struct peer {
 	uint8_t role;           /* 0 until authenticated */
@@ -144,8 +168,11 @@ struct peer {
 	/* Group commit: replies that tell of changes the standby has not
 	 * acknowledged yet wait here, then go out behind conn->out. */
 	struct dlrt_buf held;
-	uint64_t held_seq;      /* the newest change they tell of (or HELD_THIS_BATCH) */
-	uint32_t held_acks;     /* worker ACKs among them (dispatch stops at MAX_HELD_ACKS) */
+	struct held_mark marks[HELD_MARKS];
+	uint8_t nmarks;
+	bool held_open;         /* replies after the last mark: of the batch not written yet */
+	uint32_t open_acks;     /* worker ACKs among them */
+	uint32_t held_acks;     /* worker ACKs held in all (dispatch stops at MAX_HELD_ACKS) */
 	bool in_held;           /* on the coordinator's held list */
 };
 
@@ -178,15 +205,18 @@ struct coord {
 	bool stopping;
 	int sfd;
 	struct dlrt_buf log;    /* every change so far, as CHANGE frames (for a new standby) */
-	/* The batch: answers kept this loop turn, stored and recorded together
-	 * before the deferred writes (dlrt_coord_write_batch), and the changes
-	 * committed but not written to the journal and the standby yet. */
+	/* The batch: answers kept since the last one was written, stored and
+	 * recorded together before the deferred writes (dlrt_coord_write_batch),
+	 * and the changes committed but not written to the journal and the
+	 * standby yet. */
 	struct dlrt_coord_answer *pend;
 	uint32_t npend, cappend;
 	struct dlrt_buf rows;   /* a job's rows of the batch, written in one go */
 	size_t log_written;     /* bytes of the log in the journal and queued for the standby */
 	uint64_t written_seq;   /* the newest change written so (held replies up to it may go) */
 	bool batch_sync;        /* the batch holds a change the journal syncs at once */
+	int64_t batch_us;       /* when the last batch was written */
+	bool batch_timer;       /* a timer closes the batch being gathered */
 	int64_t fence_ms;       /* the last look at the claims (dlrt_coord_fence_due) */
 	struct dlrt_hb hb;      /* heartbeat bound and periods */
 	int64_t hb_last_check_ms;

@@ -1,5 +1,5 @@
 /* coord_replication.c - the coordinator's durable changes and its hot
- * standby (standby.h): commit, the batch (once per loop turn: the answers'
+ * standby (standby.h): commit, the batch (at most about once a millisecond: the answers'
  * rows, then the journal, then the standby), the group commit that holds
  * replies until what they tell of is written and the standby acknowledged
  * it, fencing by a newer epoch, asking a worker for a standby, and the stop
@@ -18,12 +18,18 @@
 #include "common/clock.h"
 #include "standby.h"
 
-/* Group commit. The changes of one loop turn are a batch: the answers'
- * rows are stored (coord_results.c), the changes journaled in one write and
- * queued for the standby together (dlrt_coord_write_batch), before the
- * deferred writes go out; the standby's link is written once per loop turn,
- * so every change of a turn travels in one write and comes back in one
- * SEQACK. What tells anyone of a change (a worker's ACK, a client's reply, a
+/* Group commit. The answers that came in since the last batch, and the
+ * changes committed since, are a batch: the answers' rows are stored
+ * (coord_results.c), the changes journaled in one write and queued for the
+ * standby together (dlrt_coord_write_batch), before the deferred writes go
+ * out. A batch closes at the end of the first loop turn DLRT_COORD_GROUP_US
+ * after the last one (at once on a quiet pool: the first answer after a
+ * pause waits for nothing), or sooner when it holds a change that is not an
+ * answer (a submission, a job's end: they are synced at once), or
+ * DLRT_COORD_GROUP_ANSWERS answers, or DLRT_COORD_GROUP_BYTES of changes.
+ * A busy pool thus writes its results files and its journal at most a
+ * thousand times a second instead of once per loop turn (a turn serves a
+ * few messages: the writes were most of what the journal cost). What tells anyone of a change (a worker's ACK, a client's reply, a
  * waiter's JOBEND) waits in its peer's `held` buffer until the batch is
  * written and the standby acknowledged the newest change before it: the
  * journal and the standby hold everything that was acknowledged, while the
@@ -61,7 +67,7 @@ struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn)
 
 	if (c->broken || (!p->held.len && !pending(c)))
 		return &conn->out;
-	p->held_seq = HELD_THIS_BATCH;
+	p->held_open = true;
 	dlrt_coord_kick(c);
 	if (!p->in_held) {
 		/* Room for every connection was made at start: this never fails. */
@@ -71,8 +77,28 @@ struct dlrt_buf *dlrt_coord_reply_buf(struct coord *c, struct dlrt_conn *conn)
 	return &p->held;
 }
 
-/* Sends the held replies whose changes are written and, with a ready
- * standby, held by it. */
+/* The batch is written: each peer's replies held since its last mark
+ * tell of every change up to seq. */
+static void held_close_batch(struct coord *c, uint64_t seq)
+{
+	for (uint32_t i = 0; i < c->nheld; i++) {
+		struct peer *p = c->held[i]->state;
+
+		if (!p->held_open)
+			continue;
+		if (p->nmarks == HELD_MARKS) {
+			p->nmarks--; /* merged into the newest: waits for seq too */
+			p->open_acks += p->marks[p->nmarks].acks;
+		}
+		p->marks[p->nmarks++] = (struct held_mark){
+			.end = p->held.len, .seq = seq, .acks = p->open_acks };
+		p->held_open = false;
+		p->open_acks = 0;
+	}
+}
+
+/* Sends each peer's held replies whose changes are written and, with a
+ * ready standby, held by it: up to its newest mark that is durable. */
 void dlrt_coord_release_held(struct coord *c)
 {
 	uint64_t upto = durable_seq(c);
@@ -80,17 +106,29 @@ void dlrt_coord_release_held(struct coord *c)
 	for (uint32_t i = 0; i < c->nheld; i++) {
 		struct dlrt_conn *conn = c->held[i];
 		struct peer *p = conn->state;
+		uint32_t k = 0, acks = 0;
+		size_t len;
 
-		if (p->held_seq > upto)
+		while (k < p->nmarks && p->marks[k].seq <= upto)
+			acks += p->marks[k++].acks;
+		if (!k)
 			continue;
-		if (dlrt_buf_append(&conn->out, dlrt_buf_head(&p->held), p->held.len) < 0)
+		len = p->marks[k - 1].end;
+		if (dlrt_buf_append(&conn->out, dlrt_buf_head(&p->held), len) < 0)
 			dlrt_coord_log(c,
 				       "a peer's replies exceed its output limit: %zu bytes dropped "
-				       "(it reads too slowly)", p->held.len);
-		dlrt_buf_consume(&p->held, p->held.len);
-		p->held_acks = 0;
-		p->in_held = false;
-		c->held[i--] = c->held[--c->nheld];
+				       "(it reads too slowly)", len);
+		dlrt_buf_consume(&p->held, len);
+		p->nmarks -= (uint8_t)k;
+		for (uint32_t m = 0; m < p->nmarks; m++) {
+			p->marks[m] = p->marks[m + k];
+			p->marks[m].end -= len;
+		}
+		p->held_acks -= acks;
+		if (!p->nmarks && !p->held_open) {
+			p->in_held = false;
+			c->held[i--] = c->held[--c->nheld];
+		}
 		/* A worker with tasks in flight answers soon, and the reply to that
 		 * carries these ACKs: a write and a wake-up of the worker fewer per
 		 * group. ACKs only let the worker forget answers it keeps. */
@@ -109,11 +147,14 @@ static void held_forget(struct coord *c, struct dlrt_conn *conn)
 			break;
 		}
 	p->in_held = false;
+	p->nmarks = 0;
+	p->held_open = false;
+	p->held_acks = p->open_acks = 0;
 	dlrt_buf_free(&p->held);
 }
 
 /* The standby's link carries one group of changes at a time (its SEQACK
- * sends the next) and at most one every DLRT_COORD_GROUP_US: a group per
+ * sends the next) and at most one every DLRT_COORD_SB_GROUP_US: a group per
  * round trip alone made groups of a few changes, each a wake-up of the
  * standby (most of its CPU) and a send and a SEQACK for the coordinator.
  * Changes wait in c->sbq until their group goes. force: now (the pool
@@ -139,9 +180,10 @@ static void sb_group(struct coord *c, bool force)
 	if (!force && c->sb_ready) {
 		if (c->sb_acked < c->sb_wrote)
 			return; /* a group is on its way: its SEQACK sends this one */
-		if (now - c->sb_group_us < DLRT_COORD_GROUP_US && c->sbq.len < ((size_t)64 << 10)) {
+		if (now - c->sb_group_us < DLRT_COORD_SB_GROUP_US && c->sbq.len < ((size_t)64 << 10)) {
 			if (!c->sb_group_timer && c->loop &&
-			    dlrt_evloop_add_timer(c->loop, 1, sb_group_timer, c) > 0)
+			    dlrt_evloop_add_timer(c->loop, (c->sb_group_us + DLRT_COORD_SB_GROUP_US -
+							    now) / 1000 + 1, sb_group_timer, c) > 0)
 				c->sb_group_timer = true;
 			return;
 		}
@@ -162,8 +204,10 @@ void dlrt_coord_put_ack(struct coord *c, struct dlrt_conn *conn, uint32_t job, u
 {
 	struct dlrt_buf *b = dlrt_coord_reply_buf(c, conn);
 
-	if (dlrt_ip_put_ack(b, job, task) == 0 && b != &conn->out)
+	if (dlrt_ip_put_ack(b, job, task) == 0 && b != &conn->out) {
 		((struct peer *)conn->state)->held_acks++;
+		((struct peer *)conn->state)->open_acks++;
+	}
 }
 
 /* Is there a newer coordinator? Then this one stops at once. */
@@ -386,7 +430,7 @@ int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch)
 	return 0;
 }
 
-/* The batch of this loop turn, before anyone hears of it: the kept answers'
+/* The batch gathered since the last one, before anyone hears of it: the kept answers'
  * rows stored and the answers recorded (coord_results.c), then every change
  * not written yet appended to the journal in one write (journal.h has the
  * fsync policy) and queued for the standby, whose acknowledgement the
@@ -400,14 +444,11 @@ int dlrt_coord_write_batch(struct coord *c)
 
 	if (c->fenced || c->broken)
 		return -1;
+	if (c->npend || c->log.len > c->log_written)
+		c->batch_us = dlrt_now_us();
 	dlrt_coord_store_answers(c);
-	/* The replies held this turn tell of every change so far. */
-	for (uint32_t i = 0; i < c->nheld; i++) {
-		struct peer *p = c->held[i]->state;
-
-		if (p->held_seq == HELD_THIS_BATCH)
-			p->held_seq = c->st.seq;
-	}
+	/* The replies held since the last batch tell of every change so far. */
+	held_close_batch(c, c->st.seq);
 	if (c->fenced || c->broken) {
 		dlrt_coord_answers_written(c, false);
 		return -1;
@@ -440,7 +481,7 @@ int dlrt_coord_write_batch(struct coord *c)
 	} else {
 		/* Written with the deferred writes of this turn, or, while a group
 		 * is on its way, with the next group when its SEQACK comes
-		 * (standby_acked), at most one group every DLRT_COORD_GROUP_US
+		 * (standby_acked), at most one group every DLRT_COORD_SB_GROUP_US
 		 * (sb_group): the busier the pool, the larger the groups. The
 		 * replies telling of it wait for its SEQACK. */
 		c->sb_sent = c->written_seq;
@@ -494,7 +535,38 @@ static int on_seqack(struct coord *c, struct dlrt_conn *conn, const struct dlrt_
 	return 0;
 }
 
-/* Before the deferred writes go out: this turn's batch is written, then,
+static int64_t batch_timer(struct dlrt_evloop *loop, void *arg)
+{
+	struct coord *c = arg;
+
+	(void)loop;
+	c->batch_timer = false;
+	dlrt_coord_kick(c); /* before_flush closes the batch */
+	return -1;
+}
+
+/* Is the batch being gathered to be written at the end of this turn (the
+ * group commit above)? If not, a timer makes sure it is within
+ * DLRT_COORD_GROUP_US even if nothing else happens. */
+static bool batch_due(struct coord *c, int64_t now_us)
+{
+	size_t unwritten = c->log.len - c->log_written;
+
+	/* Nothing gathered: "writing" it only gives the replies held this turn
+	 * (for the standby's acknowledgement) the sequence number they wait for. */
+	if (!c->npend && !unwritten)
+		return true;
+	if (c->batch_sync || c->stopping || now_us - c->batch_us >= DLRT_COORD_GROUP_US ||
+	    c->npend >= DLRT_COORD_GROUP_ANSWERS || unwritten >= DLRT_COORD_GROUP_BYTES)
+		return true;
+	if (!c->batch_timer && c->loop &&
+	    dlrt_evloop_add_timer(c->loop, (int64_t)((c->batch_us + DLRT_COORD_GROUP_US - now_us) /
+						       1000 + 1), batch_timer, c) > 0)
+		c->batch_timer = true;
+	return false;
+}
+
+/* Before the deferred writes go out: the batch is written if due, then,
  * unless a newer epoch was claimed, the replies whose changes are durable
  * now are released. The claims directory is looked at (one stat(2), a scan
  * only when it changed) when DLRT_COORD_FENCE_MS passed since the last look,
@@ -502,9 +574,10 @@ static int on_seqack(struct coord *c, struct dlrt_conn *conn, const struct dlrt_
  * bound keeps every answer exactly once. */
 static bool before_flush(struct coord *c)
 {
-	int64_t now = dlrt_now_ms();
+	int64_t now_us = dlrt_now_us(), now = now_us / 1000;
 
-	dlrt_coord_write_batch(c);
+	if (batch_due(c, now_us))
+		dlrt_coord_write_batch(c);
 	if (c->fenced)
 		return true;
 	if (now - c->fence_ms >= DLRT_COORD_FENCE_MS) {

@@ -4,7 +4,8 @@
  * last answer came. Its part takes RESULT and RESENT.
  *
  * Answers are stored per batch: a handler only checks an answer and keeps
- * it (c->pend); once per loop turn, before anything is written to a peer,
+ * it (c->pend); when the batch is due (coord_replication.c: at most about
+ * once a millisecond), before anything is written to a peer,
  * dlrt_coord_store_answers() writes the rows of every kept answer, flushes
  * each results file once, and only then records the answers whose file took
  * them (dlrt_coord_commit); the journal gets the whole batch after that
@@ -103,7 +104,7 @@ int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_ch
 	return rc;
 }
 
-/* Keeps a checked answer for this loop turn's batch; it takes res's
+/* Keeps a checked answer for the batch being gathered; it takes res's
  * arrays. -1: out of memory (the answer is dropped, as a lost one: its
  * worker keeps it unacknowledged, or the task runs again). */
 static int keep_answer(struct coord *c, uint32_t worker, uint32_t latency_us,

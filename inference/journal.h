@@ -15,7 +15,7 @@
  *
  * fsync policy (docs/inference.md): every record is written (write(2)) before
  * the change is acknowledged to anyone, so a killed coordinator process loses
- * nothing; the coordinator writes the records of one loop turn together, in
+ * nothing; the coordinator writes the records of one batch together, in
  * one write (dlrt_journal_write); fdatasync runs at once for job submissions and job ends, and for
  * answers at most every DLRT_JOURNAL_SYNC_MS (group commit), because an fsync
  * per task on a shared filesystem would cap the dispatch rate at the disk's

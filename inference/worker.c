@@ -59,12 +59,16 @@ struct kept {
 	size_t len;
 };
 
-#define MAX_KEPT 256
+/* Answers kept until their ACK, oldest first, in a ring: ACKs come in the
+ * order of the answers, so forgetting one is a look at the front. More than
+ * the coordinator lets wait (MAX_HELD_ACKS in coord_int.h) plus those in
+ * flight: a coordinator that never acknowledges loses the oldest. */
+#define MAX_KEPT 2048
 
 struct wstate {
 	const struct dlrt_worker_opts *o;
 	struct kept kept[MAX_KEPT];
-	uint32_t nkept;
+	uint32_t kept_head, nkept; /* the ring's front, and slots used from it (some freed) */
 	int64_t connected_ms;      /* when the current connection started */
 	char model_dir[PATH_MAX];
 	struct wjob *jobs;
@@ -290,16 +294,31 @@ static int check_walltime(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err 
 	return locked_flush(s, c, err);
 }
 
+static struct kept *kept_at(struct wstate *s, uint32_t i)
+{
+	return &s->kept[(s->kept_head + i) % MAX_KEPT];
+}
+
+/* Frees the front slot, and drops freed slots from the front. */
+static void kept_trim(struct wstate *s, bool drop_front)
+{
+	if (drop_front && s->nkept) {
+		free(kept_at(s, 0)->frame);
+		kept_at(s, 0)->frame = NULL;
+	}
+	while (s->nkept && !kept_at(s, 0)->frame) {
+		s->kept_head = (s->kept_head + 1) % MAX_KEPT;
+		s->nkept--;
+	}
+}
+
 static void keep(struct wstate *s, uint32_t job, uint64_t task, const uint8_t *frame, size_t n)
 {
 	struct kept *k;
 
-	if (s->nkept == MAX_KEPT) { /* a coordinator that never acknowledges: drop the oldest */
-		free(s->kept[0].frame);
-		memmove(&s->kept[0], &s->kept[1], (MAX_KEPT - 1) * sizeof(s->kept[0]));
-		s->nkept--;
-	}
-	k = &s->kept[s->nkept];
+	if (s->nkept == MAX_KEPT) /* a coordinator that never acknowledges: drop the oldest */
+		kept_trim(s, true);
+	k = kept_at(s, s->nkept);
 	k->frame = malloc(n);
 	if (!k->frame)
 		return;
@@ -313,26 +332,41 @@ static void keep(struct wstate *s, uint32_t job, uint64_t task, const uint8_t *f
 static void forget(struct wstate *s, uint32_t job, uint64_t task)
 {
 	for (uint32_t i = 0; i < s->nkept; i++) {
-		if (s->kept[i].job != job || s->kept[i].task != task)
+		struct kept *k = kept_at(s, i);
+
+		if (!k->frame || k->job != job || k->task != task)
 			continue;
-		free(s->kept[i].frame);
-		s->kept[i] = s->kept[--s->nkept];
+		free(k->frame);
+		k->frame = NULL;
+		kept_trim(s, false);
 		return;
 	}
+}
+
+static void forget_all(struct wstate *s)
+{
+	while (s->nkept)
+		kept_trim(s, true);
 }
 
 /* A new coordinator: the answers the old one never acknowledged, again. */
 static int resend_kept(struct wstate *s, struct dlrt_ipc *c, struct dlrt_err *err)
 {
+	uint32_t sent = 0;
+
 	for (uint32_t i = 0; i < s->nkept; i++) {
+		struct kept *k = kept_at(s, i);
 		size_t at = c->out.len;
 
-		if (dlrt_buf_append(&c->out, s->kept[i].frame, s->kept[i].len) < 0)
+		if (!k->frame)
+			continue;
+		if (dlrt_buf_append(&c->out, k->frame, k->len) < 0)
 			return dlrt_err_set(err, "cannot queue a message");
 		dlrt_ip_frame_set_type(dlrt_buf_head(&c->out) + at, DLRT_IP_RESENT);
+		sent++;
 	}
-	if (s->nkept)
-		wlog("re-sent %u answers the previous coordinator did not acknowledge", s->nkept);
+	if (sent)
+		wlog("re-sent %u answers the previous coordinator did not acknowledge", sent);
 	return dlrt_ipc_flush(c, 30000, err);
 }
 
@@ -608,8 +642,7 @@ int dlrt_worker_run(const struct dlrt_worker_opts *o, struct dlrt_err *err)
 		usleep(50000);
 	}
 out:
-	while (s.nkept)
-		free(s.kept[--s.nkept].frame);
+	forget_all(&s);
 	while (s.njobs)
 		drop_job(&s, s.jobs[0].id);
 	free(s.jobs);

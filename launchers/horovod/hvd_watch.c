@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/proc.h"
 
@@ -123,16 +124,18 @@ struct dlrt_hvd_watch {
 	void *arg;
 };
 
+/* After EOF the child is about to exit; one that ran out of time, or keeps
+ * running after closing its output, is ended. Bounded either way (the one
+ * bounded wait of common/proc.h): the driver's loop never hangs on it. */
+#define WATCH_EXIT_MS 1000
+
 static void reap(struct dlrt_hvd_watch *w, int kill_it, int *status)
 {
-	if (w->pid > 0) {
-		if (kill_it)
-			kill(w->pid, SIGKILL);
-		/* After EOF or SIGKILL the child is gone or about to be. */
-		while (waitpid(w->pid, status, 0) < 0 && errno == EINTR)
-			;
-		w->pid = -1;
-	}
+	if (w->pid <= 0)
+		return;
+	if (kill_it || dlrt_proc_wait(w->pid, dlrt_now_ms() + WATCH_EXIT_MS, status) == 0)
+		dlrt_proc_end(w->pid, false, status);
+	w->pid = -1;
 }
 
 static void release(struct dlrt_hvd_watch *w)

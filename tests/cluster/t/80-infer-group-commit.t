@@ -4,13 +4,13 @@
 # the standby stopped (SIGSTOP; the takeover bound raised to 60 s so it is
 # not let go): a `submit` is recorded (the coordinator logs the job, workers
 # get its tasks and answer them) but its client gets no reply; each worker
-# stops getting tasks once 128 of its answers wait for their ACK. Once the
+# stops getting tasks once 1024 of its answers wait for their ACK. Once the
 # standby continues: the reply comes (job 1), the job ends, every query is
 # answered exactly once, and the standby was never let go.
 . "$(dirname "$0")/../lib.sh"
 . "$HERE/infer_pool.sh"
 
-N=3000
+N=6000
 ARRAY=$(as_user env DLRT_INFER_POOL="$POOL" DLRT_INFER_TAKEOVER_MS=60000 \
 	dlrt-infer pool start --workers 3 -- -c 5)
 like "$ARRAY" '^[0-9]+$' "a pool of 3 workers (array $ARRAY)"
@@ -43,10 +43,14 @@ like "$(cat "$C0")" "job 1 \(job1\): model noop" "and logged the job"
 ok "$(kill -0 "$SUB" 2>/dev/null; echo $?)" \
 	"but the client of submit has no reply yet: the standby does not hold the job" ||
 	fail_detail "submit returned: $(cat "$WORK/sub.out" "$WORK/sub.err")"
-# The workers stop once 128 answers each wait for their ACK: the job stalls
-# short of its end (3 workers x 128 < N).
+# The workers stop once 1024 answers each wait for their ACK (MAX_HELD_ACKS):
+# the job stalls short of its end (3 workers x 1024, plus what each has in
+# flight, < N).
 sleep 1
 ok "$(grep -q "job 1 done" "$C0"; [ $? -ne 0 ]; echo $?)" "job 1 does not end while the standby is stopped"
+ROWS=$(($(wc -l <"$POOL/job-1.csv") - 1))
+ok "$([ "$ROWS" -gt 0 ] && [ "$ROWS" -le $((3 * 1024 + 3 * 8)) ]; echo $?)" \
+	"the workers stalled at the bound: $ROWS answers stored, at most 3 x 1024 + in flight"
 
 kill -CONT "$SBPID"
 wait "$SUB"
