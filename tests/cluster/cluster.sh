@@ -10,6 +10,7 @@
 #   cluster.sh exec NODE CMD...   run a command inside a node (its network, hostname and /tmp)
 #   cluster.sh stop-node NODE     stop that node's slurmd only (a node failure, for tests)
 #   cluster.sh start-node NODE    start it again
+#   cluster.sh alive     exit 0 if every Slurm daemon runs; else name the ones that do not
 #
 # Shape: munged and slurmctld in the root namespace on the bridge address 10.77.0.1; one slurmd
 # per node, each in its own network namespace (own veth and IPv4 address on the bridge), its own
@@ -317,6 +318,15 @@ daemons_alive() {
 	for n in $(nodes); do pid_alive "$DIR/run/slurmd-$n.pid" || return 1; done
 }
 
+cmd_alive() {
+	local dead=""
+	pid_alive "$DIR/run/slurmctld.pid" || dead="slurmctld"
+	for n in $(nodes); do pid_alive "$DIR/run/slurmd-$n.pid" || dead="$dead slurmd-$n"; done
+	[ -z "$dead" ] && return 0
+	echo "${dead# }"
+	return 1
+}
+
 export_env() {
 	export SLURM_CONF="$DIR/etc/slurm.conf"
 }
@@ -398,5 +408,6 @@ prefix) echo "$DIR/prefix" ;;
 exec) shift; cmd_exec "$@" ;;
 stop-node) need_root; cmd_stop_node "${2:-}" ;;
 start-node) need_root; cmd_start_node "${2:-}" ;;
-*) echo "usage: $0 up|down|status|logs|env|prefix|exec NODE CMD...|stop-node NODE|start-node NODE" >&2; exit 2 ;;
+alive) cmd_alive ;;
+*) echo "usage: $0 up|down|status|logs|env|prefix|exec NODE CMD...|stop-node NODE|start-node NODE|alive" >&2; exit 2 ;;
 esac

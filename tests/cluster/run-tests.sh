@@ -11,8 +11,9 @@ FAILLOG=$DLRT_CLUSTER_DIR/work/failures.log
 mkdir -p "$DLRT_CLUSTER_DIR/work"
 : >"$FAILLOG"
 # Bounded: a test file that hangs is killed and counted as failed (20 min: t/67 builds
-# both packages, the .deb with its unit tests).
-prove --timer -e 'timeout -k 10 1200 bash' "$@"
+# both packages, the .deb with its unit tests). run-one.sh also restarts Slurm daemons that
+# died (Slurm's own crashes) and then runs the test they died in once more.
+prove --timer -e ./run-one.sh "$@"
 rc=$?
 # prove hides a failing test's details; show them last, where a truncated log
 # still has them.
