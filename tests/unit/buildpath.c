@@ -40,3 +40,16 @@ int test_build_program(const char *rel, char *out, size_t len)
 	strcat(tmp, "/..");
 	return try_in(tmp, rel, out, len);
 }
+
+int test_build_dir(const char *rel, char *out, size_t len)
+{
+	size_t n;
+
+	if (test_build_program(rel, out, len) < 0)
+		return -1;
+	n = strlen(out);
+	if (n < strlen(rel) + 1)
+		return -1;
+	out[n - strlen(rel) - 1] = '\0'; /* drop "/REL" */
+	return 0;
+}

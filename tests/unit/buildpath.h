@@ -16,4 +16,8 @@
  * last place tried) otherwise. */
 int test_build_program(const char *rel, char *out, size_t len);
 
+/* Writes the build folder that holds REL (found as test_build_program does)
+ * into out, for a script that takes BUILD. 0, or -1 when REL is nowhere. */
+int test_build_dir(const char *rel, char *out, size_t len);
+
 #endif

@@ -27,40 +27,24 @@ done
 
 tmp=$(mktemp -d)
 trap 'exec 7>&- 2>/dev/null || true; rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/hvd_local_lib.sh"
 mkdir "$tmp/flag"
-mkfifo "$tmp/life" "$tmp/ready"
-"$DRIVER" --bind 127.0.0.1 --port 0 --hosts "$HOSTS" --elastic --elastic-timeout-ms 2000 \
-	--lifetime-fd 8 --ready-fd 9 --verbose 8<"$tmp/life" 9>"$tmp/ready" 2>"$tmp/driver.log" &
-drv=$!
-exec 7>"$tmp/life"
-read -r -t 10 port <"$tmp/ready" || { echo "hvd_elastic_local: driver not ready in 10 s" >&2; cat "$tmp/driver.log" >&2; exit 1; }
+hvd_driver_start hvd_elastic_local --hosts "$HOSTS" --elastic --elastic-timeout-ms 2000 --verbose
 
-IFS=, read -ra entries <<<"$HOSTS"
-names=(); slots=()
-for e in "${entries[@]}"; do names+=("${e%%:*}"); slots+=("${e##*:}"); done
-size=0; for s in "${slots[@]}"; do size=$((size + s)); done
+hvd_slots "$HOSTS" >"$tmp/slots"
 pids=(); lose=(); keep=(); rank=0; left=0
-for h in "${!names[@]}"; do
-	for ((lr = 0; lr < slots[h]; lr++)); do
-		cr=0; cs=0
-		for o in "${!names[@]}"; do
-			if ((slots[o] > lr)); then
-				((o < h)) && cr=$((cr + 1))
-				cs=$((cs + 1))
-			fi
-		done
-		env HOROVOD_HOSTNAME="${names[h]}" HOROVOD_RANK=$rank HOROVOD_SIZE=$size \
-		    HOROVOD_LOCAL_RANK=$lr HOROVOD_LOCAL_SIZE="${slots[h]}" \
-		    HOROVOD_CROSS_RANK=$cr HOROVOD_CROSS_SIZE=$cs HOROVOD_ELASTIC=1 \
-		    HOROVOD_GLOO_RENDEZVOUS_ADDR=127.0.0.1 HOROVOD_GLOO_RENDEZVOUS_PORT="$port" \
-		    HOROVOD_GLOO_IFACE=lo HOROVOD_GLOO_TIMEOUT_SECONDS=30 \
-		    timeout "$TIMEOUT" "$PROG" --steps 5 --pause-at 2 --flag "$tmp/flag" \
-		    >"$tmp/rank$rank.out" 2>&1 &
-		pids+=($!)
-		if [ "${names[h]}" = "$LOSE" ]; then lose+=($rank); else keep+=($rank); left=$((left + 1)); fi
-		rank=$((rank + 1))
-	done
-done
+while read -r h lr cr cs; do
+	env HOROVOD_HOSTNAME="${names[h]}" HOROVOD_RANK=$rank HOROVOD_SIZE=$size \
+	    HOROVOD_LOCAL_RANK=$lr HOROVOD_LOCAL_SIZE="${slots[h]}" \
+	    HOROVOD_CROSS_RANK=$cr HOROVOD_CROSS_SIZE=$cs HOROVOD_ELASTIC=1 \
+	    HOROVOD_GLOO_RENDEZVOUS_ADDR=127.0.0.1 HOROVOD_GLOO_RENDEZVOUS_PORT="$port" \
+	    HOROVOD_GLOO_IFACE=lo HOROVOD_GLOO_TIMEOUT_SECONDS=30 \
+	    timeout "$TIMEOUT" "$PROG" --steps 5 --pause-at 2 --flag "$tmp/flag" \
+	    >"$tmp/rank$rank.out" 2>&1 &
+	pids+=($!)
+	if [ "${names[h]}" = "$LOSE" ]; then lose+=($rank); else keep+=($rank); left=$((left + 1)); fi
+	rank=$((rank + 1))
+done <"$tmp/slots"
 # Every worker at step 2, then LOSE's workers are killed and the others go on.
 for _ in $(seq 1200); do
 	[ "$(find "$tmp/flag" -name 'ready.*' | wc -l)" -eq "$size" ] && break
@@ -79,15 +63,8 @@ for r in "${keep[@]}"; do
 	cat "$tmp/rank$r.out"
 	grep -Eq "^rank [0-9]+ of $left: elastic ok steps=5 rounds=2$" "$tmp/rank$r.out" || fail=1
 done
-# The step ends: close the lifetime pipe, the driver must exit 0 within ~1 s.
-exec 7>&-
-for _ in $(seq 50); do kill -0 "$drv" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$drv" 2>/dev/null; then
-	echo "hvd_elastic_local: driver still running after its lifetime fd closed" >&2
-	kill "$drv"; fail=1
-else
-	wait "$drv" || { echo "hvd_elastic_local: driver exited with $?" >&2; fail=1; }
-fi
+# The step ends: the driver must exit 0 once its lifetime pipe closes.
+hvd_driver_end hvd_elastic_local
 grep -E "elastic round|failed" "$tmp/driver.log" | grep -v " -> " >&2 || true
 if ((fail)); then
 	echo "hvd_elastic_local: FAILED (driver log follows)" >&2

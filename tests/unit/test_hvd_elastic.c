@@ -17,7 +17,6 @@
  * a silent slot fails at the barrier's timeout) and one gloo_hvd_elastic per
  * slot (tests/unit/hvd_elastic_local.sh).
  */
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 #include "launchers/horovod/hvd_elastic.h"
 #include "launchers/horovod/hvd_watch.h"
 #include "launchers/horovod/rendezvous.h"
+#include "buildpath.h"
 #include "tap.h"
 
 struct want {
@@ -235,8 +235,7 @@ static int loopback(const char *src, const char *build, const char *hosts, const
 int main(void)
 {
 	const char *src = getenv("DLRT_SRCDIR") ? getenv("DLRT_SRCDIR") : ".";
-	const char *plugin = getenv("DLRT_PLUGIN");
-	char build[2048], tmp[2048];
+	char build[2048];
 
 	lose_host("hA:3,hB:1,hC:2", "hB", ex1, sizeof(ex1) / sizeof(ex1[0]), "hA:3,hB:1,hC:2 without hB");
 	lose_host("hA:1,hB:2,hC:3,hD:1", "hC", ex2, sizeof(ex2) / sizeof(ex2[0]),
@@ -245,13 +244,8 @@ int main(void)
 	barrier_rules();
 	pids_answer();
 
-	if (getenv("DLRT_BUILD"))
-		snprintf(build, sizeof(build), "%s", getenv("DLRT_BUILD"));
-	else if (plugin) {
-		snprintf(tmp, sizeof(tmp), "%s", plugin);
-		snprintf(build, sizeof(build), "%s", dirname(tmp));
-	} else
-		snprintf(build, sizeof(build), "build");
+	if (test_build_dir("libexec/dlrt-hvd-driver", build, sizeof(build)) < 0)
+		snprintf(build, sizeof(build), "build"); /* the script names what is missing */
 	TAP_OK(loopback(src, build, "hA:3,hB:1,hC:2", "hB") == 0,
 	       "loopback: real driver and gloo workers, hA:3,hB:1,hC:2 loses hB, 5 go on in round 2");
 	TAP_OK(loopback(src, build, "hA:1,hB:2,hC:3,hD:1", "hC") == 0,

@@ -6,13 +6,13 @@
  * TAP line. The build folder comes from DLRT_PLUGIN (set by `make unit`) or
  * DLRT_BUILD; the script from DLRT_SRCDIR or the current directory.
  */
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "buildpath.h"
 #include "tap.h"
 
 static int run(const char *src, const char *build, const char *hosts, int nranks)
@@ -38,16 +38,10 @@ static int run(const char *src, const char *build, const char *hosts, int nranks
 int main(void)
 {
 	const char *src = getenv("DLRT_SRCDIR") ? getenv("DLRT_SRCDIR") : ".";
-	const char *plugin = getenv("DLRT_PLUGIN");
-	char build[2048], tmp[2048];
+	char build[2048];
 
-	if (getenv("DLRT_BUILD"))
-		snprintf(build, sizeof(build), "%s", getenv("DLRT_BUILD"));
-	else if (plugin) {
-		snprintf(tmp, sizeof(tmp), "%s", plugin);
-		snprintf(build, sizeof(build), "%s", dirname(tmp));
-	} else
-		snprintf(build, sizeof(build), "build");
+	if (test_build_dir("libexec/dlrt-hvd-driver", build, sizeof(build)) < 0)
+		snprintf(build, sizeof(build), "build"); /* the script names what is missing */
 
 	TAP_OK(run(src, build, "localhost:3", 3) == 0, "gloo allreduce, 3 ranks on one host");
 	TAP_OK(run(src, build, "n1:3,n2:1,n3:2", 6) == 0,
