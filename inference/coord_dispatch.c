@@ -11,6 +11,8 @@
 #include "coord_int.h"
 #include "common/clock.h"
 
+/* The job's next task to dispatch: neither answered in the state nor
+ * answered in the batch being gathered (liveness.h). */
 static int pop_task(struct coord *c, uint32_t ji, uint64_t *task)
 {
 	struct jrt *r = &c->jr[ji];
@@ -19,7 +21,7 @@ static int pop_task(struct coord *c, uint32_t ji, uint64_t *task)
 	while (r->nrequeue) {
 		uint64_t t = r->requeue[--r->nrequeue];
 
-		if (!j->task_done[t]) {
+		if (!j->task_done[t] && !dlrt_attempts_is_answered(&r->att, t)) {
 			*task = t;
 			r->nrequeue_popped = true;
 			return 0;
@@ -28,7 +30,7 @@ static int pop_task(struct coord *c, uint32_t ji, uint64_t *task)
 	while (r->next_task < j->ntasks) {
 		uint64_t t = r->next_task++;
 
-		if (!j->task_done[t]) {
+		if (!j->task_done[t] && !dlrt_attempts_is_answered(&r->att, t)) {
 			*task = t;
 			return 0;
 		}

@@ -403,7 +403,8 @@ void dlrt_coord_break(struct coord *c, const char *msg)
  * the caller may act on it at once, but nobody hears of it before the batch
  * is written (dlrt_coord_write_batch: journal and standby) and the replies
  * telling of it are released. -1 if it is not applied: the journal failed
- * (the pool stops), this coordinator was fenced out, or the state refused it. */
+ * (the pool stops), this coordinator was fenced out, or the state refused it
+ * (errno EINVAL; ENOMEM: out of memory). */
 int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch)
 {
 	struct dlrt_err err;
@@ -416,11 +417,13 @@ int dlrt_coord_commit(struct coord *c, struct dlrt_infer_change *ch)
 	ch->wall = dlrt_coord_wall_now();
 	if (dlrt_infer_change_put(&c->log, ch) < 0) {
 		dlrt_coord_log(c, "cannot keep a state change: out of memory");
+		errno = ENOMEM;
 		return -1;
 	}
 	if (dlrt_infer_state_apply(&c->st, ch, &err) < 0) {
 		c->log.len = at;
 		dlrt_coord_log(c, "refused a state change: %s", err.msg);
+		errno = EINVAL;
 		return -1;
 	}
 	/* Submissions and ends reach the disk before anyone hears of them. */

@@ -105,8 +105,7 @@ int dlrt_coord_csv_rows(struct coord *c, uint32_t ji, const struct dlrt_infer_ch
 }
 
 /* Keeps a checked answer for the batch being gathered; it takes res's
- * arrays. -1: out of memory (the answer is dropped, as a lost one: its
- * worker keeps it unacknowledged, or the task runs again). */
+ * arrays. -1: out of memory (the answer is dropped; its task runs again). */
 static int keep_answer(struct coord *c, uint32_t worker, uint32_t latency_us,
 		       const struct dlrt_ip_result *res, double occ, bool warm, bool resent)
 {
@@ -122,16 +121,6 @@ static int keep_answer(struct coord *c, uint32_t worker, uint32_t latency_us,
 	c->pend[c->npend++] = (struct dlrt_coord_answer){
 		{ res->job, worker, latency_us, res->task, *res }, occ, warm, resent, true };
 	return 0;
-}
-
-/* Is an answer to this task kept for the batch already? (Only a re-sent
- * answer can meet another one: RESULTs are unique by their dispatch.) */
-static bool kept(const struct coord *c, uint32_t job, uint64_t task)
-{
-	for (uint32_t i = 0; i < c->npend; i++)
-		if (c->pend[i].ch.job == job && c->pend[i].ch.task == task)
-			return true;
-	return false;
 }
 
 /* Stores the batch's rows of job ji (its kept answers from `from` on): one
@@ -270,8 +259,10 @@ void dlrt_coord_store_answers(struct coord *c)
 				break; /* this coordinator stops; the next rebuilds the file */
 			/* Its row is in the file, the answer not in the state: a later
 			 * answer would be a second row. */
-			dlrt_coord_end_job(c, ji, DLRT_IP_JOB_FAILED,
-					   "an answer could not be recorded (out of memory): resubmit");
+			dlrt_coord_end_job(c, ji, DLRT_IP_JOB_FAILED, errno == ENOMEM ?
+					   "an answer could not be recorded (out of memory): resubmit" :
+					   "an answer was refused by the job's state (a dlrt-infer "
+					   "bug: the coordinator's log says why): resubmit");
 			continue;
 		}
 		answered(c, a);
@@ -352,7 +343,6 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
 			return 0;
 		}
 	}
-	dlrt_attempts_release(&c->jr[res->job - 1].att, res->task, res->attempt);
 	start = w->fl[k].sent_us > w->last_done_us ? w->fl[k].sent_us : w->last_done_us;
 	occ = (double)(t - start) / 1e6;
 	warm = w->fl[k].warmup;
@@ -364,14 +354,25 @@ static int record_result(struct coord *c, struct wk *w, struct dlrt_ip_result *r
 	ji = res->job - 1;
 	c->jr[ji].inflight--;
 	if (res->n != dlrt_infer_task_size(j, res->task)) {
+		dlrt_attempts_release(&c->jr[ji].att, res->task, res->attempt);
 		dlrt_coord_log(c, "worker %u answered %u queries for a task of %u: job %u fails",
 			       w->id, res->n, dlrt_infer_task_size(j, res->task), j->id);
 		dlrt_coord_end_job(c, ji, DLRT_IP_JOB_FAILED,
 				   "a worker answered the wrong number of queries");
 		return 0;
 	}
-	if (keep_answer(c, w->id, latency_us, res, occ, warm, false) == 0)
-		res->pred = NULL, res->score = NULL; /* the batch owns them now */
+	if (keep_answer(c, w->id, latency_us, res, occ, warm, false) < 0) {
+		/* Its worker hears ACK and forgets it: the task must run again. */
+		dlrt_attempts_release(&c->jr[ji].att, res->task, res->attempt);
+		dlrt_coord_requeue(c, ji, res->task);
+		dlrt_coord_log(c, "out of memory keeping an answer: task %llu of job %u runs again",
+			       (unsigned long long)res->task, res->job);
+		return 0;
+	}
+	/* Until the batch records it, neither a dispatch of the task nor another
+	 * answer to it (a re-sent one) may be taken: it would be a second row. */
+	dlrt_attempts_answered(&c->jr[ji].att, res->task);
+	res->pred = NULL, res->score = NULL; /* the batch owns them now */
 	return 0;
 }
 
@@ -383,17 +384,18 @@ static void record_resent(struct coord *c, struct wk *w, struct dlrt_ip_result *
 	struct jrt *r;
 
 	if (!j || j->state != DLRT_IP_JOB_RUNNING || res->task >= j->ntasks ||
-	    j->task_done[res->task] || res->n != dlrt_infer_task_size(j, res->task) ||
-	    kept(c, res->job, res->task))
-		return; /* recorded already (or in this batch), or the job ended: never twice */
+	    j->task_done[res->task] || res->n != dlrt_infer_task_size(j, res->task))
+		return; /* recorded already, or the job ended: never twice */
 	r = &c->jr[res->job - 1];
-	/* A dispatch of the task in flight now is void: its answer would be a
-	 * second one in this batch (attempt ids are never UINT64_MAX). */
 	if (!r->att.cur && dlrt_attempts_init(&r->att, j->ntasks) < 0)
-		return; /* out of memory: the task runs again */
-	dlrt_attempts_assign(&r->att, res->task, UINT64_MAX);
-	if (keep_answer(c, w->id, 0, res, 0, false, true) == 0)
-		res->pred = NULL, res->score = NULL; /* the batch owns them now */
+		return; /* out of memory: the task runs (or is answered) again */
+	if (dlrt_attempts_is_answered(&r->att, res->task) ||
+	    keep_answer(c, w->id, 0, res, 0, false, true) < 0)
+		return; /* kept for this batch already; or out of memory, as above */
+	/* A dispatch of the task in flight now is void, and none follows before
+	 * the batch records this answer: either would be a second row. */
+	dlrt_attempts_answered(&r->att, res->task);
+	res->pred = NULL, res->score = NULL; /* the batch owns them now */
 }
 
 /* RESENT: an answer no coordinator acknowledged. Acknowledged whether it is

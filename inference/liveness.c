@@ -40,7 +40,7 @@ enum dlrt_attempt_verdict dlrt_attempts_check(const struct dlrt_attempts *a, uin
 {
 	if (task >= a->n)
 		return DLRT_ATTEMPT_NOTASK;
-	if (done)
+	if (done || a->cur[task] == DLRT_ATTEMPT_ANSWERED)
 		return DLRT_ATTEMPT_DONE;
 	if (attempt == 0 || a->cur[task] != attempt)
 		return DLRT_ATTEMPT_STALE;
@@ -53,6 +53,16 @@ bool dlrt_attempts_release(struct dlrt_attempts *a, uint64_t task, uint64_t atte
 		return false;
 	a->cur[task] = 0;
 	return true;
+}
+
+void dlrt_attempts_answered(struct dlrt_attempts *a, uint64_t task)
+{
+	dlrt_attempts_assign(a, task, DLRT_ATTEMPT_ANSWERED);
+}
+
+bool dlrt_attempts_is_answered(const struct dlrt_attempts *a, uint64_t task)
+{
+	return task < a->n && a->cur[task] == DLRT_ATTEMPT_ANSWERED;
 }
 
 const char *dlrt_attempt_verdict_name(enum dlrt_attempt_verdict v)

@@ -32,6 +32,11 @@ struct dlrt_attempts {
 	uint32_t n;
 };
 
+/* cur's mark for "an answer to the task is kept for the coordinator's next
+ * batch": the task is not dispatched again and no other answer to it is
+ * taken before that batch records it (attempt ids never reach it). */
+#define DLRT_ATTEMPT_ANSWERED UINT64_MAX
+
 enum dlrt_attempt_verdict {
 	DLRT_ATTEMPT_OK = 0,   /* record it */
 	DLRT_ATTEMPT_DONE,     /* the task is answered already */
@@ -47,12 +52,16 @@ void dlrt_attempts_free(struct dlrt_attempts *a);
 /* The task is dispatched as `attempt` (any earlier dispatch is void). */
 void dlrt_attempts_assign(struct dlrt_attempts *a, uint64_t task, uint64_t attempt);
 /* May the answer of dispatch `attempt` of `task` be recorded? `done` says
- * whether the task is answered already (the durable state knows). */
+ * whether the task is answered already (the durable state knows); an answer
+ * kept for the batch counts as done too. */
 enum dlrt_attempt_verdict dlrt_attempts_check(const struct dlrt_attempts *a, uint64_t task,
 					      uint64_t attempt, bool done);
 /* The dispatch ended (answered, failed, its worker lost): the task is
  * unassigned if `attempt` is still its current one. True if it was. */
 bool dlrt_attempts_release(struct dlrt_attempts *a, uint64_t task, uint64_t attempt);
+/* An answer to the task is kept (any dispatch of it is void); is one? */
+void dlrt_attempts_answered(struct dlrt_attempts *a, uint64_t task);
+bool dlrt_attempts_is_answered(const struct dlrt_attempts *a, uint64_t task);
 const char *dlrt_attempt_verdict_name(enum dlrt_attempt_verdict v);
 
 /* ---- heartbeats ---------------------------------------------------------------- */

@@ -37,3 +37,8 @@ $(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_hvd_elastic,tests/progs/h
 # (Debian's libgloo is built with GLOO_USE_REDIS) on the helper store.
 TEST_PROGS += $(BUILD)/testprogs/gloo_redis_allreduce
 $(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_redis_allreduce,tests/progs/caffe2/gloo_redis_allreduce.cc,-DHIREDIS_NESTED_INCLUDE -lgloo -lhiredis -pthread))
+
+# infer: a worker that re-sends answers and checks the coordinator never
+# dispatches their tasks again before recording them (t/80-infer-group-commit.t).
+TEST_PROGS += $(BUILD)/testprogs/infer_resend_race
+$(eval $(call dlrt_program,$(BUILD)/testprogs/infer_resend_race,tests/progs/infer/infer_resend_race.c))

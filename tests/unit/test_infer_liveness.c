@@ -27,6 +27,14 @@ static void test_attempts(void)
 	/* Its worker is declared dead: the task is dispatched again. */
 	TAP_OK(dlrt_attempts_release(&a, 1, first), "the lost dispatch is released");
 	TAP_OK(!dlrt_attempts_release(&a, 1, first), "only once");
+	dlrt_attempts_assign(&a, 2, first + 2);
+	dlrt_attempts_answered(&a, 2);
+	TAP_OK(dlrt_attempts_is_answered(&a, 2), "an answer kept for the batch marks its task");
+	TAP_IS_INT(dlrt_attempts_check(&a, 2, first + 2, false), DLRT_ATTEMPT_DONE,
+		   "the task's dispatch is void: a second answer is refused as answered");
+	TAP_OK(!dlrt_attempts_release(&a, 2, first + 2), "and cannot unmark it");
+	TAP_OK(!dlrt_attempts_is_answered(&a, 3) && !dlrt_attempts_is_answered(&a, 99),
+	       "other tasks, and none past the end, are not marked");
 	dlrt_attempts_assign(&a, 1, first + 1);
 	TAP_IS_INT(dlrt_attempts_check(&a, 1, first, false), DLRT_ATTEMPT_STALE,
 		   "the dead worker's late answer is dropped");

@@ -61,6 +61,29 @@ is "$(($(wc -l <"$POOL/job-1.csv") - 1))" $N "job 1: $N result rows"
 is "$(tail -n +2 "$POOL/job-1.csv" | cut -d, -f2 | sort -u | wc -l)" $N "job 1: every input exactly once"
 unlike "$(cat "$C0")" "standby lost" "the standby was never let go"
 
+# An answer is recorded by the batch after it came (up to a millisecond
+# later); until then its task is neither dispatched again nor answered a
+# second time. infer_resend_race joins as a worker and, on its first task T,
+# re-sends answers to T+1..T+8 (as a worker does after a failover) with its
+# answer to T: the coordinator takes them and dispatches this worker's next
+# task in the same turn, which must not be one of them (a second answer in
+# time was a second row, and the job failed: "an answer could not be
+# recorded"). 20 tasks of 200 queries keep the three real workers busy.
+as_user env DLRT_INFER_POOL="$POOL" "$TESTS_BIN/infer_resend_race" "$POOL" 8 \
+	>"$WORK/race.out" 2>&1 &
+RACE=$!
+for _ in $(seq 1 100); do infer status 2>/dev/null | grep -q " resend-race" && break; sleep 0.1; done
+J=$(infer submit --model deepcnn --inputs "$IN" --count 4000 --batch 200)
+wait "$RACE"
+is "$?" 0 "a task whose re-sent answer was taken is not dispatched before the answer is recorded" ||
+	fail_detail "$(cat "$WORK/race.out")"
+like "$(cat "$WORK/race.out")" "8 answers re-sent" "the racing worker re-sent 8 answers"
+diag "$(tail -1 "$WORK/race.out")"
+infer wait "$J" >"$WORK/wait2.out" 2>&1
+ok $? "job $J completed, the re-sent answers recorded once" || fail_detail "$(cat "$WORK/wait2.out")"
+is "$(tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2 | sort -u | wc -l) $(($(wc -l <"$POOL/job-$J.csv") - 1))" \
+	"4000 4000" "job $J: 4000 rows, every input exactly once"
+
 infer pool stop >/dev/null
 ok $? "pool stop"
 for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
