@@ -29,7 +29,7 @@
 #
 #   bench/infer-dispatch.sh     (from bench/run-all.sh, or with the cluster's env)
 # Environment: N (pool tasks, default 60000), N_LENET (lenet5 queries, 60000),
-# REPEAT (3), LENET (0), K_SRUN (20), K_PAR (60), K_ARRAY (30), BASELINES (1; 0 = only the
+# REPEAT (3), PREFETCHES (the depths of the second table, "1 4"), LENET (0), K_SRUN (20), K_PAR (60), K_ARRAY (30), BASELINES (1; 0 = only the
 # pool's tables), WORKERS (6), CPUS (CPUs per pool element, sbatch -c; 5), NODES
 # (the cluster's node count, for the labels and the GNU parallel allocation;
 # default DLRT_CLUSTER_NODES or 3). On a bigger test cluster, e.g. 16 nodes of 16
@@ -41,7 +41,7 @@ eval "$(tests/cluster/cluster.sh env)"
 U=${DLRT_TEST_USER:-dlrtu}
 N=${N:-60000} K_SRUN=${K_SRUN:-20} K_PAR=${K_PAR:-60} K_ARRAY=${K_ARRAY:-30}
 N_LENET=${N_LENET:-60000} BASELINES=${BASELINES:-1} REPEAT=${REPEAT:-3} LENET=${LENET:-0}
-WORKERS=${WORKERS:-6} CPUS=${CPUS:-5} NODES=${NODES:-${DLRT_CLUSTER_NODES:-3}}
+PREFETCHES=${PREFETCHES:-1 4} WORKERS=${WORKERS:-6} CPUS=${CPUS:-5} NODES=${NODES:-${DLRT_CLUSTER_NODES:-3}}
 POOLDESC="$WORKERS workers on $NODES nodes"
 T=/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 W=$(mktemp -d "$DLRT_CLUSTER_DIR/work/bench-dispatch.XXXX")
@@ -117,7 +117,7 @@ pool_rate() {
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
 col() { awk -v k="$1" '{ print $k }'; }
 declare -A R
-for pf in 1 4; do
+for pf in $PREFETCHES; do
 	for i in $(seq 1 "$REPEAT"); do
 		for cfg in d j n; do
 			r=$(pool_rate "$pf" "$cfg")
