@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	uint64_t resent[MAX_RESENT];
 	uint32_t nresent = 0, want;
 	unsigned dispatches = 0;
-	int64_t end;
+	int64_t end, beat = 0;
 
 	if (argc != 3 || (want = (uint32_t)atoi(argv[2])) == 0 || want > MAX_RESENT) {
 		fprintf(stderr, "usage: infer_resend_race POOL RESENT (1..%d)\n", MAX_RESENT);
@@ -64,8 +64,19 @@ int main(int argc, char **argv)
 	while (dlrt_now_ms() < end) {
 		struct dlrt_ip_frame f;
 		struct dlrt_ip_task t;
-		int r = dlrt_ipc_recv(&c, &f, 200, &err);
+		int r;
 
+		/* Silent past its heartbeat bound, it would be declared dead and get
+		 * no task (the pool's workers beat from a thread; this one, here). */
+		if (dlrt_now_ms() - beat >= (int64_t)c.heartbeat_ms) {
+			beat = dlrt_now_ms();
+			if (dlrt_ip_put_empty(&c.out, DLRT_IP_HEARTBEAT) < 0 ||
+			    dlrt_ipc_flush(&c, 5000, &err) < 0) {
+				fprintf(stderr, "infer_resend_race: cannot send a heartbeat\n");
+				break;
+			}
+		}
+		r = dlrt_ipc_recv(&c, &f, 100, &err);
 		if (r < 0) {
 			fprintf(stderr, "infer_resend_race: %s\n", err.msg);
 			break;
