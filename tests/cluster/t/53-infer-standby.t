@@ -90,7 +90,9 @@ ok $? "the second standby took over too: epoch 3"
 S2=$(grep -l "taking over with" "$POOL"/element-*.log | grep -v "$S1" | head -1)
 ok "$([ -n "$S2" ]; echo $?)" "from another element (${S2##*/})"
 wait $W1
-is $? 0 "wait 1, started before both failovers, reports job 1 done"
+is $? 0 "wait 1, started before both failovers, reports job 1 done" ||
+	fail_detail "the coordinators' last words: $(grep -h "refused\|could not\|job 1 failed\|fenced" \
+		"$POOL"/element-*.log | tail -5)"
 wait $W2
 is $? 0 "wait 2 too"
 like "$(cat "$WORK/w1")" "job 1 done: $N1/$N1 queries" "wait 1 prints the job's end"
