@@ -68,7 +68,7 @@ run_srun -N1 -w n1 -n4 --gpus-per-node=4 --cpu-bind=mask_cpu:0xAAAA,0x5555 --dl-
 is "$(field cvd)" "$(expect n1:2,0,3,1)" "--cpu-bind=mask_cpu: tasks 0,2 on package 1 get GPUs 2,3"
 
 # 3. more GPUs than tasks: two each, from the task's package
-run_srun -N2 --ntasks-per-node=2 -c8 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TOPO" "$WORK/show.sh"
+run_srun -w n1,n2 -N2 --ntasks-per-node=2 -c8 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TOPO" "$WORK/show.sh"
 is "$(field cvd)" "$(expect n1:0+1,2+3 n2:0+1,2+3 | tr + ,)" "2 tasks x 4 GPUs: both GPUs of the package"
 
 # 4. a step whose GPUs are not 0..n-1: another job holds GPU 0 of n1
@@ -97,7 +97,7 @@ run_srun -N1 -w n1 -n2 -c4 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TO
 is "$(field aff)" "$(expect n1:0-1,0-1)" "without it, the affinity stays Slurm's"
 
 # 6. map: and none
-run_srun -N2 --ntasks-per-node=4 -c4 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TOPO" \
+run_srun -w n1,n2 -N2 --ntasks-per-node=4 -c4 --exclusive --gpus-per-node=4 --dl-runtime=torch "$TOPO" \
 	--dl-gpu-bind=map:3,2,1,0 "$WORK/show.sh"
 is "$(field cvd)" "$(expect n1:3,2,1,0 n2:3,2,1,0)" "map:3,2,1,0 gives local task i GPU 3-i"
 run_srun -N1 -w n2 -n2 --gpus-per-node=4 --dl-runtime=torch "$TOPO" --dl-gpu-bind=map:0+1,2*1 "$WORK/show.sh"

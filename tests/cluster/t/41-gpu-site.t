@@ -23,13 +23,13 @@ cvd() { sed -n 's/^\(n[0-9]*\) \([0-9]*\) cvd=\([^ ]*\)$/\1 \2 \3/p' "$OUT" | so
 show='echo "$(hostname) $SLURM_LOCALID cvd=${CUDA_VISIBLE_DEVICES-unset}"'
 
 site "topology_xml=$T/%n.xml"
-run_srun -N2 --ntasks-per-node=2 -c8 --exclusive --gpus-per-node=2 --dl-runtime=torch bash -c "$show"
+run_srun -w n1,n2 -N2 --ntasks-per-node=2 -c8 --exclusive --gpus-per-node=2 --dl-runtime=torch bash -c "$show"
 is "$RC" 0 "topology_xml=DIR/%n.xml: srun succeeds"
 # -c8 cyclic: task 0 on package 0, task 1 on package 1. Slurm gives the step
 # GPUs 0,1: on n1 both sit on package 0, on n2 both on package 1; dlrt still
 # gives one each, and on n2 the first task's GPU is the one nearer the tie order.
 is "$(cvd)" "n1 0 0 n1 1 1 n2 0 0 n2 1 1 " "two GPUs of one package: one per task, in task order"
-run_srun -N2 --ntasks-per-node=4 -c4 --exclusive --gpus-per-node=4 --dl-runtime=torch bash -c "$show"
+run_srun -w n1,n2 -N2 --ntasks-per-node=4 -c4 --exclusive --gpus-per-node=4 --dl-runtime=torch bash -c "$show"
 is "$(cvd)" "n1 0 0 n1 1 2 n1 2 1 n1 3 3 n2 0 2 n2 1 0 n2 2 3 n2 3 1 " \
 	"topology_xml: each node plans on its own file"
 

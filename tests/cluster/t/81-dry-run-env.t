@@ -22,7 +22,9 @@ echo "\$line"
 EOF
 chmod 0755 "$WORK/show.sh"
 chown -R "$DLRT_TEST_USER": "$T" "$WORK/show.sh"
-STEP=(-N2 --ntasks-per-node=2 -c8 --exclusive --gpus-per-node=4 --dl-runtime=torch
+# -w: only n1 and n2 have the fixture; a step right after another could
+# otherwise land on n3 while n2 still completes the last one.
+STEP=(-w n1,n2 -N2 --ntasks-per-node=2 -c8 --exclusive --gpus-per-node=4 --dl-runtime=torch
       "--dl-topology=$T/%n.xml")
 
 # dry NAME: "rank value" of variable NAME in the dry run's "nX: task R env:" lines
