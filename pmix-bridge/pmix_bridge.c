@@ -1,5 +1,7 @@
 #include "pmix_bridge.h"
 
+#include "common/clock.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -487,19 +489,11 @@ int dlrt_pmix_get(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out
 	return rc;
 }
 
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *out, size_t len,
 		    struct dlrt_err *err)
 {
 	char k[PMIX_MAX_KEYLEN + 1];
-	double deadline = mono_now() + p->timeout_s;
+	int64_t deadline = dlrt_now_ms() + (int64_t)p->timeout_s * 1000;
 	long pause_ms = 2;
 
 	if (rank >= p->size)
@@ -507,14 +501,14 @@ int dlrt_pmix_await(struct dlrt_pmix *p, uint32_t rank, const char *key, char *o
 	if (make_key(k, key, err) < 0)
 		return -1;
 	for (;;) {
-		double left = deadline - mono_now();
+		int64_t left = deadline - dlrt_now_ms();
 		int rc;
 
 		if (left <= 0)
 			return dlrt_err_set(err, "rank %u did not publish %s within %d s (did that "
 					    "task start? see its node's slurmd log)", rank, k,
 					    p->timeout_s);
-		rc = get_once(p, rank, k, left < 2 ? 1 : 2, out, len, err);
+		rc = get_once(p, rank, k, left < 2000 ? 1 : 2, out, len, err);
 		if (rc <= 0)
 			return rc;
 		/* Not there yet: the other task is still starting. Back off a little
@@ -530,7 +524,7 @@ int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
 			struct dlrt_err *err)
 {
 	char k[PMIX_MAX_KEYLEN + 1], value[4096], missing[128];
-	double deadline = mono_now() + p->timeout_s, give_up;
+	int64_t deadline = dlrt_now_ms() + (int64_t)p->timeout_s * 1000, give_up;
 	size_t off = 0;
 	uint32_t r, nmissing = 0;
 	long pause_ms = 2;
@@ -538,12 +532,12 @@ int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
 	if (make_key(k, key, err) < 0)
 		return -1;
 	for (r = 0; r < p->size;) {
-		double left = deadline - mono_now();
+		int64_t left = deadline - dlrt_now_ms();
 		int rc;
 
 		if (left <= 0)
 			break;
-		rc = get_once(p, r, k, left < 2 ? 1 : 2, value, sizeof(value), err);
+		rc = get_once(p, r, k, left < 2000 ? 1 : 2, value, sizeof(value), err);
 		if (rc < 0)
 			return -1;
 		if (rc == 0) {
@@ -559,8 +553,8 @@ int dlrt_pmix_await_all(struct dlrt_pmix *p, const char *key,
 		return 0;
 	/* Name the ranks still missing: one quick look at each, bounded in total. */
 	missing[0] = '\0';
-	give_up = mono_now() + 4;
-	for (; r < p->size && mono_now() < give_up; r++) {
+	give_up = dlrt_now_ms() + 4000;
+	for (; r < p->size && dlrt_now_ms() < give_up; r++) {
 		if (get_once(p, r, k, 1, value, sizeof(value), err) == 0)
 			continue;
 		if (nmissing++ < 8) {

@@ -2,9 +2,9 @@
  *
  * Slurm's mpi/pmix plugin runs a PMIx server in every slurmstepd; a task of a
  * `srun --mpi=pmix` step is a PMIx client of it. dlrt-kv, the job scripts'
- * exchange tool, is built on this. (The plugin's own address exchange goes
- * through srun's rendezvous instead, exchange/rdvclient.h: one PMIx client
- * process per node and its messages cost 20-30 ms of CPU per node.)
+ * exchange tool, is built on this, and so is the plugin's address exchange
+ * through Slurm's PMIx (spank/exchange_pmix.c, --dl-exchange=pmix): one
+ * dlrt-kv per node, started by the node's first task.
  *
  * Rule: never call this from a task whose program uses PMIx or MPI itself. An
  * Init/Finalize before exec makes Open MPI's MPI_Init fail on Debian 12

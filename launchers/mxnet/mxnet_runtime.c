@@ -258,7 +258,7 @@ static int mxnet_check_step(const struct dlrt_plan *plan, const struct dlrt_step
 		return 0;
 	return dlrt_err_set(err, "--dl-mxnet-sched=extra needs the address exchange, which dlrt "
 			    "skips for this program (it links MPI, or DLRT_EXCHANGE=none): use "
-			    "--dl-mxnet-sched=task, or set DLRT_EXCHANGE=pmix");
+			    "--dl-mxnet-sched=task, or set DLRT_EXCHANGE=yes");
 }
 
 /* --dl-mxnet-sched=extra: ps-lite's scheduler next to task 0, running the

@@ -47,7 +47,7 @@ like "$(cat "$ERR")" 'dl-mxnet-sched=bogus: must be task .* or extra' "a bad val
 run_srun -N2 -n3 --export=ALL,DLRT_EXCHANGE=none --dl-runtime=mxnet --dl-mxnet-sched=extra \
 	touch "$WORK/ran.noexchange"
 ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "extra scheduler with DLRT_EXCHANGE=none: refused (rc=$RC)"
-like "$(cat "$ERR")" 'dlrt: --dl-mxnet-sched=extra needs the address exchange, .*: use --dl-mxnet-sched=task, or set DLRT_EXCHANGE=pmix' \
+like "$(cat "$ERR")" 'dlrt: --dl-mxnet-sched=extra needs the address exchange, .*: use --dl-mxnet-sched=task, or set DLRT_EXCHANGE=yes' \
 	"the refusal names the cause and the fix"
 ok "$([ ! -e "$WORK/ran.noexchange" ]; echo $?)" "the program never ran"
 
