@@ -12,7 +12,10 @@
 # difference of the medians, and the CPU time dlrt adds per node: the machine's busy CPU time
 # (/proc/stat: every node, slurmd, slurmstepd, srun and the tasks run on this one machine)
 # during the dlrt step minus during the plain one, median of the pairs, divided by the node
-# count (srun's own share, e.g. its rendezvous, is counted in too). Then, on the
+# count (srun's own share, e.g. its rendezvous, is counted in too). With FLOOR=1, a row
+# "pmix-client" per cell gives the floor of any exchange that runs a PMIx client on every
+# node: the step's first task of each node runs `dlrt-kv rank` (exec, PMIx_Init and
+# PMIx_Finalize, no value sent), against the same step whose tasks run `bash -c "exit 0"`. Then, on the
 # largest cluster, the services under NODES x 4 ranks: the Horovod rendezvous driver and the
 # caffe2 store, with a real gloo allreduce (gloo_hvd_allreduce, gloo_redis_allreduce).
 #
@@ -26,6 +29,7 @@
 #   REPEAT     timed runs per cell                              (default: 5)
 #   BIG_TASKS  the large task count on 16 nodes or more         (default: 128)
 #   SERVICES   1: also time the driver and the store runs       (default: 1)
+#   FLOOR      1: also time one bare PMIx client per node       (default: 1)
 #   KEEP       1: leave the last cluster up                     (default: 0)
 #   STEP_TIMEOUT  seconds before one step counts as hung        (default: 180)
 # The cluster must already have the build installed (make cluster-up once).
@@ -42,6 +46,7 @@ EXCHANGES=${EXCHANGES:-srun pmix}
 REPEAT=${REPEAT:-5}
 BIG_TASKS=${BIG_TASKS:-128}
 SERVICES=${SERVICES:-1}
+FLOOR=${FLOOR:-1}
 KEEP=${KEEP:-0}
 STEP_TIMEOUT=${STEP_TIMEOUT:-180}
 USER_NAME=${DLRT_TEST_USER:-dlrtu}
@@ -53,7 +58,7 @@ trap 'rm -f "$err"' EXIT
 # carrier $VIA.
 rt_args() {
 	case $1 in
-	none) ;;
+	none | pmix-client) ;;
 	horovod) echo "--dl-runtime=horovod --dl-horovod=gloo --dl-exchange=$VIA" ;;
 	*) echo "--dl-runtime=$1 --dl-exchange=$VIA" ;;
 	esac
@@ -91,16 +96,23 @@ run_ms() {
 # step and the same step with RUNTIME, run back to back (the order alternates, so a drift of
 # the machine's load weighs on both sides alike). Prints the plain median, the dlrt median,
 # the median of the per-pair ratios dlrt/plain and the median of the per-pair extra CPU ms.
+# RUNTIME pmix-client: the floor (FLOOR above), both sides through bash.
 pairs_ms() {
-	local nodes=$1 n=$2 rt=$3 i a b ac bc pv=() dv=() rv=() cv=()
-	run_ms "$nodes" "$n" none >/dev/null && run_ms "$nodes" "$n" "$rt" >/dev/null || return 1
+	local nodes=$1 n=$2 rt=$3 i a b ac bc pv=() dv=() rv=() cv=() plain=(true) mine=(true)
+	if [ "$rt" = pmix-client ]; then
+		plain=(bash -c 'exit 0')
+		# shellcheck disable=SC2016  # expanded by the task's bash
+		mine=(bash -c '[ "$SLURM_LOCALID" != 0 ] || exec "$0" rank >/dev/null' "$KV")
+	fi
+	run_ms "$nodes" "$n" none "${plain[@]}" >/dev/null &&
+		run_ms "$nodes" "$n" "$rt" "${mine[@]}" >/dev/null || return 1
 	for ((i = 0; i < REPEAT; i++)); do
 		if ((i % 2)); then
-			read -r b bc < <(run_ms "$nodes" "$n" "$rt") &&
-				read -r a ac < <(run_ms "$nodes" "$n" none) || return 1
+			read -r b bc < <(run_ms "$nodes" "$n" "$rt" "${mine[@]}") &&
+				read -r a ac < <(run_ms "$nodes" "$n" none "${plain[@]}") || return 1
 		else
-			read -r a ac < <(run_ms "$nodes" "$n" none) &&
-				read -r b bc < <(run_ms "$nodes" "$n" "$rt") || return 1
+			read -r a ac < <(run_ms "$nodes" "$n" none "${plain[@]}") &&
+				read -r b bc < <(run_ms "$nodes" "$n" "$rt" "${mine[@]}") || return 1
 		fi
 		pv+=("$a") dv+=("$b") cv+=("$((bc - ac))")
 		rv+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", (a > 0 ? b / a : 0) }')")
@@ -151,9 +163,14 @@ for nodes in $SIZES; do
 	last=$nodes
 	big=$BIG_TASKS
 	[ "$nodes" -lt 16 ] && big=$((16 * nodes))
+	KV=$("$CLUSTER" prefix)/bin/dlrt-kv
 	for n in "$nodes" "$big"; do
-		for VIA in $EXCHANGES; do
-			for rt in $RUNTIMES; do
+		vias=$EXCHANGES
+		[ "$FLOOR" = 1 ] && vias="- $vias"
+		for VIA in $vias; do
+			rts=$RUNTIMES
+			[ "$VIA" = - ] && rts=pmix-client
+			for rt in $rts; do
 				ratio=
 				read -r plain dl ratio cpu < <(pairs_ms "$nodes" "$n" "$rt")
 				if [ -z "$ratio" ]; then
