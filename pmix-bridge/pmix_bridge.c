@@ -31,10 +31,17 @@ static struct waiter *waiter_new(void)
 {
 	struct waiter *w = calloc(1, sizeof(*w));
 
+	pthread_condattr_t attr;
+
 	if (!w)
 		return NULL;
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	/* Its deadline is on dlrt's one clock (common/clock.h), not the wall
+	 * clock, which an NTP step could move. */
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &attr);
+	pthread_condattr_destroy(&attr);
 	return w;
 }
 
@@ -66,11 +73,10 @@ static void waiter_complete(struct waiter *w, pmix_status_t status, char *value)
  * owned by the completion callback). */
 static int waiter_wait(struct waiter *w, int timeout_s)
 {
-	struct timespec deadline;
+	int64_t until = dlrt_now_ns() + (int64_t)timeout_s * 1000000000;
+	struct timespec deadline = { until / 1000000000, until % 1000000000 };
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_s;
 	pthread_mutex_lock(&w->mu);
 	while (!w->done && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&w->cv, &w->mu, &deadline);
@@ -381,7 +387,7 @@ int dlrt_pmix_local_barrier(struct dlrt_pmix *p, struct dlrt_err *err)
 	pmix_value_t *val = NULL;
 	uint32_t local_size;
 	char path[PATH_MAX];
-	struct timespec start, now;
+	int64_t deadline;
 	int fd;
 
 	if (!dir || !*dir)
@@ -401,7 +407,7 @@ int dlrt_pmix_local_barrier(struct dlrt_pmix *p, struct dlrt_err *err)
 	if (fd < 0)
 		return dlrt_err_errno(err, errno, "cannot create %s", path);
 	close(fd);
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	deadline = dlrt_now_ms() + (int64_t)p->timeout_s * 1000;
 	for (;;) {
 		char prefix[64];
 		uint32_t seen = 0;
@@ -416,8 +422,7 @@ int dlrt_pmix_local_barrier(struct dlrt_pmix *p, struct dlrt_err *err)
 		closedir(d);
 		if (seen >= local_size)
 			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec >= p->timeout_s)
+		if (dlrt_now_ms() >= deadline)
 			return dlrt_err_set(err, "node barrier timed out after %d s: %u of %u tasks "
 					    "of this node arrived", p->timeout_s, seen, local_size);
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);

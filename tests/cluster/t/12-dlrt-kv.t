@@ -25,6 +25,14 @@ run_srun -N1 -n1 --mpi=pmix dlrt-kv awaitlist v 0,x
 like "$RC:$(grep -v '^srun: ' "$ERR")" "^[1-9]:dlrt-kv: awaitlist: 'x' is not a rank" \
 	"awaitlist: a bad rank list is one clear error"
 
+# Every wait is bounded: a fence that task 1 never reaches ends at --timeout
+# with one line naming the task that did not arrive.
+run_srun -N2 -n2 --mpi=pmix bash -c 'if [ "$SLURM_PROCID" = 1 ]; then sleep 12; exit 0; fi
+	dlrt-kv --timeout 3 fence; echo "rc=$?"'
+is "$(cat "$OUT")" "rc=1" "a fence one task never reaches ends (unbounded, the step would outlive the test's limit)"
+like "$(cat "$ERR")" "dlrt-kv: PMIx fence timed out after 3 s; ranks that did not arrive: 1 " \
+	"the line says how long it waited and which task never came"
+
 run_batch -N3 -n6 --dl-runtime=mxnet <<'JOB'
 #!/bin/bash
 srun bash -c 'dlrt-kv put r "$DMLC_ROLE" fence getall r' | sort -u
