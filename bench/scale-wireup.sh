@@ -58,7 +58,7 @@ trap 'rm -f "$err"' EXIT
 # carrier $VIA.
 rt_args() {
 	case $1 in
-	none | pmix-client) ;;
+	none) ;;
 	horovod) echo "--dl-runtime=horovod --dl-horovod=gloo --dl-exchange=$VIA" ;;
 	*) echo "--dl-runtime=$1 --dl-exchange=$VIA" ;;
 	esac
@@ -100,6 +100,7 @@ run_ms() {
 pairs_ms() {
 	local nodes=$1 n=$2 rt=$3 i a b ac bc pv=() dv=() rv=() cv=() plain=(true) mine=(true)
 	if [ "$rt" = pmix-client ]; then
+		rt=none
 		plain=(bash -c 'exit 0')
 		# shellcheck disable=SC2016  # expanded by the task's bash
 		mine=(bash -c '[ "$SLURM_LOCALID" != 0 ] || exec "$0" rank >/dev/null' "$KV")
@@ -148,6 +149,17 @@ cluster_at() {
 	return 1
 }
 
+# row NODES TASKS RUNTIME: one line of the table, through the carrier $VIA.
+row() {
+	local plain dl ratio='' cpu
+	read -r plain dl ratio cpu < <(pairs_ms "$@")
+	[ -n "$ratio" ] || return 1
+	awk -v N="$1" -v n="$2" -v rt="$3" -v via="$VIA" -v p="$plain" -v d="$dl" \
+	    -v r="$ratio" -v c="$cpu" 'BEGIN {
+		printf "| %-5s | %-5s | %-8s | %-4s | %9d | %8d | %5.2f | %8d | %11.1f |\n",
+		       N, n, rt, via, p, d, r, d - p, c / N }'
+}
+
 echo "# scale wire-up: srun --mpi=pmix -N<nodes> -O -n<tasks> [--dl-runtime=X --dl-exchange=E] true inside one allocation;"
 echo "# $REPEAT back-to-back pairs (plain, dlrt) per cell: medians of each side, ratio = median of the pair ratios,"
 echo "# CPU ms/node = median of the pairs' extra busy CPU time of the machine, divided by the node count"
@@ -165,22 +177,10 @@ for nodes in $SIZES; do
 	[ "$nodes" -lt 16 ] && big=$((16 * nodes))
 	KV=$("$CLUSTER" prefix)/bin/dlrt-kv
 	for n in "$nodes" "$big"; do
-		vias=$EXCHANGES
-		[ "$FLOOR" = 1 ] && vias="- $vias"
-		for VIA in $vias; do
-			rts=$RUNTIMES
-			[ "$VIA" = - ] && rts=pmix-client
-			for rt in $rts; do
-				ratio=
-				read -r plain dl ratio cpu < <(pairs_ms "$nodes" "$n" "$rt")
-				if [ -z "$ratio" ]; then
-					rc=1
-					continue
-				fi
-				awk -v N="$nodes" -v n="$n" -v rt="$rt" -v via="$VIA" -v p="$plain" -v d="$dl" \
-				    -v r="$ratio" -v c="$cpu" 'BEGIN {
-					printf "| %-5s | %-5s | %-8s | %-4s | %9d | %8d | %5.2f | %8d | %11.1f |\n",
-					       N, n, rt, via, p, d, r, d - p, c / N }'
+		[ "$FLOOR" = 1 ] && { VIA=-; row "$nodes" "$n" pmix-client || rc=1; }
+		for VIA in $EXCHANGES; do
+			for rt in $RUNTIMES; do
+				row "$nodes" "$n" "$rt" || rc=1
 			done
 		done
 	done
