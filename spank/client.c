@@ -4,12 +4,15 @@
  * command line is parsed, and in srun the values against the step's size once
  * the allocation exists but before any task is launched.
  *
- * On an error we print one line and exit(1) ourselves instead of returning -1:
+ * Before the step exists (init_post_opt) an error is one line and exit(1):
  * dlrt is installed as an `optional` plugin (a broken dlrt must never block
- * non-dlrt jobs), and Slurm ignores the return codes of optional plugins. srun
- * releases an allocation it created from its exit handler, so nothing lingers.
+ * non-dlrt jobs), Slurm ignores the return codes of optional plugins, and srun
+ * releases an allocation it created from its exit handler. Once the step
+ * exists (local_user_init) exiting would leave it behind: see refuse_step().
  */
+#include <fcntl.h>
 #include <slurm/spank.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -79,6 +82,8 @@ void dlrt_client_exit(void)
 
 int dlrt_client_post_opt(spank_t sp)
 {
+	struct dlrt_err err;
+
 	(void)sp;
 	if (dlrt_plugin.opt_failed) {
 		slurm_error("dlrt: %s", dlrt_plugin.opt_err.msg);
@@ -93,8 +98,51 @@ int dlrt_client_post_opt(spank_t sp)
 		slurm_error("dlrt: plugstack.conf has an error (see above); ask your admin to fix it");
 		exit(1);
 	}
-	if (spank_context() == S_CTX_LOCAL)
+	/* Checks that need no step size run here, before srun asks for the step. */
+	if (dlrt_plugin.opts.runtime && dlrt_opts_check_runtime(&dlrt_plugin.opts, &err) < 0) {
+		slurm_error("dlrt: %s", err.msg);
+		exit(1);
+	}
+	if (spank_context() == S_CTX_LOCAL) {
+		/* Only this srun may refuse its own step (refuse_step). */
+		unsetenv(DLRT_REFUSED_ENV);
 		return start_rendezvous();
+	}
+	return 0;
+}
+
+/* srun refuses a step that already exists. Exiting would leave it behind:
+ * Slurm frees a step when its tasks end, or when srun reports a launch that
+ * failed, and a step that was never launched has neither. srun's own exit
+ * path (its shepherd's kill of the step) does not free it either, so the step
+ * stays RUNNING with no process until the job ends, and the allocation's next
+ * srun waits for its CPUs ("Requested nodes are busy"; the same on 22.05 and
+ * 24.11: stepmgr signals the step's nodes, which hold nothing to end). There
+ * is no call a plugin can make to complete a step. So the step is launched
+ * and ends at once: DLRT_REFUSED_ENV names it, and every task exits 1 in
+ * task_init before the program (spank/stepd.c), which frees the step the
+ * usual way. The refusal stays the one line the user reads: srun's own lines
+ * about those exits ("task N: Exited with exit code 1") go to /dev/null. */
+static int refuse_step(spank_t sp, const char *msg)
+{
+	uint32_t job = 0, step = 0;
+	char id[32];
+	int null_fd;
+
+	slurm_error("dlrt: %s", msg);
+	dlrt_client_exit(); /* no rendezvous for a step that exchanges nothing */
+	unsetenv(DLRT_RDV_ENV);
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+		exit(1); /* nothing to name; cannot happen once the step exists */
+	snprintf(id, sizeof(id), "%u.%u", job, step);
+	if (setenv(DLRT_REFUSED_ENV, id, 1) < 0)
+		exit(1);
+	null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null_fd >= 0) {
+		dup2(null_fd, STDERR_FILENO);
+		close(null_fd);
+	}
 	return 0;
 }
 
@@ -104,21 +152,12 @@ int dlrt_client_local_user_init(spank_t sp)
 	uint32_t ntasks = 0, nnodes = 0;
 	struct dlrt_err err;
 
-	if (!rt)
-		return 0;
-	/* A runtime's option given to another runtime, where it would do nothing. */
-	if (dlrt_opts_check_runtime(&dlrt_plugin.opts, &err) < 0) {
-		slurm_error("dlrt: %s", err.msg);
-		exit(1);
-	}
-	if (!rt->validate)
+	if (!rt || !rt->validate)
 		return 0;
 	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS)
 		return 0; /* the step side checks again with the full layout */
-	if (rt->validate(&dlrt_plugin.opts, &dlrt_plugin.cfg, ntasks, nnodes, &err) < 0) {
-		slurm_error("dlrt: %s", err.msg);
-		exit(1);
-	}
+	if (rt->validate(&dlrt_plugin.opts, &dlrt_plugin.cfg, ntasks, nnodes, &err) < 0)
+		return refuse_step(sp, err.msg);
 	return 0;
 }

@@ -20,6 +20,10 @@
 
 struct dlrt_node_share;
 
+/* "JOB.STEP" of a step srun refused after Slurm created it: its tasks end in
+ * task_init, so that Slurm frees the step (client.c, refuse_step). */
+#define DLRT_REFUSED_ENV "SLURM_DLRT_REFUSED"
+
 /* A node service started by this slurmstepd (service.c). */
 struct dlrt_svc {
 	pid_t pid;         /* 0 = none */
@@ -38,6 +42,7 @@ struct dlrt_plugin {
 	struct dlrt_err opt_err;
 	/* slurmstepd only */
 	bool active;               /* an srun step with --dl-runtime */
+	bool refused;              /* srun refused this step: its tasks only exit */
 	struct dlrt_step_info step;
 	uint32_t node_id;
 	struct dlrt_layout layout;

@@ -64,6 +64,20 @@ uint32_t dlrt_restart_count(spank_t sp)
 	return item > env ? item : env;
 }
 
+/* srun refused this very step after Slurm had created it (client.c,
+ * refuse_step). The value names the step, so one inherited from elsewhere
+ * (a job's environment, an outer step) never matches. */
+static bool step_refused(spank_t sp)
+{
+	char want[32], got[32] = "";
+
+	snprintf(want, sizeof(want), "%u.%u", dlrt_plugin.step.job_id, dlrt_plugin.step.step_id);
+	if (getenv_step(sp, DLRT_REFUSED_ENV, got, sizeof(got)) < 0)
+		return false;
+	spank_unsetenv(sp, DLRT_REFUSED_ENV);
+	return !strcmp(got, want);
+}
+
 int dlrt_stepd_post_opt(spank_t sp)
 {
 	uint32_t stepid = 0;
@@ -81,9 +95,13 @@ int dlrt_stepd_post_opt(spank_t sp)
 	 * step or salloc's interactive step (their ids are above the normal range). */
 	if (stepid > SLURM_MAX_NORMAL_STEP_ID)
 		return 0;
-	dlrt_plugin.active = true;
 	dlrt_plugin.step.step_id = stepid;
 	spank_get_item(sp, S_JOB_ID, &dlrt_plugin.step.job_id);
+	if (step_refused(sp)) {
+		dlrt_plugin.refused = true;
+		return 0;
+	}
+	dlrt_plugin.active = true;
 	dlrt_plugin.step.restart_count = dlrt_restart_count(sp);
 	{
 		uint32_t array_job = 0, array_task = 0;
@@ -665,6 +683,9 @@ int dlrt_stepd_task_init(spank_t sp)
 	struct dlrt_err err;
 	double t0 = dlrt_verbose_now_ms(), t1;
 
+	/* srun said why already; the step only has to end (client.c). */
+	if (dlrt_plugin.refused)
+		_exit(1);
 	if (!dlrt_plugin.active && !dlrt_plugin.deferred_rc)
 		return 0;
 	rdv_state = dlrt_exchange_rdv_take(sp, &rdv);

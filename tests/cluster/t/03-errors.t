@@ -37,4 +37,29 @@ one_line_error "--dl-store with torch" \
 	"dlrt: --dl-store applies to --dl-runtime=caffe2 only; drop it for --dl-runtime=torch$"
 ok "$([ ! -e "$WORK/ran" ]; echo $?)" "the program never ran"
 is "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" 0 "srun left no allocation behind"
+
+# Inside one allocation, as a user debugging with salloc: a step srun refuses after
+# Slurm created it, the same as a dry run, and a dry run must each leave no step behind,
+# or the allocation's next srun waits for their CPUs until the job ends.
+run_batch -N3 -n12 -O <<'JOB'
+#!/bin/bash
+srun -N1 -n1 --dl-runtime=mxnet touch ran >/dev/null 2>refused.err; echo "refused rc $?"
+srun -N1 -n1 --dl-runtime=mxnet --dl-dry-run true >/dev/null 2>refused-dry.err
+echo "refused dry run rc $?"
+srun -N2 -n3 --dl-runtime=mxnet --dl-dry-run true >/dev/null 2>dry.err; echo "dry run rc $?"
+squeue -h -s -j "$SLURM_JOB_ID" -o %i | grep -E '^[0-9]+\.[0-9]+$' >left.txt
+timeout 60 srun -N3 -n3 -O true; echo "next step rc $?"
+JOB
+is "$RC" 0 "the allocation with refused steps ended by itself"
+like "$(cat "$WORK/job.out")" "refused rc 1" "the refused step: srun exits 1"
+is "$(cat "$WORK/refused.err")" "srun: error: dlrt: --dl-runtime=mxnet needs at least 3 tasks (1 scheduler + 1 server + 1 worker) but the step has 1: add tasks with -n or lower --dl-servers" \
+	"the refused step: the one line on stderr, nothing after it"
+ok "$([ ! -e "$WORK/ran" ]; echo $?)" "the refused step's program never ran"
+like "$(cat "$WORK/job.out")" "refused dry run rc 1" "the refused dry run: srun exits 1"
+is "$(wc -l <"$WORK/refused-dry.err")" 1 "the refused dry run: one line on stderr"
+like "$(cat "$WORK/job.out")" "dry run rc 0" "the dry run ran"
+is "$(cat "$WORK/left.txt")" "" "squeue -s lists no step left by the refusals or the dry run" ||
+	fail_detail "steps left: $(tr '\n' ' ' <"$WORK/left.txt")"
+like "$(cat "$WORK/job.out")" "next step rc 0" "the allocation's next srun started at once" ||
+	fail_detail "job output: $(tr '\n' ' ' <"$WORK/job.out")"
 done_testing
