@@ -41,7 +41,7 @@ int dlrt_rdv_env_parse(const char *s, uint16_t *port, uint8_t secret[DLRT_SVCAUT
 			return -1;
 		p = p * 10 + (unsigned long)(*c - '0');
 	}
-	if (p == 0 || p > 65535 || dlrt_svcauth_unhex(hash + 1, DLRT_SVCAUTH_SECRET_LEN, secret) < 0)
+	if (p > 65535 || dlrt_svcauth_unhex(hash + 1, DLRT_SVCAUTH_SECRET_LEN, secret) < 0)
 		return -1;
 	*port = (uint16_t)p;
 	return 0;

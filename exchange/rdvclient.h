@@ -39,9 +39,13 @@ struct dlrt_rdv {
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 };
 
-/* "PORT#HEX" into out (DLRT_RDV_ENV_MAX bytes). */
+/* "PORT#HEX" into out (DLRT_RDV_ENV_MAX bytes). srun sets it for every step
+ * that exchanges: PORT is its rendezvous', or 0 when Slurm's PMIx carries the
+ * exchange (srun then hosts nothing); HEX is the step secret either way, the
+ * one thing that lets a task tell its own step's values from anyone else's
+ * (spank/exchange.c). */
 void dlrt_rdv_env_format(char *out, uint16_t port, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN]);
-/* Exactly "PORT#HEX"; -1 otherwise. */
+/* Exactly "PORT#HEX" (PORT 0 to 65535); -1 otherwise. */
 int dlrt_rdv_env_parse(const char *s, uint16_t *port, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN]);
 
 /* Connects to ip:port, proves the secret; every later call ends by

@@ -228,6 +228,14 @@ static pmix_status_t init_bounded(pmix_proc_t *me, int timeout_s)
 	return rc;
 }
 
+/* The rank this process asks to be (PMIX_RANK), for messages. */
+static const char *pmix_rank_text(void)
+{
+	const char *r = getenv("PMIX_RANK");
+
+	return r && *r && strlen(r) < 12 ? r : "?";
+}
+
 int dlrt_pmix_open(struct dlrt_pmix *p, int timeout_s, struct dlrt_err *err)
 {
 	pmix_proc_t me;
@@ -247,13 +255,23 @@ int dlrt_pmix_open(struct dlrt_pmix *p, int timeout_s, struct dlrt_err *err)
 	 * messages themselves. Only this process is affected; a user's own
 	 * choice wins. */
 	setenv("PMIX_MCA_gds", "hash", 0);
+	/* A server admits one connection per rank, and Slurm's admits anyone on
+	 * the node who states the job owner's uid: a process that connected as
+	 * this rank first (another user's, on a node the job shares) is as likely
+	 * as a server that is gone, so the line names both. */
 	rc = init_bounded(&me, p->timeout_s);
 	if (rc == PMIX_ERR_TIMEOUT)
-		return dlrt_err_set(err, "Slurm's PMIx server did not accept this task within %d s "
-				    "(is its slurmstepd overloaded or gone?)", p->timeout_s);
+		return dlrt_err_set(err, "Slurm's PMIx server did not admit this task as rank %s "
+				    "within %d s: another process connected as that rank first "
+				    "(any user of a node the job shares can), or the step's "
+				    "slurmstepd is overloaded or gone; run with --exclusive or "
+				    "--dl-exchange=srun", pmix_rank_text(), p->timeout_s);
 	if (rc != PMIX_SUCCESS)
-		return dlrt_err_set(err, "cannot connect to Slurm's PMIx server: %s (is the "
-				    "step started with --mpi=pmix?)", PMIx_Error_string(rc));
+		return dlrt_err_set(err, "Slurm's PMIx server refused this task as rank %s (%s): "
+				    "another process connected as that rank first (any user of a "
+				    "node the job shares can), or the step has no PMIx server (start "
+				    "it with --mpi=pmix); run with --exclusive or "
+				    "--dl-exchange=srun", pmix_rank_text(), PMIx_Error_string(rc));
 	p->open = true;
 	p->rank = me.rank;
 	snprintf(p->nspace, sizeof(p->nspace), "%s", me.nspace);

@@ -10,6 +10,7 @@
  * releases an allocation it created from its exit handler. Once the step
  * exists (local_user_init) exiting would leave it behind: see refuse_step().
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -17,58 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin.h"
+#include "common/crypto.h"
+#include "exchange.h"
 #include "exchange/rdvclient.h"
-
-/* SLURM_MPI_TYPE in srun's environment: "pmix", "pmix_v4", ... */
-static bool step_mpi_is_pmix(void)
-{
-	const char *mpi = getenv("SLURM_MPI_TYPE");
-
-	return mpi && !strncmp(mpi, "pmix", 4);
-}
-
-/* srun, once its options are known and before it asks for the step: the
- * rendezvous the step's tasks exchange addresses through (rdvclient.h), when
- * the runtime may need one. Its port and secret reach every task in the
- * environment srun launches them with (srun passes SLURM_* variables even
- * with --export=NONE); the plugin takes them out of the task's environment
- * before the program starts (spank/stepd.c). A value inherited from an outer
- * step is never used: it is replaced or removed here. */
-static int start_rendezvous(void)
-{
-	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
-	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
-	char value[DLRT_RDV_ENV_MAX];
-	struct dlrt_err err;
-
-	unsetenv(DLRT_RDV_ENV);
-	if (!rt || !(rt->needs_root_addr || rt->needs_task_ports || rt->service ||
-		     dlrt_plugin.opts.dry_run))
-		return 0;
-	/* Slurm's PMIx carries the exchange (spank/exchange_pmix.c): srun hosts
-	 * nothing. With auto the nodes choose PMIx when the tasks have a PMIx
-	 * server, which they have exactly when the step's MPI plugin is pmix:
-	 * srun puts that plugin's name (--mpi, else MpiDefault) into its own
-	 * environment as SLURM_MPI_TYPE before any plugin runs (seen on 22.05),
-	 * so srun starts no rendezvous such a step would leave unused. */
-	if (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ||
-	    (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_AUTO && step_mpi_is_pmix()))
-		return 0;
-	if (dlrt_rendezvous_start(&dlrt_plugin.rendezvous, secret, &err) < 0) {
-		slurm_error("dlrt: %s", err.msg);
-		exit(1);
-	}
-	dlrt_rdv_env_format(value, dlrt_plugin.rendezvous.port, secret);
-	memset(secret, 0, sizeof(secret));
-	if (setenv(DLRT_RDV_ENV, value, 1) < 0) {
-		memset(value, 0, sizeof(value));
-		slurm_error("dlrt: cannot pass the rendezvous to the step: out of memory");
-		exit(1);
-	}
-	memset(value, 0, sizeof(value));
-	return 0;
-}
+#include "plugin.h"
 
 /* srun is exiting: end of file on the lifetime pipe ends the rendezvous (and
  * PR_SET_PDEATHSIG would). srun does not wait for it: that would add the
@@ -104,9 +57,10 @@ int dlrt_client_post_opt(spank_t sp)
 		exit(1);
 	}
 	if (spank_context() == S_CTX_LOCAL) {
-		/* Only this srun may refuse its own step (refuse_step). */
+		/* Only this srun may refuse its own step (refuse_step) or give it
+		 * its secret (start_exchange). */
 		unsetenv(DLRT_REFUSED_ENV);
-		return start_rendezvous();
+		unsetenv(DLRT_RDV_ENV);
 	}
 	return 0;
 }
@@ -146,18 +100,69 @@ static int refuse_step(spank_t sp, const char *msg)
 	return 0;
 }
 
+/* srun, once Slurm made the step and before it launches it: what carries the
+ * step's address exchange (exchange.c decides), and the step secret. srun
+ * makes the secret and hands it to every task in DLRT_RDV_ENV with its
+ * rendezvous' port, or port 0 when Slurm's PMIx carries the exchange: the
+ * launch environment is the one channel to the tasks that no other user can
+ * read or write (Slurm's PMIx can be, docs/SECURITY.md). The nodes derive
+ * their service key from it and sign what they publish with it; the tasks
+ * take it out of the program's environment (spank/exchange.c). A value
+ * inherited from an outer step is never used: it is replaced or removed. */
+static int start_exchange(spank_t sp)
+{
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
+	char value[DLRT_RDV_ENV_MAX], why[256];
+	enum dlrt_exchange_via via;
+	bool risky;
+	struct dlrt_err err;
+	int rc = 0;
+
+	unsetenv(DLRT_RDV_ENV);
+	if (!rt || !(rt->needs_root_addr || rt->needs_task_ports || rt->service ||
+		     dlrt_plugin.opts.dry_run))
+		return 0;
+	via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, why, sizeof(why), &risky);
+	if (risky)
+		slurm_error("dlrt: warning: --dl-exchange=pmix on nodes the job may share with other "
+			    "users: any of them can connect to Slurm's PMIx as a task of this step "
+			    "and fail its address exchange (nothing secret travels there, and "
+			    "values are signed); use --exclusive or --dl-exchange=srun");
+	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
+		slurm_info("dlrt: address exchange through %s: %s", via == DLRT_EXCHANGE_PMIX ?
+			   "Slurm's PMIx" : "srun's rendezvous", why);
+	if (dlrt_crypto_random(secret, sizeof(secret)) < 0) {
+		dlrt_err_errno(&err, errno, "cannot make the step secret");
+		return refuse_step(sp, err.msg);
+	}
+	if (via == DLRT_EXCHANGE_SRUN &&
+	    dlrt_rendezvous_start(&dlrt_plugin.rendezvous, secret, &err) < 0) {
+		memset(secret, 0, sizeof(secret));
+		return refuse_step(sp, err.msg);
+	}
+	dlrt_rdv_env_format(value, via == DLRT_EXCHANGE_SRUN ? dlrt_plugin.rendezvous.port : 0,
+			    secret);
+	memset(secret, 0, sizeof(secret));
+	if (setenv(DLRT_RDV_ENV, value, 1) < 0)
+		rc = refuse_step(sp, "cannot pass the step secret to the step: out of memory");
+	memset(value, 0, sizeof(value));
+	return rc;
+}
+
 int dlrt_client_local_user_init(spank_t sp)
 {
 	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
 	uint32_t ntasks = 0, nnodes = 0;
 	struct dlrt_err err;
 
-	if (!rt || !rt->validate)
+	if (!rt)
 		return 0;
-	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_NNODES, &nnodes) != ESPANK_SUCCESS)
-		return 0; /* the step side checks again with the full layout */
-	if (rt->validate(&dlrt_plugin.opts, &dlrt_plugin.cfg, ntasks, nnodes, &err) < 0)
+	/* Without the counts the step side checks again with the full layout. */
+	if (rt->validate &&
+	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS &&
+	    spank_get_item(sp, S_JOB_NNODES, &nnodes) == ESPANK_SUCCESS &&
+	    rt->validate(&dlrt_plugin.opts, &dlrt_plugin.cfg, ntasks, nnodes, &err) < 0)
 		return refuse_step(sp, err.msg);
-	return 0;
+	return start_exchange(sp);
 }

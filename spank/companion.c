@@ -34,6 +34,7 @@
 
 #include "runtime/failfast.h"
 #include "common/exitlike.h"
+#include "exchange.h"
 #include "plugin.h"
 #include "common/proc.h"
 
@@ -201,7 +202,7 @@ int dlrt_companion_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 	if (!dlrt_plan_companion(&dlrt_plugin.plan, rank, &c))
 		return 0;
 	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
-	    !dlrt_stepd_program_path(sp, path, sizeof(path)))
+	    !dlrt_exchange_program_path(sp, path, sizeof(path)))
 		return dlrt_err_set(err, "cannot find the step's program to start %s: give srun a "
 				    "path or a program on the job's PATH", c.what);
 	env = companion_env(sp, rank, &c, err);

@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <netinet/in.h>
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,10 @@
 
 #include "common/buf.h"
 #include "common/clock.h"
+#include "common/crypto.h"
 #include "exchange.h"
 #include "exchange_via.h"
+#include "exchange/elfneeds.h"
 #include "exchange/exchange_reply.h"
 #include "common/netaddr.h"
 #include "runtime/opts.h"
@@ -210,24 +213,28 @@ int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c)
 	char **env = job_env(sp);
 	const char *v = env_find(env, DLRT_RDV_ENV), *ip = env_find(env, "SLURM_LAUNCH_NODE_IPADDR");
 	struct in_addr a;
+	int rc = -1;
 
 	memset(c, 0, sizeof(*c));
 	if (!v)
 		return 0;
 	if (ip && strlen(ip) < sizeof(c->ip) && inet_pton(AF_INET, ip, &a) == 1 &&
-	    dlrt_rdv_env_parse(v, &c->port, c->secret) == 0)
+	    dlrt_rdv_env_parse(v, &c->port, c->secret) == 0) {
 		snprintf(c->ip, sizeof(c->ip), "%s", ip);
-	else
-		c->port = 0;
+		rc = 1;
+	} else {
+		memset(c, 0, sizeof(*c));
+	}
 	/* The program never sees it: it is the step's, not the program's, and a
 	 * program that prints its environment into a shared log must not show it. */
 	spank_unsetenv(sp, DLRT_RDV_ENV);
-	return c->port ? 1 : -1;
+	return rc;
 }
 
-/* "dlrt/<step>/<what>" */
-static void rdv_key(char *out, size_t len, const struct dlrt_exchange_req *req, const char *what,
-		    long rank)
+/* "dlrt/<step>/<what>[/<rank>]": a value's name on either carrier, also
+ * bound into its signature. */
+void dlrt_exchange_key(char *out, size_t len, const struct dlrt_exchange_req *req, const char *what,
+		       long rank)
 {
 	if (rank >= 0)
 		snprintf(out, len, "dlrt/%u/%s/%ld", req->step_id, what, rank);
@@ -235,18 +242,9 @@ static void rdv_key(char *out, size_t len, const struct dlrt_exchange_req *req, 
 		snprintf(out, len, "dlrt/%u/%s", req->step_id, what);
 }
 
-static int rdv_open(const struct dlrt_exchange_req *req, struct dlrt_rdv *r, struct dlrt_err *err)
-{
-	if (!req->rdv || !req->rdv->port)
-		return dlrt_err_set(err, "this step has no dlrt rendezvous (%s is not set by "
-				    "srun): start the step with srun on a host where dlrt is "
-				    "installed and enabled in plugstack.conf", DLRT_RDV_ENV);
-	return dlrt_rdv_connect(r, req->rdv->ip, req->rdv->port, req->rdv->secret,
-				dlrt_now_ms() + (int64_t)req->timeout_s * 1000, err);
-}
-
-/* The root's value: its address ("ip:port", with "#secret" for a node
- * service) or "!<why>" when it cannot serve. */
+/* The root's value: its address ("ip:port") or "!<why>" when it cannot
+ * serve. A node service's key never travels: every node derives it from the
+ * step secret srun gave it (dlrt_exchange_service_key). */
 static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_addrs *mine,
 		      char *out, size_t len, struct dlrt_err *err)
 {
@@ -254,10 +252,6 @@ static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_add
 
 	if (req->fail) {
 		snprintf(out, len, "!%s", req->fail);
-		return 0;
-	}
-	if (req->secret) {
-		dlrt_svcaddr_format(out, mine->node_ip, port, req->secret);
 		return 0;
 	}
 	if (!port && dlrt_net_free_port(mine->node_ip, &port, err) < 0)
@@ -296,74 +290,13 @@ static int publish_root(struct dlrt_xlist *pub, const struct dlrt_exchange_req *
 	return 0;
 }
 
-/* srun's rendezvous carries it: publishes `pub`, then waits for and reads
- * `want`, in one round trip (exchange_via.h). */
-static int rdv_exchange(const struct dlrt_exchange_req *req, const struct dlrt_xlist *pub,
-			const struct dlrt_xlist *want, struct dlrt_buf *text, struct dlrt_err *err)
-{
-	struct dlrt_rdv r;
-	size_t n = want->n;
-	char **values = calloc(n ? n : 1, sizeof(*values));
-	const char **keys = calloc(n ? n : 1, sizeof(*keys));
-	char *keybuf = calloc(n ? n : 1, 96), key[96];
-	int rc = -1;
-
-	if (!values || !keys || !keybuf) {
-		free(values);
-		free((void *)keys);
-		free(keybuf);
-		return dlrt_err_set(err, "out of memory");
-	}
-	for (size_t i = 0; i < n; i++) {
-		rdv_key(keybuf + 96 * i, 96, req, want->v[i].what, want->v[i].rank);
-		keys[i] = keybuf + 96 * i;
-	}
-	if (rdv_open(req, &r, err) < 0) {
-		free(values);
-		free((void *)keys);
-		free(keybuf);
-		return -1;
-	}
-	for (size_t i = 0; i < pub->n; i++) {
-		rdv_key(key, sizeof(key), req, pub->v[i].what, pub->v[i].rank);
-		if (dlrt_rdv_set(&r, key, pub->v[i].value, err) < 0)
-			goto out;
-	}
-	if (dlrt_rdv_get(&r, keys, n, values, err) < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		char prefix[24] = "";
-
-		if (want->v[i].rank >= 0)
-			snprintf(prefix, sizeof(prefix), "%ld ", want->v[i].rank);
-		if (dlrt_buf_append(text, prefix, strlen(prefix)) < 0 ||
-		    dlrt_buf_append(text, values[i], strlen(values[i])) < 0 ||
-		    dlrt_buf_append(text, "\n", 1) < 0) {
-			dlrt_err_set(err, "the answers of the exchange do not fit in memory");
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	for (size_t i = 0; i < n; i++) {
-		if (values[i])
-			memset(values[i], 0, strlen(values[i])); /* may hold a step secret */
-		free(values[i]);
-	}
-	free(values);
-	free((void *)keys);
-	free(keybuf);
-	dlrt_rdv_close(&r);
-	return rc;
-}
-
 /* The carrier the step chose (req->via). */
 static int carry(const struct dlrt_exchange_req *req, bool per_node, const struct dlrt_xlist *pub,
 		 const struct dlrt_xlist *want, struct dlrt_buf *text, struct dlrt_err *err)
 {
 	if (req->via == DLRT_EXCHANGE_PMIX)
 		return dlrt_exchange_via_pmix(req, per_node, pub, want, text, err);
-	return rdv_exchange(req, pub, want, text, err);
+	return dlrt_exchange_via_srun(req, pub, want, text, err);
 }
 
 /* One exchange per node (struct dlrt_exchange_req): the root's node
@@ -525,4 +458,182 @@ shared_fail:
 		share_finish(req->share, 2);
 	}
 	return -1;
+}
+
+/* ---- The decision: what carries the exchange, and which tasks take part ----
+ *
+ * srun chooses the carrier once for the whole step (dlrt_exchange_choose) and
+ * hands every task its choice with the step secret in DLRT_RDV_ENV; each task
+ * then decides whether its program takes the exchange at all
+ * (dlrt_exchange_task_plan). Nothing else decides either. */
+
+/* SLURM_MPI_TYPE in srun's environment: "pmix", "pmix_v4", ... srun puts the
+ * step's MPI plugin (--mpi, else MpiDefault) there before any plugin runs
+ * (seen on 22.05). */
+static bool step_mpi_is_pmix(void)
+{
+	const char *mpi = getenv("SLURM_MPI_TYPE");
+
+	return mpi && !strncmp(mpi, "pmix", 4);
+}
+
+/* Whether no other user can have a process on the job's nodes: the job holds
+ * them whole (--exclusive, OverSubscribe=EXCLUSIVE) or for its user alone
+ * (--exclusive=user, ExclusiveUser=YES). slurmctld reports both in the job's
+ * `shared` (JOB_SHARED_NONE, JOB_SHARED_USER); a job it cannot tell us about
+ * counts as shared. One RPC, from srun only. */
+static bool job_nodes_private(spank_t sp)
+{
+	job_info_msg_t *msg = NULL;
+	uint32_t job = 0;
+	bool private = false;
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return false;
+	if (slurm_load_job(&msg, job, SHOW_ALL) == SLURM_SUCCESS && msg && msg->record_count >= 1) {
+		uint16_t shared = msg->job_array[0].shared;
+
+		private = shared == JOB_SHARED_NONE || shared == JOB_SHARED_USER;
+	}
+	if (msg)
+		slurm_free_job_info_msg(msg);
+	return private;
+}
+
+enum dlrt_exchange_via dlrt_exchange_choose(spank_t sp, enum dlrt_exchange_via option, char *why,
+					    size_t len, bool *risky)
+{
+	*risky = false;
+	switch (option) {
+	case DLRT_EXCHANGE_SRUN:
+		snprintf(why, len, "--dl-exchange=srun");
+		return DLRT_EXCHANGE_SRUN;
+	case DLRT_EXCHANGE_PMIX:
+		*risky = !job_nodes_private(sp);
+		snprintf(why, len, "--dl-exchange=pmix%s", *risky ? ", on nodes the job may share "
+			 "with other users" : "");
+		return DLRT_EXCHANGE_PMIX;
+	case DLRT_EXCHANGE_AUTO:
+		break;
+	}
+	if (!step_mpi_is_pmix()) {
+		snprintf(why, len, "auto, and the step has no PMIx server (its --mpi is not pmix)");
+		return DLRT_EXCHANGE_SRUN;
+	}
+	if (!job_nodes_private(sp)) {
+		snprintf(why, len, "auto, and other users may be on the job's nodes, where Slurm's "
+			 "PMIx admits anyone who states the job owner's uid (--exclusive or "
+			 "--exclusive=user lets auto take PMIx)");
+		return DLRT_EXCHANGE_SRUN;
+	}
+	snprintf(why, len, "auto, a --mpi=pmix step on nodes no other user can be on");
+	return DLRT_EXCHANGE_PMIX;
+}
+
+void dlrt_exchange_service_key(const uint8_t step_secret[DLRT_SVCAUTH_SECRET_LEN],
+			       uint8_t key[DLRT_SVCAUTH_SECRET_LEN])
+{
+	static const char label[] = "dlrt node service key v1";
+
+	dlrt_crypto_hmac_sha256(step_secret, DLRT_SVCAUTH_SECRET_LEN, label, sizeof(label), key);
+}
+
+bool dlrt_exchange_program_path(spank_t sp, char *out, size_t len)
+{
+	int argc = 0;
+	char **argv = NULL;
+	const char *path;
+
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
+	    !argv[0] || !argv[0][0])
+		return false;
+	if (strchr(argv[0], '/'))
+		return snprintf(out, len, "%s", argv[0]) < (int)len;
+	path = env_find(job_env(sp), "PATH");
+	while (path && *path) {
+		const char *colon = strchr(path, ':');
+		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
+
+		if (snprintf(out, len, "%.*s/%s", (int)dlen, path, argv[0]) < (int)len &&
+		    access(out, X_OK) == 0)
+			return true;
+		path = colon ? colon + 1 : NULL;
+	}
+	return false;
+}
+
+bool dlrt_exchange_program_takes(spank_t sp, bool say)
+{
+	char mode[16] = "", prog[4096];
+
+	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
+	if (!strcmp(mode, "none"))
+		return false;
+	if (!strcmp(mode, "yes") || !strcmp(mode, "pmix"))
+		return true;
+	if (dlrt_exchange_program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
+		if (say)
+			fprintf(stderr, "dlrt: %s links MPI/PMIx: no address exchange before exec, "
+				"the program's MPI does the wire-up (DLRT_EXCHANGE=yes forces "
+				"it)\n", prog);
+		return false;
+	}
+	return true;
+}
+
+/* srun's coordinates for this task, read (and removed from the program's
+ * environment) once at the start of task_init, and the task's plan. task_init
+ * runs in the task's own process, so these are per task. */
+static struct dlrt_rdv_coords task_rdv;
+static int task_rdv_state;
+static struct dlrt_exchange_plan task_plan = { .part = DLRT_XPART_UNDECIDED };
+
+void dlrt_exchange_task_start(spank_t sp)
+{
+	task_rdv_state = dlrt_exchange_rdv_take(sp, &task_rdv);
+}
+
+/* What srun chose: its rendezvous (a port), or Slurm's PMIx (port 0), which
+ * this task must then be a client of. */
+static int task_carrier(spank_t sp, enum dlrt_exchange_via *via, struct dlrt_err *err)
+{
+	if (task_rdv_state <= 0)
+		return dlrt_err_set(err, "this step has no dlrt step secret (%s %s): start the "
+				    "step with srun on a host where dlrt is installed and enabled "
+				    "in plugstack.conf", DLRT_RDV_ENV,
+				    task_rdv_state < 0 ? "is malformed" : "was not set by srun");
+	if (task_rdv.port) {
+		*via = DLRT_EXCHANGE_SRUN;
+		return 0;
+	}
+	if (!dlrt_exchange_pmix_possible(sp))
+		return dlrt_err_set(err, "--dl-exchange=pmix: this step has no PMIx server "
+				    "(no PMIX_NAMESPACE in its tasks): start it with srun "
+				    "--mpi=pmix (or MpiDefault=pmix in slurm.conf), or use "
+				    "--dl-exchange=srun");
+	*via = DLRT_EXCHANGE_PMIX;
+	return 0;
+}
+
+int dlrt_exchange_task_plan(spank_t sp, bool needed, bool say,
+			    const struct dlrt_exchange_plan **plan, struct dlrt_err *err)
+{
+	*plan = &task_plan;
+	if (task_plan.part == DLRT_XPART_UNDECIDED) {
+		task_plan.rdv = &task_rdv;
+		if (!needed)
+			task_plan.part = DLRT_XPART_NONE;
+		else if (!dlrt_exchange_program_takes(sp, say))
+			task_plan.part = DLRT_XPART_SKIPPED;
+		else
+			task_plan.part = DLRT_XPART_TAKES;
+		if (task_plan.part == DLRT_XPART_TAKES &&
+		    task_carrier(sp, &task_plan.via, &task_plan.err) < 0)
+			task_plan.part = DLRT_XPART_NO_CARRIER;
+	}
+	if (task_plan.part == DLRT_XPART_NO_CARRIER) {
+		*err = task_plan.err;
+		return -1;
+	}
+	return 0;
 }

@@ -38,6 +38,7 @@
 
 #include "common/instpath.h"
 #include "common/proc.h"
+#include "exchange/rdvclient.h"
 #include "exchange_via.h"
 
 /* Time dlrt-kv may take beyond its waits: its PMIx session's start and end. */
@@ -281,6 +282,72 @@ static void kv_error(const struct dlrt_buf *text, int status, struct dlrt_err *e
 			     dlrt_proc_status_text(status, st, sizeof(st)));
 }
 
+/* A value as published: signed with the step secret, bound to its name
+ * ("TAG VALUE", exchange/rdvclient.h): Slurm's PMIx admits anyone on a node
+ * who states the job owner's uid, who could then publish as a task that has
+ * not connected yet. A reader takes only what the step signed. */
+static char *sealed_value(struct kv_cmd *c, const struct dlrt_exchange_req *req,
+			  const struct dlrt_xvalue *v)
+{
+	char key[96], *out = malloc(DLRT_SVCAUTH_HEX_LEN + 2 + strlen(v->value));
+
+	if (!out || c->npieces == sizeof(c->pieces) / sizeof(*c->pieces)) {
+		free(out);
+		c->oom = true;
+		return NULL;
+	}
+	dlrt_exchange_key(key, sizeof(key), req, v->what, v->rank);
+	dlrt_rdv_seal(req->rdv->secret, key, v->value, out);
+	c->pieces[c->npieces++] = out;
+	return out;
+}
+
+/* The answer lines, one per wanted value in want's order ("SEALED", or "RANK
+ * SEALED"), rewritten in place without their tags once each signature is
+ * checked. A value that is not the step's fails the exchange with one line. */
+static int open_lines(const struct dlrt_exchange_req *req, const struct dlrt_xlist *want,
+		      struct dlrt_buf *text, struct dlrt_err *err)
+{
+	char *p = (char *)dlrt_buf_head(text), *end = p + text->len, *out = p;
+
+	for (size_t i = 0; i < want->n; i++) {
+		char *nl = memchr(p, '\n', (size_t)(end - p)), *v = p, key[96], prefix[24] = "";
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p), plen = 0;
+		const uint8_t *value;
+		size_t vlen;
+
+		if (p >= end)
+			return dlrt_err_set(err, "dlrt-kv returned %zu of the %zu values of the "
+					    "PMIx exchange: reinstall dlrt on every node", i, want->n);
+		if (want->v[i].rank >= 0) {
+			plen = (size_t)snprintf(prefix, sizeof(prefix), "%ld ", want->v[i].rank);
+			if (n < plen || memcmp(v, prefix, plen))
+				return dlrt_err_set(err, "dlrt-kv answered out of order in the PMIx "
+						    "exchange: reinstall dlrt on every node");
+		}
+		dlrt_exchange_key(key, sizeof(key), req, want->v[i].what, want->v[i].rank);
+		if (dlrt_rdv_open(req->rdv->secret, key, (const uint8_t *)v + plen, n - plen, &value,
+				  &vlen) < 0)
+			return dlrt_err_set(err, "the %s value of task %ld in Slurm's PMIx is not this "
+					    "step's (its signature does not match): another process "
+					    "connected to the node's PMIx server as that task first, "
+					    "which any user on a node shared with other jobs can; "
+					    "run the step with --exclusive or --dl-exchange=srun",
+					    want->v[i].what, want->v[i].rank < 0 ? (long)req->root :
+					    want->v[i].rank);
+		memmove(out, prefix, plen);
+		memmove(out + plen, value, vlen);
+		out += plen + vlen;
+		*out++ = '\n';
+		p += n + (nl != NULL);
+	}
+	/* What is left behind the answers held tags and secrets' neighbours:
+	 * cleared, not just cut off. */
+	memset(out, 0, (size_t)(end - out));
+	text->len = (size_t)(out - (char *)dlrt_buf_head(text));
+	return 0;
+}
+
 int dlrt_exchange_via_pmix(const struct dlrt_exchange_req *req, bool per_node,
 			   const struct dlrt_xlist *pub, const struct dlrt_xlist *want,
 			   struct dlrt_buf *text, struct dlrt_err *err)
@@ -297,11 +364,13 @@ int dlrt_exchange_via_pmix(const struct dlrt_exchange_req *req, bool per_node,
 	kv_arg(&c, kv_str(&c, "%d", req->timeout_s));
 	for (char **e = req->env; e && *e; e++)
 		kv_push(&c.env, &c.envc, &c.cap_env, &c.oom, *e);
-	/* Values travel in the environment: /proc/PID/cmdline is world-readable,
-	 * and the root's value may hold a node service's step secret. */
+	/* Values go signed (see sealed_value), and in the environment rather
+	 * than the argv: /proc/PID/cmdline is world-readable. */
 	for (size_t i = 0; i < pub->n; i++) {
+		char *sealed = sealed_value(&c, req, &pub->v[i]);
+
 		kv_push(&c.env, &c.envc, &c.cap_env, &c.oom,
-			kv_str(&c, "DLRT_KV_VALUE%zu=%s", i, pub->v[i].value));
+			sealed ? kv_str(&c, "DLRT_KV_VALUE%zu=%s", i, sealed) : NULL);
 		kv_arg(&c, "putenv");
 		kv_arg(&c, pub->v[i].what);
 		kv_arg(&c, kv_str(&c, "DLRT_KV_VALUE%zu", i));
@@ -335,7 +404,7 @@ int dlrt_exchange_via_pmix(const struct dlrt_exchange_req *req, bool per_node,
 		goto out;
 	}
 	keep_lines(text, want->n);
-	rc = 0;
+	rc = open_lines(req, want, text, err);
 out:
 	kv_free(&c);
 	return rc;

@@ -1,9 +1,9 @@
 /* exchange_via.h - what carries one address exchange (--dl-exchange).
  *
  * spank/exchange.c decides what a task publishes and what it waits for; the
- * carrier moves the values: srun's rendezvous (exchange.c, one round trip to
- * the store srun hosts) or Slurm's PMIx (exchange_pmix.c, one dlrt-kv client
- * per node). Both take the same lists and write the same answer lines, which
+ * carrier moves the values: srun's rendezvous (exchange_srun.c, one round
+ * trip to the store srun hosts) or Slurm's PMIx (exchange_pmix.c, one dlrt-kv
+ * client per node). Both take the same lists and write the same answer lines, which
  * one fuzzed parser reads (exchange/exchange_reply.h).
  */
 #ifndef DLRT_EXCHANGE_VIA_H
@@ -28,7 +28,22 @@ struct dlrt_xlist {
 	size_t n, cap;
 };
 
-/* Publishes `pub`, waits for every value of `want` and writes them to
+/* "dlrt/<step>/<what>[/<rank>]", the name of a value on either carrier. */
+void dlrt_exchange_key(char *out, size_t len, const struct dlrt_exchange_req *req, const char *what,
+		       long rank);
+
+/* srun's rendezvous carries it (exchange_srun.c): publishes `pub`, then
+ * waits for and reads `want`, in one round trip, and writes them to `text`
+ * as below. Bounded by req->timeout_s. */
+int dlrt_exchange_via_srun(const struct dlrt_exchange_req *req, const struct dlrt_xlist *pub,
+			   const struct dlrt_xlist *want, struct dlrt_buf *text,
+			   struct dlrt_err *err);
+
+/* Slurm's PMIx carries it (exchange_pmix.c). Every value is signed with the
+ * step secret (req->rdv->secret), as on srun's rendezvous, and checked when
+ * read: Slurm's PMIx admits anyone on a node who states the job owner's uid,
+ * so a value there is only the step's if its signature says so.
+ * Publishes `pub`, waits for every value of `want` and writes them to
  * `text` as lines, in want's order: the value, after "RANK " for rank >= 0.
  * per_node: the caller is its node's first task and the first task of every
  * node takes part (req->reps); else every task of the step does (the dry

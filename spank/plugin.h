@@ -51,7 +51,12 @@ struct dlrt_plugin {
 	const char *service_what;  /* its description, for messages */
 	struct dlrt_svc svc;       /* started here if this node hosts task 0 */
 	bool svc_failed;           /* it was to start here and did not (deferred_err) */
-	uint8_t secret[32];        /* the step secret (root's node: made with the service) */
+	/* The step secret srun made (SLURM_DLRT_RENDEZVOUS), read in user_init
+	 * on every node of a step that exchanges, and the node service's key
+	 * derived from it (exchange.h). */
+	bool has_step_secret;
+	uint8_t step_secret[32];
+	uint8_t secret[32];
 	struct dlrt_svc relay;     /* this node's dlrt-relay, in every step with a service */
 	struct dlrt_svc rendezvous; /* srun only: the step's rendezvous (rdvclient.h) */
 	int relay_config_fd;       /* its config pipe (close-on-exec); -1: none */
@@ -81,7 +86,7 @@ int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 
 /* service.c: srun's rendezvous for the step (local context, exchange/rdvclient.h);
  * stopped with dlrt_service_stop. */
-int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+int dlrt_rendezvous_start(struct dlrt_svc *rdv, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err);
 
 /* options.c */
@@ -137,9 +142,6 @@ int dlrt_companion_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err);
 /* container.c: whether the step runs its tasks in Slurm's OCI container */
 bool dlrt_stepd_in_container(spank_t sp);
-
-/* stepd.c: the program srun starts in this task, found as execvp would */
-bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len);
 
 /* requeue.c: --dl-retries, from slurm_spank_task_exit (slurmstepd, as root) */
 void dlrt_requeue_task_exit(spank_t sp);

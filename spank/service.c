@@ -406,10 +406,8 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 		goto out;
 	if (allow_list(&pl->layout, svc->ip, &allow, err) < 0)
 		goto out;
-	if (dlrt_crypto_random(pl->secret, sizeof(pl->secret)) < 0) {
-		dlrt_err_errno(err, errno, "cannot make the step secret for %s", spec->what);
-		goto out;
-	}
+	/* pl->secret: the service's key, derived from the step secret srun made
+	 * (stepd.c), so every node has it without it travelling anywhere. */
 	if ((a.extra_fd = secret_pipe(pl->secret, err)) < 0)
 		goto out;
 	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
@@ -515,7 +513,7 @@ void dlrt_service_stop(struct dlrt_svc *svc)
 /* Where Slurm reads slurm.conf without SLURM_CONF (its packages' default). */
 #define SLURM_CONF_DEFAULT "/etc/slurm/slurm.conf"
 
-int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+int dlrt_rendezvous_start(struct dlrt_svc *rdv, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err)
 {
 	static const char what[] = "srun's rendezvous for the step (dlrt-c10d-store)";
@@ -558,8 +556,6 @@ int dlrt_rendezvous_start(struct dlrt_svc *rdv, uint8_t secret[DLRT_SVCAUTH_SECR
 		snprintf(range_s, sizeof(range_s), "%u-%u", lo, hi);
 		break;
 	}
-	if (dlrt_crypto_random(secret, DLRT_SVCAUTH_SECRET_LEN) < 0)
-		return dlrt_err_errno(err, errno, "cannot make the secret of %s", what);
 	if ((a.extra_fd = secret_pipe(secret, err)) < 0)
 		return -1;
 	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
@@ -611,7 +607,5 @@ out:
 	close_pair(ready);
 	if (a.extra_fd >= 0)
 		close(a.extra_fd);
-	if (rc < 0)
-		memset(secret, 0, DLRT_SVCAUTH_SECRET_LEN);
 	return rc;
 }

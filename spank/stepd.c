@@ -126,8 +126,6 @@ int dlrt_stepd_post_opt(spank_t sp)
 /* The runtime's node service, if this step needs one: every node learns that
  * it does (its tasks then run the exchange), the node of task 0 starts it
  * here, before any task of the step exists (service.c). */
-static bool program_takes_exchange(spank_t sp, bool say);
-
 static int ctx_getenv(void *sp, const char *name, char *buf, size_t len);
 
 static int start_service(spank_t sp, struct dlrt_err *err)
@@ -153,7 +151,7 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 	}
 	/* A service the tasks could not learn the address of (MPI program,
 	 * DLRT_EXCHANGE=none): an optional one is not started (runtime.h). */
-	dlrt_plugin.plan.no_exchange = !program_takes_exchange(sp, false);
+	dlrt_plugin.plan.no_exchange = !dlrt_exchange_program_takes(sp, false);
 	dlrt_service_spec_init(&spec, NULL, NULL);
 	dlrt_plugin.plan.step = &dlrt_plugin.step;
 	dlrt_plugin.plan.step_ctx = &ctx;
@@ -161,6 +159,13 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 	dlrt_plugin.plan.step_ctx = NULL;
 	dlrt_plugin.service_what = spec.what;
 	dlrt_plugin.relay_config_fd = -1;
+	if (dlrt_plugin.has_service && !dlrt_plugin.has_step_secret) {
+		dlrt_service_spec_free(&spec);
+		return dlrt_err_set(err, "%s needs the step secret srun gives every dlrt step "
+				    "(%s is missing or malformed): start the step with srun on a "
+				    "host where dlrt is installed and enabled in plugstack.conf",
+				    dlrt_plugin.service_what, DLRT_RDV_ENV);
+	}
 	if (dlrt_plugin.has_service && dlrt_plugin.layout.task_node[0] == dlrt_plugin.node_id) {
 		int64_t t0 = dlrt_now_us();
 
@@ -191,7 +196,7 @@ static int check_step(spank_t sp, struct dlrt_err *err)
 	struct dlrt_step_ctx ctx = {
 		.getenv = ctx_getenv,
 		.sp = sp,
-		.program_takes_exchange = program_takes_exchange(sp, false),
+		.program_takes_exchange = dlrt_exchange_program_takes(sp, false),
 	};
 
 	return rt->check_step ? rt->check_step(&dlrt_plugin.plan, &ctx, err) : 0;
@@ -252,6 +257,23 @@ static void share_init(void)
 	dlrt_plugin.share = m;
 }
 
+/* The step secret srun made (DLRT_RDV_ENV), and the node service's key
+ * derived from it: the same on every node, so the key travels nowhere. A step
+ * without it (srun without dlrt) gets no service here; its tasks then fail in
+ * task_init with the line that names the fix (exchange.c). */
+static void read_step_secret(spank_t sp)
+{
+	char v[DLRT_RDV_ENV_MAX];
+	uint16_t port;
+
+	if (getenv_step(sp, DLRT_RDV_ENV, v, sizeof(v)) < 0 ||
+	    dlrt_rdv_env_parse(v, &port, dlrt_plugin.step_secret) < 0)
+		return;
+	memset(v, 0, sizeof(v));
+	dlrt_plugin.has_step_secret = true;
+	dlrt_exchange_service_key(dlrt_plugin.step_secret, dlrt_plugin.secret);
+}
+
 int dlrt_stepd_user_init(spank_t sp)
 {
 	char nodelist[ENV_MAX], tpn[ENV_MAX], dist_s[128] = "", plane_s[32] = "";
@@ -282,6 +304,7 @@ int dlrt_stepd_user_init(spank_t sp)
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
 	if (check_step(sp, &err) < 0 || dlrt_stepd_gpu_user_init(sp, &err) < 0)
 		return defer(&err);
+	read_step_secret(sp);
 	if (start_service(sp, &err) < 0) {
 		/* The root's node still tells the other nodes why (task_init). */
 		share_init();
@@ -299,98 +322,21 @@ static bool needs_exchange(void)
 	return dlrt_plugin.opts.runtime->needs_root_addr || dlrt_plugin.has_service;
 }
 
-static const char *env_get(char **env, const char *name)
+/* This task's part in the exchange (exchange.h), decided once per task. */
+static const struct dlrt_exchange_plan *exchange_plan(spank_t sp, uint32_t rank, int local)
 {
-	size_t n = strlen(name);
+	const struct dlrt_exchange_plan *plan;
+	struct dlrt_err err;
 
-	for (; env && *env; env++)
-		if (!strncmp(*env, name, n) && (*env)[n] == '=')
-			return *env + n + 1;
-	return NULL;
+	if (dlrt_exchange_task_plan(sp, needs_exchange(), dlrt_plugin.opts.verbose && rank == 0,
+				    &plan, &err) < 0)
+		task_fail(local, err.msg);
+	return plan;
 }
 
-/* The program this task will exec, found as execvp would (PATH of the job). */
-bool dlrt_stepd_program_path(spank_t sp, char *out, size_t len)
+static bool exchange_wanted(spank_t sp, uint32_t rank, int local)
 {
-	int argc = 0;
-	char **argv = NULL, **env = NULL;
-	const char *path;
-
-	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
-	    !argv[0] || !argv[0][0])
-		return false;
-	if (strchr(argv[0], '/'))
-		return snprintf(out, len, "%s", argv[0]) < (int)len;
-	spank_get_item(sp, S_JOB_ENV, &env);
-	path = env_get(env, "PATH");
-	while (path && *path) {
-		const char *colon = strchr(path, ':');
-		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
-
-		if (snprintf(out, len, "%.*s/%s", (int)dlen, path, argv[0]) < (int)len &&
-		    access(out, X_OK) == 0)
-			return true;
-		path = colon ? colon + 1 : NULL;
-	}
-	return false;
-}
-
-/* Whether this task learns the root's address before exec. Not when its
- * program is an MPI program: MPI does the wire-up (and until the exchange
- * went through srun's rendezvous, a PMIx session of the same rank before exec
- * made Open MPI's MPI_Init fail, pmix_bridge.h). DLRT_EXCHANGE=yes|none in
- * the job's environment overrides the guess ("pmix" is the old name of
- * "yes"), which only sees programs that link libmpi/libpmix directly (not a
- * script that runs one). */
-static bool program_takes_exchange(spank_t sp, bool say)
-{
-	char mode[16] = "", prog[4096];
-
-	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
-	if (!strcmp(mode, "none"))
-		return false;
-	if (!strcmp(mode, "yes") || !strcmp(mode, "pmix"))
-		return true;
-	if (dlrt_stepd_program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
-		if (say)
-			fprintf(stderr, "dlrt: %s links MPI/PMIx: no address exchange before exec, "
-				"the program's MPI does the wire-up (DLRT_EXCHANGE=yes forces "
-				"it)\n", prog);
-		return false;
-	}
-	return true;
-}
-
-/* The exchange policy of this task, decided once: the dry run, the failure
- * publication, the checks and the exchange itself all ask, and the answer may
- * cost a read of the program's ELF file. task_init runs in the task's own
- * process, so a static is per task; slurmstepd's node-level decision
- * (start_service) is separate because it runs before the tasks exist. */
-enum exchange_policy {
-	XP_UNDECIDED,
-	XP_NOT_NEEDED, /* neither the runtime nor a node service needs the root's address */
-	XP_RUN,        /* learn it through srun's rendezvous before exec */
-	XP_SKIPPED,    /* the program does its own wire-up (MPI, DLRT_EXCHANGE=none) */
-};
-
-static enum exchange_policy task_policy = XP_UNDECIDED;
-
-static enum exchange_policy exchange_policy(spank_t sp, uint32_t rank)
-{
-	if (task_policy != XP_UNDECIDED)
-		return task_policy;
-	if (!needs_exchange())
-		task_policy = XP_NOT_NEEDED;
-	else if (program_takes_exchange(sp, dlrt_plugin.opts.verbose && rank == 0))
-		task_policy = XP_RUN;
-	else
-		task_policy = XP_SKIPPED;
-	return task_policy;
-}
-
-static bool exchange_wanted(spank_t sp, uint32_t rank)
-{
-	return exchange_policy(sp, rank) == XP_RUN;
+	return exchange_plan(sp, rank, local)->part == DLRT_XPART_TAKES;
 }
 
 /* What the user exported into the step (the task's environment before dlrt),
@@ -479,45 +425,6 @@ static void print_node_env(spank_t sp, const struct dlrt_addrs *mine, FILE *f)
 	}
 }
 
-/* srun's rendezvous, read (and removed from the environment) at the start of
- * task_init: task_init runs in the task's own process, so this is per task. */
-static struct dlrt_rdv_coords rdv;
-static int rdv_state;
-
-/* What carries this step's exchange (--dl-exchange, the site's exchange=).
- * Every node decides alike: the option is the step's, and Slurm gives every
- * task of a --mpi=pmix step its PMIx server's coordinates. auto: PMIx where
- * the step has it, else srun's rendezvous. */
-static int exchange_via(spank_t sp, enum dlrt_exchange_via *via, struct dlrt_err *err)
-{
-	bool pmix = dlrt_exchange_pmix_possible(sp);
-
-	switch (dlrt_plugin.opts.exchange) {
-	case DLRT_EXCHANGE_PMIX:
-		if (!pmix)
-			return dlrt_err_set(err, "--dl-exchange=pmix: this step has no PMIx server "
-					    "(no PMIX_NAMESPACE in its tasks): start it with srun "
-					    "--mpi=pmix (or MpiDefault=pmix in slurm.conf), or use "
-					    "--dl-exchange=srun");
-		*via = DLRT_EXCHANGE_PMIX;
-		return 0;
-	case DLRT_EXCHANGE_SRUN:
-		*via = DLRT_EXCHANGE_SRUN;
-		return 0;
-	case DLRT_EXCHANGE_AUTO:
-		break;
-	}
-	*via = pmix ? DLRT_EXCHANGE_PMIX : DLRT_EXCHANGE_SRUN;
-	return 0;
-}
-
-/* The step's tasks can learn the root's address: PMIx carries it, or srun
- * started a rendezvous. */
-static bool exchange_carried(const struct dlrt_exchange_req *req)
-{
-	return req->via == DLRT_EXCHANGE_PMIX || rdv.port;
-}
-
 /* --dl-dry-run: task 0 prints the whole table; every task exits 0 instead of
  * exec'ing the program. task_init runs in the forked task process, so _exit
  * ends only that task, never slurmstepd. When the step has a rendezvous, the exchange
@@ -527,7 +434,7 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 	struct dlrt_addrs mine = { .valid = false }, *all = NULL;
 	struct dlrt_err err;
 
-	if (exchange_wanted(sp, rank) && exchange_carried(req)) {
+	if (exchange_wanted(sp, rank, local)) {
 		all = rank == 0 ? calloc(dlrt_plugin.layout.ntasks, sizeof(*all)) : NULL;
 		if (dlrt_exchange_root(sp, req, &mine, all, &err) < 0) {
 			fprintf(stderr, "dlrt: %s\n", err.msg);
@@ -545,7 +452,7 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all,
 				    user_value, sp, &err) < 0)
 			fprintf(stderr, "dlrt: %s\n", err.msg);
-		if (exchange_wanted(sp, rank))
+		if (exchange_wanted(sp, rank, local))
 			printf("address exchange: %s (--dl-exchange=%s)\n",
 			       req->via == DLRT_EXCHANGE_PMIX ? "Slurm's PMIx" : "srun's rendezvous",
 			       dlrt_exchange_via_name(dlrt_plugin.opts.exchange));
@@ -575,13 +482,16 @@ static void publish_failure(spank_t sp, int local)
 	struct dlrt_addrs mine;
 	struct dlrt_err err;
 	struct dlrt_exchange_req req;
+	const struct dlrt_exchange_plan *plan;
 
 	if (!dlrt_plugin.svc_failed || local != 0 || !dlrt_plugin.share || !dlrt_plugin.reps ||
 	    !dlrt_plugin.reps[0] || spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
-	    rank != 0 || !exchange_wanted(sp, rank))
+	    rank != 0 || dlrt_exchange_task_plan(sp, needs_exchange(), false, &plan, &err) < 0 ||
+	    plan->part != DLRT_XPART_TAKES)
 		return;
 	req = (struct dlrt_exchange_req){
-		.rdv = &rdv,
+		.via = plan->via,
+		.rdv = plan->rdv,
 		.env = dlrt_exchange_task_env(sp),
 		.step_id = dlrt_plugin.step.step_id,
 		.rank = 0,
@@ -594,17 +504,16 @@ static void publish_failure(spank_t sp, int local)
 		.reps = dlrt_plugin.reps,
 		.fail = dlrt_plugin.deferred_err.msg,
 	};
-	if (exchange_via(sp, &req.via, &err) < 0 || !exchange_carried(&req))
-		return;
 	req.local_tasks = node_tasks(&req.nlocal);
 	dlrt_exchange_root(sp, &req, &mine, NULL, &err);
 	free((void *)req.local_tasks);
 }
 
 /* The tasks talk to the service through their node's relay: the first task
- * gives the relay the service's address and the step secret (from the
- * exchange; never in an argv), every task gets the relay's loopback address.
- * The relay holds clients that come before this line, bounded. */
+ * gives the relay the service's address (from the exchange) and its key (this
+ * node's, derived from the step secret in user_init; never in an argv), every
+ * task gets the relay's loopback address. The relay holds clients that come
+ * before this line, bounded. */
 static void use_relay(int local, struct dlrt_addrs *addrs)
 {
 	if (dlrt_plugin.relay.pid <= 0)
@@ -615,11 +524,7 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 		size_t len;
 		ssize_t w;
 
-		if (!addrs->has_secret)
-			task_fail(local, "the root task published the service's address without "
-				  "the step secret: the nodes run different dlrt versions; "
-				  "reinstall dlrt on every node");
-		dlrt_svcaddr_format(line, addrs->root_ip, addrs->root_port, addrs->secret);
+		dlrt_svcaddr_format(line, addrs->root_ip, addrs->root_port, dlrt_plugin.secret);
 		len = strlen(line);
 		line[len++] = '\n';
 		/* A relay that died must fail this task with a line, not SIGPIPE. */
@@ -678,6 +583,7 @@ int dlrt_stepd_task_init(spank_t sp)
 	uint32_t rank = 0;
 	int local = 0;
 	struct dlrt_exchange_req req;
+	const struct dlrt_exchange_plan *plan;
 	struct dlrt_addrs addrs = { .valid = false };
 	struct dlrt_env env;
 	struct dlrt_err err;
@@ -688,7 +594,7 @@ int dlrt_stepd_task_init(spank_t sp)
 		_exit(1);
 	if (!dlrt_plugin.active && !dlrt_plugin.deferred_rc)
 		return 0;
-	rdv_state = dlrt_exchange_rdv_take(sp, &rdv);
+	dlrt_exchange_task_start(sp);
 	spank_get_item(sp, S_TASK_ID, &local);
 	if (dlrt_plugin.deferred_rc) {
 		publish_failure(sp, local);
@@ -700,8 +606,10 @@ int dlrt_stepd_task_init(spank_t sp)
 				    rank, &err) < 0)
 		task_fail(local, err.msg);
 	container_check(sp, local);
+	plan = exchange_plan(sp, rank, local);
 	req = (struct dlrt_exchange_req){
-		.rdv = &rdv,
+		.via = plan->via,
+		.rdv = plan->rdv,
 		.env = dlrt_exchange_task_env(sp),
 		.step_id = dlrt_plugin.step.step_id,
 		.rank = rank,
@@ -713,22 +621,8 @@ int dlrt_stepd_task_init(spank_t sp)
 		.share = dlrt_plugin.opts.dry_run ? NULL : dlrt_plugin.share,
 		.local = (uint32_t)local,
 		.reps = dlrt_plugin.reps ? dlrt_plugin.reps : "",
-		/* non-NULL on the root's node only, and never in a dry run, whose
-		 * every task runs the full exchange and prints its answer */
-		.secret = dlrt_plugin.svc.pid > 0 && !dlrt_plugin.opts.dry_run ?
-			  dlrt_plugin.secret : NULL,
 	};
-	if (exchange_wanted(sp, rank) && exchange_via(sp, &req.via, &err) < 0)
-		task_fail(local, err.msg);
-	if (dlrt_plugin.has_service && exchange_wanted(sp, rank) && !exchange_carried(&req)) {
-		dlrt_err_set(&err, "the tasks learn the address of %s (which dlrt starts on the "
-			     "node of task 0) through srun's rendezvous, and this step has none "
-			     "(%s): start the step with srun on a host where dlrt is installed",
-			     dlrt_plugin.service_what, rdv_state < 0 ? "its value is malformed" :
-			     DLRT_RDV_ENV " is not set");
-		task_fail(local, err.msg);
-	}
-	if (dlrt_plugin.has_service && !exchange_wanted(sp, rank)) {
+	if (dlrt_plugin.has_service && plan->part != DLRT_XPART_TAKES) {
 		const char *mpi = dlrt_plugin.opts.runtime->mpi_option;
 
 		dlrt_err_set(&err, "the tasks learn the address of %s through the address "
@@ -746,7 +640,7 @@ int dlrt_stepd_task_init(spank_t sp)
 	t1 = dlrt_verbose_now_ms();
 	if (!dlrt_plugin.opts.dry_run)
 		req.local_tasks = node_tasks(&req.nlocal);
-	if (exchange_wanted(sp, rank)) {
+	if (plan->part == DLRT_XPART_TAKES) {
 		if (dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0) {
 			dlrt_verbose(rank, "address exchange failed after %.1f ms",
 				     dlrt_verbose_now_ms() - t1);

@@ -88,6 +88,9 @@ CONF
 			echo "NodeName=$n NodeAddr=$(node_ip "$n") NodeHostname=$n CPUs=16 Sockets=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:4 State=UNKNOWN"
 		done
 		echo "PartitionName=debug Nodes=n[1-$NNODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
+		# Where --exclusive and --exclusive=user mean what they say (FORCE above
+		# ignores them): the tests of what dlrt does on nodes a job holds alone.
+		echo "PartitionName=whole Nodes=n[1-$NNODES] Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO"
 	} >"$conf"
 	# Fake GPUs (dlrt's GPU binding tests): every node has 4, two next to each socket,
 	# on dummy device files. Slurm only hands them to jobs that ask (--gpus...), so

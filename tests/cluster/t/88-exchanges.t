@@ -2,8 +2,8 @@
 # Every runtime that exchanges addresses, through each carrier (--dl-exchange):
 # Slurm's PMIx and srun's rendezvous, each step checked with the runtime's real
 # program or its contract checker, and --dl-verbose naming the carrier it used.
-# Then the choice itself: auto takes PMIx in a --mpi=pmix step and srun's
-# rendezvous with --mpi=none; pmix without a PMIx server fails with one line;
+# Then the choice itself: auto takes PMIx in a --mpi=pmix step on nodes the job
+# holds exclusively, and srun's rendezvous on shared nodes and with --mpi=none; pmix without a PMIx server fails with one line;
 # the dry run names the carrier; a PMIx step leaves nothing of dlrt's running
 # on srun's host.
 . "$(dirname "$0")/../lib.sh"
@@ -97,9 +97,23 @@ SH
 	is "$(carrier)" "$via" "$via: caffe2's tasks name the carrier"
 done
 
-# The choice.
+# The choice. Slurm's PMIx admits anyone on a node who states the job owner's uid, so
+# auto takes it only where no other user can be: a job holding its nodes exclusively.
 run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
-is "$(carrier)" pmix "auto with --mpi=pmix: Slurm's PMIx"
+is "$(carrier)" srun "auto with --mpi=pmix on nodes other users may share: srun's rendezvous"
+like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
+	"address exchange through srun's rendezvous: auto, and other users may be on the job's nodes" \
+	"--dl-verbose: srun says which carrier and why"
+run_srun -p whole -N2 -n2 --exclusive --mpi=pmix --dl-runtime=torch --dl-verbose true
+is "$(carrier)" pmix "auto with --mpi=pmix on nodes the job holds exclusively: Slurm's PMIx"
+run_srun -p whole -N2 -n2 --exclusive=user --mpi=pmix --dl-runtime=torch --dl-verbose true
+is "$(carrier)" pmix "auto with --exclusive=user: Slurm's PMIx"
+run_srun -p whole -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
+is "$(carrier)" srun "auto on a partition that lets jobs share nodes, without --exclusive: srun's rendezvous"
+run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-exchange=pmix true
+is "$RC" 0 "--dl-exchange=pmix on shared nodes: the step runs"
+is "$(srun_errors | grep -c 'warning: --dl-exchange=pmix on nodes the job may share')" 1 \
+	"--dl-exchange=pmix on shared nodes: one warning line naming the risk"
 run_srun -N2 -n2 --mpi=none --dl-runtime=torch --dl-verbose true
 is "$(carrier)" srun "auto with --mpi=none: srun's rendezvous"
 run_srun -N2 -n2 --mpi=none --dl-runtime=torch --dl-exchange=pmix true
@@ -121,7 +135,7 @@ like "$(grep '^address exchange:' "$OUT")" "^address exchange: Slurm's PMIx \(--
 for via in pmix srun auto auto_none; do
 	mark="$WORK/running.$via"
 	opt="--dl-exchange=$via"
-	[ "$via" = auto ] && opt="--mpi=pmix --dl-exchange=auto"
+	[ "$via" = auto ] && opt="-p whole --exclusive --mpi=pmix --dl-exchange=auto"
 	[ "$via" = auto_none ] && opt="--mpi=none --dl-exchange=auto"
 	as_user srun -N2 -n3 --dl-runtime=mxnet --dl-servers=1 $opt bash -c \
 		"touch $mark.\$SLURM_PROCID; for _ in \$(seq 300); do [ -e $mark.done ] && exit 0; sleep 0.1; done" \
@@ -135,7 +149,7 @@ for via in pmix srun auto auto_none; do
 done
 is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
 is "$stores_srun" 1 "--dl-exchange=srun: srun's rendezvous ran as srun's child for the step"
-is "$stores_auto" 0 "auto in a --mpi=pmix step: srun started no rendezvous"
+is "$stores_auto" 0 "auto in an exclusive --mpi=pmix step: srun started no rendezvous"
 is "$stores_auto_none" 1 "auto with --mpi=none: srun's rendezvous ran for the step"
 
 done_testing
