@@ -13,8 +13,7 @@
 
 #include "crypto.h"
 
-/* "user NAME (uid N)", or "uid N" where the name is unknown. */
-static const char *owner_name(uid_t uid, char *out, size_t len)
+const char *dlrt_privdir_owner(uid_t uid, char *out, size_t len)
 {
 	struct passwd pw, *res = NULL;
 	char buf[1024];
@@ -49,13 +48,13 @@ static int check(const struct stat *st, mode_t type, const char *shown, const ch
 	if ((st->st_mode & S_IFMT) != type)
 		return dlrt_err_set(err, "%s: %s is %s owned by %s, not %s: remove it, or use "
 				    "another folder", what, shown, kind_name(st->st_mode),
-				    owner_name(st->st_uid, who, sizeof(who)),
+				    dlrt_privdir_owner(st->st_uid, who, sizeof(who)),
 				    type == S_IFDIR ? "a folder" : "a regular file");
 	if (st->st_uid != geteuid())
 		return dlrt_err_set(err, "%s: %s belongs to %s, not to you: another user created "
 				    "it before this job; have it removed (by its owner or an admin), "
 				    "or use a folder only you can write", what, shown,
-				    owner_name(st->st_uid, who, sizeof(who)));
+				    dlrt_privdir_owner(st->st_uid, who, sizeof(who)));
 	if (type == S_IFREG && st->st_nlink != 1)
 		return dlrt_err_set(err, "%s: %s has %u hard links, so others may read it under "
 				    "another name: remove it", what, shown, (unsigned)st->st_nlink);
@@ -148,7 +147,8 @@ int dlrt_privdir_base(const char *path, const char *what, struct dlrt_err *err)
 		close(fd);
 		return dlrt_err_set(err, "%s: %s belongs to %s, who could move or replace the job's "
 				    "files in it: use a folder of yours, or a shared one owned by "
-				    "root (mode 1777)", what, p, owner_name(st.st_uid, who, sizeof(who)));
+				    "root (mode 1777)", what, p,
+				    dlrt_privdir_owner(st.st_uid, who, sizeof(who)));
 	}
 	return fd;
 }
@@ -252,7 +252,7 @@ static bool squatted(int dirfd, const char *name, const char *shown, char *why, 
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid == geteuid())
 		return false;
-	owner_name(st.st_uid, who, sizeof(who));
+	dlrt_privdir_owner(st.st_uid, who, sizeof(who));
 	snprintf(why, wlen, "%s %s %s%s: another user created it before this job", shown,
 		 S_ISLNK(st.st_mode) ? "is a symbolic link owned by" : "belongs to", who,
 		 S_ISLNK(st.st_mode) ? "" : ", not to you");

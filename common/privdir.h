@@ -17,8 +17,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "dlrt_err.h"
+
+/* "user NAME (uid N)" into `out`, or "uid N" where the name is unknown, for
+ * messages that name the owner of something found in the way. Returns out. */
+const char *dlrt_privdir_owner(uid_t uid, char *out, size_t len);
 
 /* Creates `path` with its missing parents (mode 0750) and opens it. It may be a
  * shared folder (owned by root, typically mode 1777) or one of the caller's:

@@ -15,7 +15,10 @@
  * own) keeps Slurm's config.json unchanged. A dlrt step whose bundle gives
  * the task a network namespace of its own fails at once, in one line,
  * instead of in the framework's timeout. It reads only Slurm's config.json
- * in the user's own spool folder, as the job's user. Slurm 23.02 and later
+ * in the user's own spool folder, as the job's user. Before all that, the
+ * runtime's state folder (its --root) must be the job user's own, in a
+ * folder no other user can write (tools/ocistate.c): oci.conf gives
+ * --root=%b/crun, the step's own folder. Slurm 23.02 and later
  * write each task's environment themselves: there, RunTimeRun needs no
  * wrapper. docs/containers.md has the whole setup.
  */
@@ -27,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/fdio.h"
+#include "tools/ocistate.h"
 #include "tools/ocitask.h"
 
 extern char **environ;
@@ -82,7 +86,7 @@ fail:
 
 int main(int argc, char **argv)
 {
-	const char *bundle, *task;
+	const char *bundle, *task, *state;
 	struct dlrt_err err = { "" };
 	struct dlrt_buf out;
 	char *src, *dst = NULL, *doc = NULL, *name = NULL;
@@ -91,7 +95,8 @@ int main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
 		fputs("usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n"
-		      "oci.conf's RunTimeRun for Slurm 22.05's srun --container: writes\n"
+		      "oci.conf's RunTimeRun for Slurm 22.05's srun --container: checks the\n"
+		      "runtime's --root (the job user's own, --root=%b/crun), writes\n"
 		      "BUNDLE/config-taskTASK.json, BUNDLE/config.json with the task's environment\n"
 		      "as process.env, then runs RUNTIME ARGS. dlrt-oci-run(8), docs/containers.md.\n",
 		      stdout);
@@ -106,6 +111,18 @@ int main(int argc, char **argv)
 	if (!task[0] || strspn(task, "0123456789") != strlen(task)) {
 		fprintf(stderr, "dlrt-oci-run: task id '%s' is not a number: give it %%t\n", task);
 		return 2;
+	}
+	/* Before anything is written: a state folder another user could have
+	 * made or reached first fails the task here, in one line, instead of in
+	 * crun (or in root's RunTimeKill once the task ends). */
+	if ((state = dlrt_ocistate_root(argv + 4))) {
+		int fd = dlrt_ocistate_open(state, &err);
+
+		if (fd < 0) {
+			fprintf(stderr, "dlrt-oci-run: %s\n", err.msg);
+			return 1;
+		}
+		close(fd);
 	}
 	src = join(bundle, "config.json");
 	if (!src || asprintf(&name, "config-task%s.json", task) < 0 || !(dst = join(bundle, name))) {

@@ -1,8 +1,8 @@
 /* test_ocitask.c - dlrt-oci-run's task config.json (tools/ocitask.c on
  * tools/ocijson.c) and the program itself ($(BUILD)/libexec/dlrt-oci-run):
  * process.env replaced, inserted, process added; strings with escapes and
- * unicode; the network namespace refusal; malformed documents; the size
- * bound. Every output is read back by Python's json (python3 -m json.tool). */
+ * unicode; the network namespace refusal; the runtime's state folder;
+ * malformed documents; the size bound. Every output is read back by Python's json (python3 -m json.tool). */
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -361,6 +361,40 @@ static void test_program(void)
 	       "program: one line naming the place (%s)", err);
 	free(out);
 	free(err);
+
+	/* The runtime's state folder (tools/ocistate.c, test_ocistate.c): made
+	 * 0700 in the step's folder; refused in a folder every user can write,
+	 * before the task's config.json is written. */
+	write_text(cfg, bundle_config, strlen(bundle_config));
+	{
+		char root[300], opt[320], shared[300];
+
+		snprintf(root, sizeof(root), "%s/crun", dir);
+		snprintf(opt, sizeof(opt), "--root=%s", root);
+		rc = run((char *[]){ prog, dir, "3", "--", "/bin/sh", "-c", "exit 7", opt, NULL },
+			 dlrt_env, &out, &err);
+		TAP_IS_INT(rc, 7, "program: --root=%%b/crun, absent: the runtime runs (%s)", err);
+		TAP_OK(stat(root, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700,
+		       "program: and finds its state folder made, mode 0700");
+		free(out);
+		free(err);
+		snprintf(shared, sizeof(shared), "%s/tmp", dir);
+		mkdir(shared, 01777);
+		chmod(shared, 01777);
+		snprintf(root, sizeof(root), "%s/tmp/dlrt-crun-u", dir);
+		unlink(task);
+		rc = run((char *[]){ prog, dir, "3", "--", "crun", "--root", root, "run", NULL },
+			 dlrt_env, &out, &err);
+		TAP_IS_INT(rc, 1, "program: --root in a folder others can write: 1");
+		TAP_OK(!strncmp(err, "dlrt-oci-run: the runtime's state folder (--root): ", 51) &&
+		       strstr(err, "--root=%b/crun in every RunTime* line of oci.conf\n") &&
+		       !strchr(err, '\n')[1], "program: one line naming the cause and the fix (%s)",
+		       err);
+		TAP_OK(access(task, F_OK) != 0 && access(root, F_OK) != 0,
+		       "program: before it writes anything");
+		free(out);
+		free(err);
+	}
 
 	unlink(cfg);
 	rc = run((char *[]){ prog, dir, "3", "--", "true", NULL }, stepd_env, &out, &err);

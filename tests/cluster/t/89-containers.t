@@ -13,7 +13,11 @@
 #      instead of a timeout;
 #   5. another user inside their own container (ch-run, Podman) on the
 #      job's node cannot reach the job's store through the node relay;
-#   6. a dlrt-infer pool whose elements run in the crun container.
+#   6. a dlrt-infer pool whose elements run in the crun container;
+#   7. another user on the node takes crun's state folder's names first (the
+#      old /tmp/dlrt-crun-USER: a folder, a file, a link to a folder of
+#      theirs, a folder with a container of the step's name; the new
+#      %b/crun's way): the step runs anyway.
 # The image (tests/cluster/images.sh) holds nothing of dlrt: /usr is the
 # host's, the programs are on the shared filesystem. Every task records
 # whether it ran in the image (/.dlrt-test-image) and its rank.
@@ -329,4 +333,54 @@ like "$(srun_errors)" "^slurmstepd-n[0-9]+: error: dlrt: the extra mxnet schedul
 # 22.05 runs one task per node in a container step: Slurm says so itself.
 run_srun -N1 -n2 --dl-runtime=torch --container="$BUNDLE" /bin/true
 ok "$([ "$RC" -ne 0 ]; echo $?)" "srun --container with 2 tasks on a node fails (Slurm 22.05's limit)"
+
+# ---- 7. crun's state folder, taken first by another user on the node. Kept
+# in /tmp/dlrt-crun-USER (the old oci.conf), a name anyone can create first in
+# the node's shared /tmp: a folder, a file or a link of theirs there failed the
+# step (crun: "cannot create state directory"), and so did a folder of theirs
+# holding a container of the step's name ("container ... already exists"). It
+# is now the step's own folder (%b/crun: SlurmdSpoolDir/oci-jobJJJJJ-SSSSS/crun,
+# which Slurm makes for the job's user, in a folder only root can write):
+# the stranger cannot create that name, or anything on its way, at all. Each
+# squat is in place before the step is submitted: nothing here races.
+SPOOL=$(scontrol show config | sed -n 's/^SlurmdSpoolDir *= *//p')
+OLD=/tmp/dlrt-crun-$DLRT_TEST_USER
+OCI_RUN=$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-oci-run
+for squat in folder file link stale; do
+	job=$(next_job)
+	step_dir=$(printf '%s/oci-job%05u-%05u' "$SPOOL" "$job" 0)
+	name=n1.$DLRT_TEST_USER.$job.0.0
+	# (as root: the old folder an earlier step of the victim's left behind)
+	"$HERE/cluster.sh" exec n1 rm -rf "$OLD" "/tmp/$STRANGER-crun"
+	case $squat in
+	folder) mk="mkdir -m 0755 $OLD" ;;
+	file) mk="echo squat >$OLD" ;;
+	link) mk="mkdir -m 0755 /tmp/$STRANGER-crun && ln -s /tmp/$STRANGER-crun $OLD" ;;
+	stale) mk="mkdir -m 0777 $OLD $OLD/$name && echo '{}' >$OLD/$name/status" ;;
+	esac
+	on_node n1 "$STRANGER" bash -c "umask 0; $mk"
+	ok $? "$squat: $STRANGER takes $OLD on n1 first ($mk)"
+	# The new place's predictable parts: the step's folder and its crun/.
+	made=no
+	on_node n1 "$STRANGER" bash -c "umask 0; mkdir -p '$step_dir/crun' || mkdir '$step_dir' ||
+		ln -s /tmp '$step_dir' || echo squat >'$step_dir'" 2>/dev/null && made=yes
+	is "$made" no "$squat: $STRANGER cannot create $step_dir (a folder, a link, a file) nor its crun/"
+	fresh
+	# shellcheck disable=SC2016 # (the task expands them)
+	run_srun -w n1 -N1 -n1 --container="$BUNDLE" "$WORK/in.sh" "$WORK/where" \
+		/bin/sh -c 'echo "job $SLURM_JOB_ID step $SLURM_STEP_ID"'
+	is "$RC" 0 "$squat: the victim's srun --container step on n1 runs anyway" || errors
+	is "$(cat "$OUT"),$(cut -d' ' -f1,2 "$WORK"/where/* 2>/dev/null)" "job $job step 0,inside n1" \
+		"$squat: (it is job $job, step 0, container $name, inside the image)"
+	st=$(on_node n1 root stat -c '%U %a' "$step_dir/crun" 2>/dev/null)
+	ok "$([ -z "$st" ] || [ "$st" = "$DLRT_TEST_USER 700" ]; echo $?)" \
+		"$squat: its state folder $step_dir/crun is the victim's, mode 0700 (${st:-removed})"
+	# dlrt-oci-run with the old place refuses it before crun runs, in one line.
+	err=$(on_node n1 "$DLRT_TEST_USER" "$OCI_RUN" "$WORK" 0 -- crun --rootless=true \
+		--root="$OLD" state "$name" 2>&1)
+	is "$?,$(wc -l <<<"$err")" "1,1" "$squat: dlrt-oci-run given --root=$OLD refuses it, in one line"
+	like "$err" "^dlrt-oci-run: the runtime's state folder \(--root\): $OLD is in /tmp, which other users can write \(mode 1777\), .* \(a (folder|file|symbolic link) of user $STRANGER .* is there now\): keep it in the step's own folder: --root=%b/crun in every RunTime\* line of oci\.conf$" \
+		"$squat: naming the cause and the fix" || fail_detail "$err"
+done
+"$HERE/cluster.sh" exec n1 rm -rf "$OLD" "/tmp/$STRANGER-crun"
 done_testing
