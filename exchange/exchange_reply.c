@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/netaddr.h"
+#include "exchange/rdvclient.h"
 #include "runtime/opts.h"
 #include "services/svcauth.h"
 
@@ -164,4 +165,47 @@ int dlrt_exchange_reply_parse_tasks(const char *text, size_t len, uint32_t ntask
 fail:
 	free(got);
 	return -1;
+}
+
+int dlrt_exchange_reply_unseal(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			       const struct dlrt_reply_want *want, size_t n, char *text,
+			       size_t *len, struct dlrt_err *err)
+{
+	char *p = text, *end = text + *len, *out = text;
+
+	for (size_t i = 0; i < n; i++) {
+		char *nl, prefix[24] = "";
+		size_t line, plen = 0, vlen;
+		const uint8_t *value;
+
+		if (p >= end)
+			return dlrt_err_set(err, "the PMIx exchange returned %zu of its %zu values: "
+					    "the nodes run different dlrt versions? reinstall dlrt "
+					    "on every node", i, n);
+		nl = memchr(p, '\n', (size_t)(end - p));
+		line = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		if (want[i].rank >= 0) {
+			plen = (size_t)snprintf(prefix, sizeof(prefix), "%ld ", want[i].rank);
+			if (line < plen || memcmp(p, prefix, plen))
+				return dlrt_err_set(err, "the PMIx exchange answered out of order: "
+						    "the nodes run different dlrt versions? "
+						    "reinstall dlrt on every node");
+		}
+		if (dlrt_rdv_open(secret, want[i].key, (const uint8_t *)p + plen, line - plen,
+				  &value, &vlen) < 0)
+			return dlrt_err_set(err, "%s in Slurm's PMIx is not this step's value (its "
+					    "signature does not match): another process connected "
+					    "to the node's PMIx server as that task first, which any "
+					    "user of a node the job shares can; run the step with "
+					    "--exclusive or --dl-exchange=srun", want[i].key);
+		/* out never passes p: each line only loses its tag. */
+		memmove(out, prefix, plen);
+		memmove(out + plen, value, vlen);
+		out += plen + vlen;
+		*out++ = '\n';
+		p += line + (nl != NULL);
+	}
+	memset(out, 0, (size_t)(end - out));
+	*len = (size_t)(out - text);
+	return 0;
 }

@@ -38,6 +38,7 @@
 
 #include "common/instpath.h"
 #include "common/proc.h"
+#include "exchange/exchange_reply.h"
 #include "exchange/rdvclient.h"
 #include "exchange_via.h"
 
@@ -302,50 +303,34 @@ static char *sealed_value(struct kv_cmd *c, const struct dlrt_exchange_req *req,
 	return out;
 }
 
-/* The answer lines, one per wanted value in want's order ("SEALED", or "RANK
- * SEALED"), rewritten in place without their tags once each signature is
- * checked. A value that is not the step's fails the exchange with one line. */
+/* The answers without their tags, each signature checked
+ * (exchange/exchange_reply.h: the one fuzzed reader of what came over the
+ * network). */
 static int open_lines(const struct dlrt_exchange_req *req, const struct dlrt_xlist *want,
 		      struct dlrt_buf *text, struct dlrt_err *err)
 {
-	char *p = (char *)dlrt_buf_head(text), *end = p + text->len, *out = p;
+	struct dlrt_reply_want *w = calloc(want->n ? want->n : 1, sizeof(*w));
+	char *keys = calloc(want->n ? want->n : 1, 96);
+	size_t len = text->len;
+	int rc;
 
-	for (size_t i = 0; i < want->n; i++) {
-		char *nl = memchr(p, '\n', (size_t)(end - p)), *v = p, key[96], prefix[24] = "";
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p), plen = 0;
-		const uint8_t *value;
-		size_t vlen;
-
-		if (p >= end)
-			return dlrt_err_set(err, "dlrt-kv returned %zu of the %zu values of the "
-					    "PMIx exchange: reinstall dlrt on every node", i, want->n);
-		if (want->v[i].rank >= 0) {
-			plen = (size_t)snprintf(prefix, sizeof(prefix), "%ld ", want->v[i].rank);
-			if (n < plen || memcmp(v, prefix, plen))
-				return dlrt_err_set(err, "dlrt-kv answered out of order in the PMIx "
-						    "exchange: reinstall dlrt on every node");
-		}
-		dlrt_exchange_key(key, sizeof(key), req, want->v[i].what, want->v[i].rank);
-		if (dlrt_rdv_open(req->rdv->secret, key, (const uint8_t *)v + plen, n - plen, &value,
-				  &vlen) < 0)
-			return dlrt_err_set(err, "the %s value of task %ld in Slurm's PMIx is not this "
-					    "step's (its signature does not match): another process "
-					    "connected to the node's PMIx server as that task first, "
-					    "which any user on a node shared with other jobs can; "
-					    "run the step with --exclusive or --dl-exchange=srun",
-					    want->v[i].what, want->v[i].rank < 0 ? (long)req->root :
-					    want->v[i].rank);
-		memmove(out, prefix, plen);
-		memmove(out + plen, value, vlen);
-		out += plen + vlen;
-		*out++ = '\n';
-		p += n + (nl != NULL);
+	if (!w || !keys) {
+		free(w);
+		free(keys);
+		return dlrt_err_set(err, "out of memory reading the PMIx exchange");
 	}
-	/* What is left behind the answers held tags and secrets' neighbours:
-	 * cleared, not just cut off. */
-	memset(out, 0, (size_t)(end - out));
-	text->len = (size_t)(out - (char *)dlrt_buf_head(text));
-	return 0;
+	for (size_t i = 0; i < want->n; i++) {
+		dlrt_exchange_key(keys + 96 * i, 96, req, want->v[i].what, want->v[i].rank);
+		w[i].key = keys + 96 * i;
+		w[i].rank = want->v[i].rank;
+	}
+	rc = dlrt_exchange_reply_unseal(req->rdv->secret, w, want->n, (char *)dlrt_buf_head(text),
+					&len, err);
+	if (rc == 0)
+		text->len = len;
+	free(w);
+	free(keys);
+	return rc;
 }
 
 int dlrt_exchange_via_pmix(const struct dlrt_exchange_req *req, bool per_node,

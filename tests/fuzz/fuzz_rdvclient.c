@@ -24,9 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
+	/* Port 0 is valid: Slurm's PMIx carries the exchange, srun hosts nothing. */
 	if (dlrt_rdv_env_parse(s, &port, parsed) == 0) {
-		if (port == 0)
-			__builtin_trap();
 		dlrt_rdv_env_format(back, port, parsed);
 		if (strlen(s) == size && strcmp(back, s) && s[0] != '0')
 			__builtin_trap();

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "exchange/exchange_reply.h"
+#include "exchange/rdvclient.h"
 #include "tap.h"
 
 static int parse(const char *text, uint32_t n, struct dlrt_addrs *mine, struct dlrt_addrs *all,
@@ -75,6 +76,41 @@ static void check_task_ports(void)
 	bad_ports("!n1 could not start\n0 !\n", "could not start");          /* the root failed */
 }
 
+/* The PMIx carrier's answers: signed values unsealed in place; a value
+ * signed with another secret, under another name, or missing is refused. */
+static void check_unseal(void)
+{
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN] = { 1, 2, 3 }, other[DLRT_SVCAUTH_SECRET_LEN] = { 9 };
+	const struct dlrt_reply_want want[2] = { { "dlrt/4/root", -1 }, { "dlrt/4/tports/3", 3 } };
+	char root[200], ports[200], text[512];
+	struct dlrt_err err;
+	size_t len;
+
+	dlrt_rdv_seal(secret, "dlrt/4/root", "10.0.0.1:4000", root);
+	dlrt_rdv_seal(secret, "dlrt/4/tports/3", "10.0.0.2:3=5000", ports);
+	len = (size_t)snprintf(text, sizeof(text), "%s\n3 %s\ngot ack\n", root, ports);
+	TAP_OK(dlrt_exchange_reply_unseal(secret, want, 2, text, &len, &err) == 0 &&
+		       len == strlen("10.0.0.1:4000\n3 10.0.0.2:3=5000\n") &&
+		       !memcmp(text, "10.0.0.1:4000\n3 10.0.0.2:3=5000\n", len),
+	       "signed values: unsealed in place, what follows them dropped");
+	len = (size_t)snprintf(text, sizeof(text), "%s\n3 %s\n", root, ports);
+	TAP_OK(dlrt_exchange_reply_unseal(other, want, 2, text, &len, &err) < 0 &&
+		       strstr(err.msg, "dlrt/4/root in Slurm's PMIx is not this step's value"),
+	       "a value signed with another secret: refused, naming it (%s)", err.msg);
+	dlrt_rdv_seal(secret, "dlrt/4/tports/2", "10.0.0.2:3=5000", ports);
+	len = (size_t)snprintf(text, sizeof(text), "%s\n3 %s\n", root, ports);
+	TAP_OK(dlrt_exchange_reply_unseal(secret, want, 2, text, &len, &err) < 0 &&
+		       strstr(err.msg, "dlrt/4/tports/3"),
+	       "a value signed under another name (replayed): refused");
+	len = (size_t)snprintf(text, sizeof(text), "10.6.6.6:4000\n");
+	TAP_OK(dlrt_exchange_reply_unseal(secret, want, 1, text, &len, &err) < 0,
+	       "an unsigned value (a stranger's): refused");
+	len = (size_t)snprintf(text, sizeof(text), "%s\n", root);
+	TAP_OK(dlrt_exchange_reply_unseal(secret, want, 2, text, &len, &err) < 0 &&
+		       strstr(err.msg, "1 of its 2 values"),
+	       "a missing line: refused");
+}
+
 int main(void)
 {
 	struct dlrt_addrs mine, all[3];
@@ -117,5 +153,6 @@ int main(void)
 	expect_bad("10.0.0.1:4000\n3 10.0.0.1\n", all, "unexpected");
 	expect_bad("10.0.0.1:4000\n0 somehost\n", all, "unexpected");
 	check_task_ports();
+	check_unseal();
 	return tap_done();
 }
