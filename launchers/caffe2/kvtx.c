@@ -238,11 +238,13 @@ static int enqueue(struct dlrt_kv_tx *tx, DLRT_KV_ARGS)
 			return -1;
 		need += sizeof(size_t) + argvlen[i];
 	}
-	cap = tx->qcap ? tx->qcap : 256;
-	while (cap - tx->qlen < need) {
-		if (cap > SIZE_MAX / 4)
-			return -1;
-		cap *= 2;
+	/* Powers of two from 256, also after an exact growth below: the
+	 * client's own bound then sees the sizes it always did. */
+	cap = tx->qcap;
+	if (cap - tx->qlen < need) {
+		for (cap = 256; cap < tx->qlen || cap - tx->qlen < need; cap *= 2)
+			if (cap > SIZE_MAX / 4)
+				return -1;
 	}
 	if (!tx_fits(tx, cap - tx->qcap + TX_OVERHEAD))
 		return -1;
