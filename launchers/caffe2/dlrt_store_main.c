@@ -61,8 +61,10 @@ static void usage(FILE *f)
 		"  --max-value BYTES    longest key or value (default %u)\n"
 		"  --max-args N         most arguments in one request, and most queued MULTI\n"
 "                       commands plus WATCHed keys of one client (default %u)\n"
-		"  --max-memory BYTES   most bytes of keys and values the store holds; a write\n"
-		"                       past it gets Redis's -OOM error (default %zu)\n"
+		"  --max-memory BYTES   most bytes the store holds: keys, values and every\n"
+		"                       client's queued MULTI commands, watched keys and name;\n"
+		"                       a write or queued command past it gets Redis's -OOM\n"
+		"                       error (default %zu)\n"
 		"  --reply-pause BYTES  stop reading a client's requests while this much of\n"
 		"                       its replies waits to be read (default %zu)\n"
 		"  --idle-timeout-ms MS close a client stalled in the middle of a request\n"
@@ -121,11 +123,17 @@ static enum dlrt_proto_result on_data(struct dlrt_conn *conn, void *ctx)
 {
 	struct app *app = ctx;
 	struct sconn *sc = conn->state;
+	int rc = dlrt_store_session_feed(&sc->s, app->kv, &conn->in, &conn->out,
+					 app->verbose ? log_cmd : NULL, NULL);
 
-	if (dlrt_store_session_feed(&sc->s, app->kv, &conn->in, &conn->out,
-				    app->verbose ? log_cmd : NULL, NULL) < 0)
-		return DLRT_PROTO_CLOSE;
-	return DLRT_PROTO_OK;
+	/* One line per refused transaction: the refusal discards it, so the
+	 * rest of its queue is not refused again. */
+	if (sc->s.client.refused_full) {
+		sc->s.client.refused_full = false;
+		fprintf(stderr, PROG ": conn %" PRIu64 ": refused: %s\n", sc->s.client.id,
+			dlrt_kv_full_message(app->kv));
+	}
+	return rc < 0 ? DLRT_PROTO_CLOSE : DLRT_PROTO_OK;
 }
 
 static int on_open(struct dlrt_conn *conn, void *ctx)
@@ -303,7 +311,7 @@ static void store_listening(void *ctx, struct dlrt_tcpserver *srv,
 	struct app *app = ctx;
 
 	fprintf(stderr, PROG ": listening on %s:%u; at most %u connections (descriptor "
-		"limit %lu), %zu bytes of keys and values\n", cfg->bind_addr,
+		"limit %lu), --max-memory %zu bytes\n", cfg->bind_addr,
 		dlrt_tcpserver_port(srv), dlrt_tcpserver_max_conns(srv),
 		dlrt_tcpserver_nofile(srv), app->max_memory);
 }

@@ -96,6 +96,12 @@ void dlrt_kv_reply_oom(struct dlrt_kv_ctx *c)
 	r_oom(c);
 }
 
+void dlrt_kv_reply_full(struct dlrt_kv_ctx *c)
+{
+	r_error(c, c->kv->full);
+	c->cl->refused_full = true;
+}
+
 /* For commands that must not half-succeed (MSET) or that answer before they
  * write (GETSET, SET ... GET): refuse up front when the new keys might not
  * fit. It may refuse a write that would have replaced values in place just
@@ -476,11 +482,18 @@ static bool name_ok(const uint8_t *s, size_t n)
 	return true;
 }
 
+/* A name may be as long as a value, on every connection: it counts in the
+ * store's bound like the client's transaction does. */
 static void set_name(struct dlrt_kv_ctx *c, const uint8_t *s, size_t n)
 {
+	size_t cost = n ? n + 1 + DLRT_KV_MALLOC_OVERHEAD : 0;
 	char *name = NULL;
 
 	if (n) {
+		if (cost > c->cl->name_held && !dlrt_kv_has_room(c->kv, cost - c->cl->name_held)) {
+			dlrt_kv_reply_full(c);
+			return;
+		}
 		name = malloc(n + 1);
 		if (!name) {
 			r_oom(c);
@@ -491,6 +504,7 @@ static void set_name(struct dlrt_kv_ctx *c, const uint8_t *s, size_t n)
 	}
 	free(c->cl->name);
 	c->cl->name = name;
+	dlrt_kv_hold(c->kv, &c->cl->name_held, cost);
 }
 
 /* HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2 only. Redis 7

@@ -3,6 +3,7 @@
  * bound like the rest of the entry) and a list of the keys that have one. */
 #include "kvstore.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -79,9 +80,9 @@ uint64_t dlrt_kv_hash(const struct dlrt_kv *kv, const void *key, size_t klen)
 
 /* ---- table ------------------------------------------------------------- */
 
-/* What malloc adds to each block (a size header, rounding): counted so a
- * flood of tiny keys costs what it really costs. */
-#define MALLOC_OVERHEAD 16
+/* What malloc adds to each block: counted so a flood of tiny keys costs
+ * what it really costs. */
+#define MALLOC_OVERHEAD DLRT_KV_MALLOC_OVERHEAD
 
 size_t dlrt_kv_entry_cost(size_t klen, size_t vlen)
 {
@@ -91,6 +92,16 @@ size_t dlrt_kv_entry_cost(size_t klen, size_t vlen)
 void dlrt_kv_set_max_memory(struct dlrt_kv *kv, size_t bytes)
 {
 	kv->max_memory = bytes;
+	snprintf(kv->full, sizeof(kv->full),
+		 "OOM dlrt-store is full (--max-memory=%zu bytes, counting keys, values and "
+		 "every client's queued MULTI commands, watched keys and name): the transaction "
+		 "is discarded; queue less per MULTI/EXEC (an admin can raise --max-memory)",
+		 bytes);
+}
+
+const char *dlrt_kv_full_message(const struct dlrt_kv *kv)
+{
+	return kv->full + 4; /* past the reply's "OOM " */
 }
 
 size_t dlrt_kv_max_memory(const struct dlrt_kv *kv)
@@ -100,12 +111,27 @@ size_t dlrt_kv_max_memory(const struct dlrt_kv *kv)
 
 size_t dlrt_kv_used(const struct dlrt_kv *kv)
 {
-	return kv->used;
+	return kv->used + kv->held;
 }
 
+size_t dlrt_kv_held(const struct dlrt_kv *kv)
+{
+	return kv->held;
+}
+
+void dlrt_kv_hold(struct dlrt_kv *kv, size_t *held, size_t now)
+{
+	kv->held = kv->held - *held + now;
+	*held = now;
+}
+
+/* One budget: the keyspace and what clients hold are counted together, so
+ * neither can take the store past --max-memory at the other's expense. */
 bool dlrt_kv_has_room(const struct dlrt_kv *kv, size_t bytes)
 {
-	return kv->used <= kv->max_memory && bytes <= kv->max_memory - kv->used;
+	size_t used = dlrt_kv_used(kv);
+
+	return used <= kv->max_memory && bytes <= kv->max_memory - used;
 }
 
 struct dlrt_kv *dlrt_kv_create(size_t max_value)
@@ -126,7 +152,7 @@ struct dlrt_kv *dlrt_kv_create(size_t max_value)
 		kv->seed[1] = (uint64_t)clock() * 0x9e3779b97f4a7c15ULL;
 	}
 	kv->max_value = max_value;
-	kv->max_memory = DLRT_KV_DEFAULT_MAX_MEMORY;
+	dlrt_kv_set_max_memory(kv, DLRT_KV_DEFAULT_MAX_MEMORY);
 	kv->used = kv->nbuckets * sizeof(*kv->buckets);
 	kv->next_client_id = 1;
 	kv->tx_max_bytes = DLRT_KV_DEFAULT_TX_BYTES;
@@ -484,9 +510,12 @@ int dlrt_kv_foreach(struct dlrt_kv *kv, dlrt_kv_visit_fn fn, void *arg)
 
 void dlrt_kv_client_init(struct dlrt_kv *kv, struct dlrt_kv_client *cl)
 {
+	cl->kv = kv;
 	cl->id = kv->next_client_id++;
 	cl->name = NULL;
+	cl->name_held = 0;
 	cl->tx = NULL;
+	cl->refused_full = false;
 }
 
 /* ---- glob (Redis's stringmatchlen semantics, without recursion) -------- */

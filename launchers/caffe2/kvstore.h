@@ -29,11 +29,18 @@ struct dlrt_kv;
 struct dlrt_kv_tx;
 
 /* Per-connection state the commands use (CLIENT SETNAME/GETNAME/ID, and a
- * transaction's queue and watched keys, allocated on first MULTI/WATCH). */
+ * transaction's queue and watched keys, allocated on first MULTI/WATCH).
+ * What a client can grow here counts in the store's --max-memory like the
+ * keyspace does (dlrt_kv_used). */
 struct dlrt_kv_client {
+	struct dlrt_kv *kv;
 	uint64_t id;
 	char *name;
+	size_t name_held; /* what the name counts in the store's bound */
 	struct dlrt_kv_tx *tx;
+	/* Set when a request of this client was refused because the store is
+	 * full (dlrt_kv_full_message); the server logs it and clears it. */
+	bool refused_full;
 };
 
 /* `max_value` is reported by CONFIG GET proto-max-bulk-len and bounds the
@@ -41,14 +48,23 @@ struct dlrt_kv_client {
 struct dlrt_kv *dlrt_kv_create(size_t max_value);
 void dlrt_kv_destroy(struct dlrt_kv *kv);
 
-/* The most bytes the keyspace may hold (keys, values and their bookkeeping,
- * as dlrt_kv_used counts them): a write past it fails as if memory were
- * short, and the commands answer Redis's -OOM error. Default
- * DLRT_KV_DEFAULT_MAX_MEMORY; 0 refuses every write that needs memory. */
+/* The most bytes the store may hold, as dlrt_kv_used counts them: keys,
+ * values and their bookkeeping, and what it holds for its clients (every
+ * client's queued MULTI commands, watched keys and name). A write past it
+ * fails as if memory were short, and the commands answer Redis's -OOM
+ * error; a command queued past it is refused with dlrt_kv_full_message and
+ * discards its transaction. Default DLRT_KV_DEFAULT_MAX_MEMORY; 0 refuses
+ * every write that needs memory. */
 #define DLRT_KV_DEFAULT_MAX_MEMORY ((size_t)256 << 20)
 void dlrt_kv_set_max_memory(struct dlrt_kv *kv, size_t bytes);
 size_t dlrt_kv_max_memory(const struct dlrt_kv *kv);
 size_t dlrt_kv_used(const struct dlrt_kv *kv);
+/* The clients' part of dlrt_kv_used (0 once no client holds anything). */
+size_t dlrt_kv_held(const struct dlrt_kv *kv);
+/* Why a client's queued command, watched key or name was refused past
+ * --max-memory: one line naming the bound, for the log (the client gets it
+ * as Redis's error "OOM <this>"). */
+const char *dlrt_kv_full_message(const struct dlrt_kv *kv);
 /* What storing a new key of klen bytes with a value of vlen bytes costs, and
  * whether `bytes` more still fit (commands that must not half-succeed check
  * first). */

@@ -22,6 +22,8 @@ struct dlrt_kv {
 	size_t max_value;
 	size_t max_memory; /* refuse writes past this many bytes of `used` */
 	size_t used;       /* entries (keys, values, headers) and the bucket array */
+	size_t held;       /* clients' MULTI queues, watched keys and names */
+	char full[320];    /* "OOM " and dlrt_kv_full_message: the refusal, naming the bound */
 	uint64_t next_client_id;
 
 	/* Expiry: the clock is dlrt_now_ms() + clock_base (Unix ms at start),
@@ -44,6 +46,13 @@ typedef int (*dlrt_kv_visit_fn)(const uint8_t *key, size_t klen, void *arg);
 int dlrt_kv_foreach(struct dlrt_kv *kv, dlrt_kv_visit_fn fn, void *arg);
 
 uint64_t dlrt_kv_hash(const struct dlrt_kv *kv, const void *key, size_t klen);
+
+/* What malloc adds to each block (a size header, rounding). */
+#define DLRT_KV_MALLOC_OVERHEAD 16
+
+/* What the store holds for one client changes from *held to `now` bytes
+ * (kv->held follows). Callers check dlrt_kv_has_room for growth first. */
+void dlrt_kv_hold(struct dlrt_kv *kv, size_t *held, size_t now);
 
 /* Marks every client watching the key (hash h) as touched (kvtx.c). */
 void dlrt_kv_touch(struct dlrt_kv *kv, const void *key, size_t klen, uint64_t h);
@@ -82,6 +91,8 @@ void dlrt_kv_reply_unknown(struct dlrt_kv_ctx *c, DLRT_KV_ARGS);
 void dlrt_kv_reply_arity(struct dlrt_kv_ctx *c, const char *name);
 bool dlrt_kv_arg_is(const uint8_t *a, size_t n, const char *s);
 void dlrt_kv_reply_oom(struct dlrt_kv_ctx *c);
+/* Answers dlrt_kv_full_message and marks the client for the server's log. */
+void dlrt_kv_reply_full(struct dlrt_kv_ctx *c);
 
 /* Commands that live outside kvcmd.c. */
 void dlrt_kv_cmd_set(struct dlrt_kv_ctx *c, DLRT_KV_ARGS);      /* kvttl.c */

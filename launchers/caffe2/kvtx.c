@@ -17,7 +17,11 @@
  *     UNWATCH forget the watched keys.
  * The queue and the watched keys of one client are bounded together
  * (dlrt_kv_set_tx_limits); a command past the bound is refused with an error
- * and flags the transaction, as an unknown command would.
+ * and flags the transaction, as an unknown command would. They also count in
+ * the store's --max-memory with the keyspace and every other client's, so
+ * many clients cannot together hold more than the store may: a command
+ * queued past it gets dlrt_kv_full_message and likewise flags the
+ * transaction, whose queue is given back at once.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +52,8 @@ struct dlrt_kv_tx {
 	size_t qlen, qcap, qcount;
 	struct dlrt_kv_watch *watches;
 	size_t nwatches, wbytes;
+	size_t running; /* the queue EXEC is running, still held until it is done */
+	size_t held;    /* what this counts in the store's bound (tx_count) */
 };
 
 static const char ERR_FULL[] =
@@ -127,6 +133,14 @@ void dlrt_kv_touch_existing(struct dlrt_kv *kv)
 		}
 }
 
+/* What the client's transaction holds (the queue's whole buffer, which is
+ * what malloc took; each watch with its bookkeeping, which also covers its
+ * share of the watch table) counts in the store's bound. */
+static void tx_count(struct dlrt_kv_tx *tx)
+{
+	dlrt_kv_hold(tx->kv, &tx->held, tx->qcap + tx->wbytes + tx->running);
+}
+
 static void unwatch_all(struct dlrt_kv_tx *tx)
 {
 	struct dlrt_kv_watch *w = tx->watches, *next;
@@ -139,6 +153,7 @@ static void unwatch_all(struct dlrt_kv_tx *tx)
 	tx->watches = NULL;
 	tx->nwatches = 0;
 	tx->wbytes = 0;
+	tx_count(tx);
 }
 
 /* ---- per-client state ----------------------------------------------------- */
@@ -167,6 +182,7 @@ static void free_queue(struct dlrt_kv_tx *tx)
 	free(tx->q);
 	tx->q = NULL;
 	tx->qlen = tx->qcap = tx->qcount = 0;
+	tx_count(tx);
 }
 
 /* Redis's discardTransaction: out of MULTI, flags cleared, keys unwatched. */
@@ -183,6 +199,8 @@ void dlrt_kv_client_free(struct dlrt_kv_client *cl)
 {
 	free(cl->name);
 	cl->name = NULL;
+	if (cl->kv)
+		dlrt_kv_hold(cl->kv, &cl->name_held, 0);
 	if (cl->tx) {
 		discard(cl->tx);
 		free(cl->tx);
@@ -208,7 +226,8 @@ static size_t get_size(const uint8_t *p)
 	return v;
 }
 
-/* Appends one command to the queue; -1 past the bound or short of memory. */
+/* Appends one command to the queue; -1 past the client's bound or short of
+ * memory, -2 past the store's. */
 static int enqueue(struct dlrt_kv_tx *tx, DLRT_KV_ARGS)
 {
 	size_t need = sizeof(size_t), cap;
@@ -219,20 +238,30 @@ static int enqueue(struct dlrt_kv_tx *tx, DLRT_KV_ARGS)
 			return -1;
 		need += sizeof(size_t) + argvlen[i];
 	}
-	cap = tx->qcap ? tx->qcap : 256;
-	while (cap - tx->qlen < need) {
-		if (cap > SIZE_MAX / 4)
-			return -1;
-		cap *= 2;
+	/* Powers of two from 256, also after an exact growth below: the
+	 * client's own bound then sees the sizes it always did. */
+	cap = tx->qcap;
+	if (cap - tx->qlen < need) {
+		for (cap = 256; cap < tx->qlen || cap - tx->qlen < need; cap *= 2)
+			if (cap > SIZE_MAX / 4)
+				return -1;
 	}
 	if (!tx_fits(tx, cap - tx->qcap + TX_OVERHEAD))
 		return -1;
+	/* Near the store's bound, grow by just what this command needs rather
+	 * than refuse for room the queue may never use. */
+	if (cap > tx->qcap && !dlrt_kv_has_room(tx->kv, cap - tx->qcap)) {
+		cap = tx->qlen + need; /* > qcap: the queue had no room for it */
+		if (!dlrt_kv_has_room(tx->kv, cap - tx->qcap))
+			return -2;
+	}
 	if (cap != tx->qcap) {
 		q = realloc(tx->q, cap);
 		if (!q)
 			return -1;
 		tx->q = q;
 		tx->qcap = cap;
+		tx_count(tx);
 	}
 	p = tx->q + tx->qlen;
 	put_size(p, argc);
@@ -335,10 +364,13 @@ void dlrt_kv_cmd_exec(struct dlrt_kv_ctx *c, DLRT_KV_ARGS)
 		discard(tx);
 		return;
 	}
-	/* Out of MULTI before running: the queue's own writes must not abort it. */
+	/* Out of MULTI before running: the queue's own writes must not abort it.
+	 * The queue still counts while it runs: its SETs must not fill the room
+	 * it takes itself. */
 	q = tx->q;
 	qlen = tx->qlen;
 	qcount = tx->qcount;
+	tx->running = tx->qcap;
 	tx->q = NULL;
 	tx->qlen = tx->qcap = tx->qcount = 0;
 	discard(tx);
@@ -351,6 +383,8 @@ void dlrt_kv_cmd_exec(struct dlrt_kv_ctx *c, DLRT_KV_ARGS)
 		off += used;
 	}
 	free(q);
+	tx->running = 0;
+	tx_count(tx);
 }
 
 void dlrt_kv_cmd_watch(struct dlrt_kv_ctx *c, DLRT_KV_ARGS)
@@ -384,6 +418,10 @@ void dlrt_kv_cmd_watch(struct dlrt_kv_ctx *c, DLRT_KV_ARGS)
 			c->rc |= dlrt_resp_add_error(c->out, ERR_FULL);
 			return;
 		}
+		if (!dlrt_kv_has_room(c->kv, cost)) {
+			dlrt_kv_reply_full(c);
+			return;
+		}
 		/* An already expired key goes now: that is not a change. */
 		dlrt_kv_lookup(c->kv, argv[i], argvlen[i], &v, &vl);
 		w = malloc(sizeof(*w) + argvlen[i]);
@@ -403,6 +441,7 @@ void dlrt_kv_cmd_watch(struct dlrt_kv_ctx *c, DLRT_KV_ARGS)
 		tx->watches = w;
 		tx->nwatches++;
 		tx->wbytes += cost;
+		tx_count(tx);
 	}
 	c->rc |= dlrt_resp_add_simple(c->out, "OK");
 }
@@ -458,8 +497,13 @@ int dlrt_kv_exec(struct dlrt_kv *kv, struct dlrt_kv_client *cl, size_t argc,
 	} else if (dlrt_kv_client_in_multi(cl) && !runs_in_multi(cmd)) {
 		struct dlrt_kv_tx *tx = cl->tx;
 
-		if (!tx->dirty_exec && enqueue(tx, argc, argv, argvlen) < 0) {
-			c.rc |= dlrt_resp_add_error(out, ERR_FULL);
+		int rc = tx->dirty_exec ? 0 : enqueue(tx, argc, argv, argvlen);
+
+		if (rc < 0) {
+			if (rc == -2)
+				dlrt_kv_reply_full(&c);
+			else
+				c.rc |= dlrt_resp_add_error(out, ERR_FULL);
 			tx->dirty_exec = true;
 			free_queue(tx); /* EXEC will not run it: give the memory back */
 		} else {

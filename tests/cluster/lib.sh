@@ -126,8 +126,9 @@ on_node() {
 		runuser -u "$user" -- env PATH="$PATH" HOME=/tmp "$@"
 }
 
-# caffe2_store_job SCRIPT: in the background, a one-node caffe2 step on n1 whose
-# task 0 writes the REDIS_HOST/REDIS_PORT it got to $WORK/addr and runs
+# caffe2_store_job SCRIPT [SRUN_OPTION...]: in the background, a one-node caffe2
+# step on n1 (srun also gets the options) whose task 0 writes the
+# REDIS_HOST/REDIS_PORT it got to $WORK/addr and runs
 # python3 SCRIPT (a file in $WORK) as the job's own client; the batch job's
 # subshell is STORE_JOB, its output $WORK/job.out and $WORK/s1.out. Then
 # store_find sets STORE_PID (the step's dlrt-store, found by its listening
@@ -142,10 +143,10 @@ if [ "\$SLURM_PROCID" = 0 ]; then
 fi
 SH
 	chmod 0755 "$WORK/task.sh"
-	( run_batch -N1 -n2 -w n1 <<'JOB'
+	( run_batch -N1 -n2 -w n1 <<JOB
 #!/bin/bash
-srun -N1 -n2 -w n1 --dl-runtime=caffe2 ./task.sh >s1.out 2>s1.err
-echo "step rc $?"
+srun -N1 -n2 -w n1 --dl-runtime=caffe2 ${*:2} ./task.sh >s1.out 2>s1.err
+echo "step rc \$?"
 JOB
 	exit "$RC" ) &
 	STORE_JOB=$!

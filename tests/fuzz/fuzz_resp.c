@@ -155,6 +155,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dlrt_buf_free(&in[i]);
 		dlrt_store_session_free(&s[i]);
 	}
+	if (dlrt_kv_held(kv))
+		abort(); /* what clients held (queues, watches, names) is given back */
 	dlrt_buf_free(&out);
 	return 0;
 }

@@ -249,6 +249,115 @@ static void test_bounds(void)
 	dlrt_kv_set_tx_limits(KV, DLRT_KV_DEFAULT_TX_BYTES, DLRT_KV_DEFAULT_TX_COUNT);
 }
 
+/* A request of argc arguments whose last is `len` bytes of 'x' (static). */
+static const char *big_req(const char *cmd, const char *key, size_t len, size_t *n)
+{
+	static char req[1 << 18];
+	int h = snprintf(req, sizeof(req), "*3\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n",
+			 strlen(cmd), cmd, strlen(key), key, len);
+
+	memset(req + h, 'x', len);
+	memcpy(req + h + len, "\r\n", 2);
+	*n = (size_t)h + len + 2;
+	return req;
+}
+
+static const char *send_big(struct dlrt_store_session *s, const char *cmd, const char *key,
+			    size_t len)
+{
+	size_t n;
+	const char *req = big_req(cmd, key, len, &n);
+
+	return send_on(s, req, n);
+}
+
+/* MULTI queues, watched keys and names of all clients count in the one
+ * --max-memory budget with the keyspace. */
+static void test_store_bound(void)
+{
+	static const char full[] = "-OOM dlrt-store is full (--max-memory=262144 bytes";
+	struct dlrt_store_session C;
+	size_t held_a, keys;
+	int queued = 0;
+
+	on(&A, "FLUSHALL\r\n");
+	dlrt_kv_set_max_memory(KV, 256 << 10);
+	keys = dlrt_kv_used(KV);
+	TAP_IS_INT((long long)dlrt_kv_held(KV), 0, "no client holds anything");
+	on(&A, "MULTI\r\n");
+	TAP_IS_STR(send_big(&A, "SET", "a1", 70000), "+QUEUED\r\n", "a 70 kB SET is queued");
+	TAP_IS_STR(send_big(&A, "SET", "a2", 70000), "+QUEUED\r\n", "and another");
+	held_a = dlrt_kv_held(KV);
+	TAP_OK(held_a >= 140000 && held_a <= 150000, "the queue's bytes are counted (%zu)",
+	       held_a);
+	TAP_IS_INT((long long)dlrt_kv_used(KV), (long long)(keys + held_a),
+		   "in the store's used memory (INFO used_memory)");
+	TAP_OK(strncmp(send_big(&B, "SET", "b", 150000), "-OOM command not allowed", 24) == 0,
+	       "a SET that fits alone but not beside the queue gets -OOM");
+
+	on(&B, "MULTI\r\n");
+	for (int i = 0; i < 10; i++) {
+		const char *r = send_big(&B, "SET", "b", 20000);
+
+		if (strcmp(r, "+QUEUED\r\n") != 0) {
+			TAP_OK(strncmp(r, full, sizeof(full) - 1) == 0,
+			       "past the bound the command is refused, naming it: %.80s", r);
+			break;
+		}
+		queued++;
+	}
+	TAP_OK(queued >= 3 && queued <= 6, "another client queued what was left (%d of 20 kB)",
+	       queued);
+	TAP_OK(B.client.refused_full, "the refusal is marked for the server's log");
+	TAP_OK(!A.client.refused_full, "not on the client that stayed within it");
+	TAP_IS_INT((long long)dlrt_kv_held(KV), (long long)held_a,
+		   "the refused transaction's queue is given back at once");
+	TAP_IS_STR(on(&B, "SET c 1\r\nEXEC\r\n"),
+		   "+QUEUED\r\n-EXECABORT Transaction discarded because of previous errors.\r\n",
+		   "and EXEC discards it");
+	TAP_IS_STR(on(&B, "EXISTS b c\r\n"), ":0\r\n", "nothing of it ran");
+
+	/* Names and watched keys come out of the same budget. */
+	TAP_OK(strncmp(send_big(&B, "CLIENT", "SETNAME", 150000), full, sizeof(full) - 1) == 0,
+	       "a client name past the bound is refused");
+	TAP_IS_STR(send_big(&B, "CLIENT", "SETNAME", 1000), "+OK\r\n", "a smaller one is kept");
+	TAP_IS_INT((long long)dlrt_kv_held(KV), (long long)held_a + 1001 + 16,
+		   "and counted");
+	TAP_IS_STR(send_big(&B, "WATCH", "k1", 60000), "+OK\r\n", "WATCH a 60 kB key");
+	TAP_OK(strncmp(send_big(&B, "WATCH", "k2", 70000), full, sizeof(full) - 1) == 0,
+	       "a 70 kB one past the bound is refused");
+	on(&B, "UNWATCH\r\n*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$0\r\n\r\n");
+	TAP_IS_INT((long long)dlrt_kv_held(KV), (long long)held_a,
+		   "UNWATCH and an empty name give theirs back");
+
+	/* The queue counts while EXEC runs it: its own SETs cannot take the
+	 * room it holds. */
+	{
+		const char *r = on(&A, "EXEC\r\n");
+
+		TAP_OK(strncmp(r, "*2\r\n+OK\r\n-OOM ", 14) == 0,
+		       "EXEC: the second 70 kB SET does not fit beside the queue being run");
+	}
+	TAP_IS_INT((long long)dlrt_kv_held(KV), 0, "EXEC gives the queue back");
+	TAP_OK(dlrt_kv_used(KV) < keys + 80000, "what is left is the one value");
+	on(&A, "FLUSHALL\r\nMULTI\r\n");
+	send_big(&A, "SET", "a", 100000);
+	TAP_OK(dlrt_kv_held(KV) > 100000, "MULTI holds a queue again");
+	TAP_IS_STR(on(&A, "DISCARD\r\n"), "+OK\r\n", "DISCARD");
+	TAP_IS_INT((long long)dlrt_kv_held(KV), 0, "gives it back");
+
+	/* A client that leaves gives back its queue, watches and name. */
+	dlrt_store_session_init(&C, KV, 0, 0);
+	on(&C, "CLIENT SETNAME c\r\nWATCH x y\r\nMULTI\r\n");
+	send_big(&C, "SET", "a", 100000);
+	TAP_OK(dlrt_kv_held(KV) > 100000, "a client holds a queue, watches and a name");
+	dlrt_store_session_free(&C);
+	TAP_IS_INT((long long)dlrt_kv_held(KV), 0, "closing it gives all of it back");
+	TAP_IS_STR(send_big(&A, "SET", "a", 200000), "+OK\r\n", "the whole budget is free again");
+	on(&A, "FLUSHALL\r\n");
+	dlrt_kv_set_max_memory(KV, DLRT_KV_DEFAULT_MAX_MEMORY);
+}
+
 int main(void)
 {
 	KV = dlrt_kv_create(1 << 20);
@@ -259,6 +368,7 @@ int main(void)
 	test_watch();
 	test_expiry();
 	test_bounds();
+	test_store_bound();
 	dlrt_store_session_free(&A);
 	dlrt_store_session_free(&B);
 	dlrt_kv_destroy(KV);
