@@ -191,3 +191,52 @@ run_batch() {
 		>"$WORK/sbatch.out" 2>"$WORK/sbatch.err"
 	RC=$?
 }
+
+# as_stranger_on NODE CMD...: CMD as the other user inside a node (its network,
+# hostname and /tmp): a stranger logged in on a node the test user's job uses.
+as_stranger_on() {
+	local node=$1
+	shift
+	on_node "$node" "$STRANGER" "$@"
+}
+
+# pmix_coords NODE JOBID STEPID: print "NSPACE URI", what a client of step
+# JOBID.STEPID's PMIx server on NODE needs, once that server listens (bounded
+# wait; prints nothing and returns 1 otherwise). Everything in it is what any
+# user of the node sees: the namespace is slurm.pmix.JOBID.STEPID, the
+# server's URI is its namespace, rank 0 and its TCP port on 127.0.0.1, a
+# listener of root's in /proc/net/tcp. ss -p (root's view) only picks, among
+# several steps' servers, the one whose slurmstepd is "[JOBID.STEPID]" (its
+# command line, world-readable); a stranger would try each port.
+pmix_coords() {
+	local node=$1 ns="slurm.pmix.$2.$3" pid port
+	for _ in $(seq 300); do
+		while read -r port pid; do
+			if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null |
+				grep -qF "slurmstepd: [$2.$3]"; then
+				echo "$ns $ns.0;tcp4://127.0.0.1:$port"
+				return 0
+			fi
+		done < <("$HERE/cluster.sh" exec "$node" ss -Hltnp 2>/dev/null |
+			sed -n 's/.* 127\.0\.0\.1:\([0-9]*\) .*"slurmstepd",pid=\([0-9]*\).*/\1 \2/p')
+		sleep 0.2
+	done
+	return 1
+}
+
+# pmix_stranger NODE ARGS...: tests/progs/pmix/pmix-stranger as the other user
+# on NODE, its PMIx credential stating the test user's uid and gid
+# (stated_id.so), as any user of the node can. ARGS are pmix-stranger's:
+# [-t SECONDS] [-a RANK] NSPACE URI get RANK [KEY...] | hold RANK SECONDS |
+# put KEY VALUE. PMIX_STATE_OWN=1 states the stranger's own ids instead.
+pmix_stranger() {
+	local node=$1 uid gid
+	shift
+	uid=$(id -u "$DLRT_TEST_USER") gid=$(id -g "$DLRT_TEST_USER")
+	if [ "${PMIX_STATE_OWN:-0}" = 1 ]; then
+		as_stranger_on "$node" "$TESTS_BIN/pmix-stranger" "$@"
+	else
+		as_stranger_on "$node" env LD_PRELOAD="$TESTS_BIN/stated_id.so" \
+			STATED_UID="$uid" STATED_GID="$gid" "$TESTS_BIN/pmix-stranger" "$@"
+	fi
+}

@@ -42,3 +42,13 @@ $(eval $(call dlrt_cxx_program,$(BUILD)/testprogs/gloo_redis_allreduce,tests/pro
 # dispatches their tasks again before recording them (t/80-infer-group-commit.t).
 TEST_PROGS += $(BUILD)/testprogs/infer_resend_race
 $(eval $(call dlrt_program,$(BUILD)/testprogs/infer_resend_race,tests/progs/infer/infer_resend_race.c))
+
+# pmix: what another user of a node can do with a step's PMIx server
+# (t/90-pmix-stranger.t): a real libpmix client that claims a rank of someone
+# else's step, and a preload shim that makes PMIx's native credential state
+# the uid and gid in STATED_UID/STATED_GID.
+TEST_PROGS += $(BUILD)/testprogs/pmix-stranger $(BUILD)/testprogs/stated_id.so
+$(eval $(call dlrt_program,$(BUILD)/testprogs/pmix-stranger,tests/progs/pmix/pmix_stranger.c))
+$(BUILD)/testprogs/stated_id.so: $(BUILD)/obj/tests/progs/pmix/stated_id.o
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $^ $(ALL_LDFLAGS)

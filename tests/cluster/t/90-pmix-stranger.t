@@ -1,0 +1,76 @@
+#!/bin/bash
+# Another user of a node against a step's PMIx server (docs/SECURITY.md, "Slurm's
+# PMIx"). Slurm's mpi/pmix server listens on TCP 127.0.0.1, and PMIx's default
+# `native` security takes, over TCP, the uid the client states: with it any
+# user of the node reads every value of the step and publishes as its tasks.
+# The test cluster runs slurmd as a site should (PMIX_MCA_psec=munge in its
+# environment, docs/ADMIN.md): a client proves its uid through munged. Here a
+# real libpmix client (pmix-stranger) run by the stranger states the job
+# owner's uid and gid (stated_id.so) and must get nothing, while the job
+# owner's own client, with the same coordinates and key names, reads the
+# values; so a wrong port, namespace or key cannot make the test pass.
+# No step depends on timing: the victim waits for a file, every wait bounded.
+. "$(dirname "$0")/../lib.sh"
+
+psec=$(tr '\0' '\n' <"/proc/$(cat "$DLRT_CLUSTER_DIR/run/slurmd-n1.pid")/environ" 2>/dev/null |
+	sed -n 's/^PMIX_MCA_psec=//p')
+is "$psec" munge "the nodes' slurmd (and so every slurmstepd) runs with PMIX_MCA_psec=munge" ||
+	fail_detail "tests/cluster/cluster.sh sets it (DLRT_CLUSTER_PMIX_PSEC); restart the cluster"
+
+# The victim: a two-node --mpi=pmix step (tasks 0-2 on n1) whose tasks publish
+# a value, fence, say so, and stay until the test is done (at most 100 s).
+( run_srun -N2 -n6 -w n1,n2 --mpi=pmix bash -c '
+	dlrt-kv --timeout 30 put secretkey "hello$SLURM_PROCID" fence || exit 1
+	touch "ready.$SLURM_PROCID"
+	for _ in $(seq 1000); do [ -e go ] && exit 0; sleep 0.1; done
+	echo "task $SLURM_PROCID: the test never said go" >&2; exit 1'
+  exit "$RC" ) &
+victim=$!
+ready() { [ "$(ls "$WORK" | grep -c '^ready\.[0-5]$')" = 6 ]; }
+for _ in $(seq 600); do ready && break; sleep 0.1; done
+ok "$(ready; echo $?)" \
+	"the victim's tasks published their values through PMIx" || fail_detail "$(cat "$ERR")"
+job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
+read -r ns uri < <(pmix_coords n1 "$job" 0)
+like "${uri:-}" '^slurm\.pmix\.[0-9]+\.0\.0;tcp4://127\.0\.0\.1:[0-9]+$' \
+	"the step's PMIx server on n1: a TCP port of 127.0.0.1 (job $job)"
+
+# The control: the job owner's own client (munge) with these coordinates is
+# admitted as task 0 and reads task 4's value, the key the stranger asks for.
+owner_get() {
+	on_node n1 "$DLRT_TEST_USER" env PMIX_SECURITY_MODE=munge \
+		"$TESTS_BIN/pmix-stranger" -t 30 -a "$1" "$ns" "$uri" get 4 secretkey 2>"$WORK/owner.err"
+}
+got=$(owner_get 0)
+is "$got" "dlrt.secretkey=hello4" "the job owner's client, same coordinates, reads task 4's value" ||
+	fail_detail "$(cat "$WORK/owner.err")"
+
+# The stranger, stating the owner's uid and gid (native), and with its own
+# munge credential: refused, nothing read, nothing published. Each try claims
+# another of n1's tasks: PMIx 4.2 loses track of a rank refused twice (its
+# next client waits forever), a denial of service docs/SECURITY.md accepts.
+got=$(pmix_stranger n1 -t 30 -a 0 "$ns" "$uri" get 4 secretkey 2>"$WORK/s1.err"); rc=$?
+is "$rc:$got" "1:" "a stranger stating the owner's uid reads nothing" ||
+	fail_detail "$(cat "$WORK/s1.err")"
+like "$(cat "$WORK/s1.err")" "^pmix-stranger: the server refused rank 0" "... refused at connect, in one line"
+got=$(pmix_stranger n1 -t 30 -a 1 "$ns" "$uri" put dlrt.secretkey forged 2>"$WORK/s2.err"); rc=$?
+is "$rc:$got" "1:" "a stranger stating the owner's uid publishes nothing" ||
+	fail_detail "$(cat "$WORK/s2.err")"
+got=$(as_stranger_on n1 env PMIX_SECURITY_MODE=munge \
+	"$TESTS_BIN/pmix-stranger" -t 30 -a 2 "$ns" "$uri" get 4 secretkey 2>"$WORK/s3.err"); rc=$?
+is "$rc:$got" "1:" "a stranger with its own munge credential reads nothing" ||
+	fail_detail "$(cat "$WORK/s3.err")"
+
+got=$(owner_get 1)
+is "$got" "dlrt.secretkey=hello4" "the owner, as a task the stranger tried, still reads the true value" ||
+	fail_detail "$(cat "$WORK/owner.err")"
+
+touch "$WORK/go"
+wait "$victim"
+is "$?" 0 "the victim's step ended well" || fail_detail "$(cat "$ERR")"
+run_srun -N2 -n2 -w n1,n2 --mpi=pmix bash -c 'dlrt-kv --timeout 30 put k "v$SLURM_PROCID" fence get 1 k'
+is "$RC:$(sort -u "$OUT")" "0:v1" "dlrt-kv (PMIx) works under munge security" || fail_detail "$(cat "$ERR")"
+run_mpi_srun -N2 -n4 -c2 --mpi=pmix "$TESTS_BIN/mpi_allreduce"
+is "$RC:$(grep -c 'sum=6 ok' "$OUT")" "0:4" "an Open MPI allreduce under srun --mpi=pmix works under munge security" ||
+	fail_detail "$(srun_errors | head -5)"
+done_testing
