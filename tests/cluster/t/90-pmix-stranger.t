@@ -9,6 +9,11 @@
 # owner's uid and gid (stated_id.so) and must get nothing, while the job
 # owner's own client, with the same coordinates and key names, reads the
 # values; so a wrong port, namespace or key cannot make the test pass.
+# Then the same stranger against a site without that setting (n1 and n2's slurmd
+# restarted with PMIx's default, native): what dlrt itself keeps. Nothing that opens
+# a service travels through PMIx, even with --dl-exchange=pmix forced, and under
+# default settings (auto, on nodes the job shares) a stranger holding task 0's PMIx
+# connection fails no step: the exchange goes through srun's rendezvous.
 # No step depends on timing: the victim waits for a file, every wait bounded.
 . "$(dirname "$0")/../lib.sh"
 
@@ -73,4 +78,85 @@ is "$RC:$(sort -u "$OUT")" "0:v1" "dlrt-kv (PMIx) works under munge security" ||
 run_mpi_srun -N2 -n4 -c2 --mpi=pmix "$TESTS_BIN/mpi_allreduce"
 is "$RC:$(grep -c 'sum=6 ok' "$OUT")" "0:4" "an Open MPI allreduce under srun --mpi=pmix works under munge security" ||
 	fail_detail "$(srun_errors | head -5)"
+
+# ---- A site without PMIX_MCA_psec=munge: n1 and n2 with PMIx's default (native).
+psec_nodes() { # psec_nodes VALUE: n1 and n2's slurmd restarted with PMIX_MCA_psec=VALUE
+	for n in n1 n2; do
+		DLRT_CLUSTER_PMIX_PSEC=$1 "$HERE/cluster.sh" stop-node "$n" >/dev/null 2>&1
+		DLRT_CLUSTER_PMIX_PSEC=$1 "$HERE/cluster.sh" start-node "$n" >/dev/null 2>&1
+	done
+	for _ in $(seq 300); do
+		[ "$(sinfo -h -n n1,n2 -o %t | sort -u)" = idle ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+trap 'psec_nodes munge' EXIT
+psec_nodes ""
+ok "$?" "n1 and n2 run with PMIx's default security (native: a stated uid is believed)"
+
+# The victim: a caffe2 step with a node service (its store), --dl-exchange=pmix
+# forced; tasks 0 and 1 on n1 (only task 0, the node's first, runs dlrt-kv).
+rm -f "$WORK"/ready.* "$WORK/go"
+( run_srun -N2 -n3 -w n1,n2 --dl-runtime=caffe2 --dl-exchange=pmix bash -c '
+	touch "ready.$SLURM_PROCID"
+	for _ in $(seq 1000); do [ -e go ] && exit 0; sleep 0.1; done; exit 1'
+  exit "$RC" ) &
+victim=$!
+for _ in $(seq 600); do [ "$(ls "$WORK" | grep -c '^ready\.[0-2]$')" = 3 ] && break; sleep 0.1; done
+job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
+read -r ns uri < <(pmix_coords n1 "$job" 0)
+# The stranger claims task 1, which never connects, and reads what task 0 published.
+root=$(pmix_stranger n1 -t 30 -a 1 "$ns" "$uri" get 0 root 2>"$WORK/s4.err"); rc=$?
+like "$rc:$root" "^0:dlrt\.root=[0-9a-f]{64} [0-9.]+:[0-9]+$" \
+	"native security: a stranger stating the owner's uid reads task 0's exchange value, a signed address" ||
+	fail_detail "$(cat "$WORK/s4.err")"
+unlike "$root" "#" "... with no step secret in it (before, IP:PORT#<secret> opened the step's store)"
+cat >"$WORK/challenge.py" <<'PY'
+import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), 5)
+    s.settimeout(5)
+    s.recv(32)
+    s.sendall(b"\0" * 32)
+    print("answered" if s.recv(64) else "closed")
+except OSError:
+    print("closed")
+PY
+chmod 0644 "$WORK/challenge.py"
+addr=${root##* }
+is "$(as_stranger_on n1 python3 "$WORK/challenge.py" "${addr%:*}" "${addr##*:}")" closed \
+	"the address read there admits the stranger to nothing without the secret"
+touch "$WORK/go"
+wait "$victim"
+is "$?" 0 "the victim's step ran" || fail_detail "$(cat "$ERR")"
+
+# Default settings (auto) on these shared nodes, with the stranger holding task 0's
+# PMIx connection as the step runs: the exchange is srun's, the step runs through.
+rm -f "$WORK"/ready.* "$WORK/go"
+( run_srun -N2 -n2 -w n1,n2 --mpi=pmix --dl-runtime=torch --dl-verbose bash -c '
+	touch "ready.$SLURM_PROCID"
+	for _ in $(seq 1000); do [ -e go ] && break; sleep 0.1; done
+	exec python3 -c "
+import torch, torch.distributed as d
+d.init_process_group(\"gloo\")
+t = torch.ones(1) * (d.get_rank() + 1)
+d.all_reduce(t)
+print(\"sum\", int(t.item()))"'
+  exit "$RC" ) &
+victim=$!
+for _ in $(seq 600); do [ -e "$WORK/ready.0" ] && break; sleep 0.1; done
+job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
+read -r ns uri < <(pmix_coords n1 "$job" 0)
+pmix_stranger n1 -t 60 -a 0 "$ns" "$uri" hold 0 20 >"$WORK/hold.out" 2>&1 &
+holder=$!
+for _ in $(seq 300); do grep -q admitted "$WORK/hold.out" && break; sleep 0.1; done
+like "$(cat "$WORK/hold.out")" "admitted as .* rank 0" "the stranger holds task 0's PMIx connection"
+touch "$WORK/go"
+wait "$victim"
+is "$?:$(grep -c '^sum 3$' "$OUT")" "0:2" "auto on shared nodes: the torch step runs through" ||
+	fail_detail "$(srun_errors | tail -3)"
+like "$(grep -o "address exchange through [^:]*" "$ERR" | sort -u)" "srun's rendezvous" \
+	"... its exchange went through srun's rendezvous"
+wait "$holder"
 done_testing
