@@ -33,6 +33,32 @@ void dlrt_client_exit(void)
 	dlrt_plugin.rendezvous.life_fd = -1;
 }
 
+/* srun, before it asks for its allocation or the step: the step secret and,
+ * unless PMIx is forced, srun's rendezvous, so that it is up while srun waits
+ * for the allocation (and a step that comes late still finds it). Whether the
+ * step uses it is decided once the step exists (start_exchange); a rendezvous
+ * the step does not use then ends before the tasks start. */
+static void prepare_exchange(void)
+{
+	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
+	struct dlrt_err err;
+
+	if (!rt || !(rt->needs_root_addr || rt->needs_task_ports || rt->service ||
+		     dlrt_plugin.opts.dry_run))
+		return;
+	if (dlrt_crypto_random(dlrt_plugin.step_secret, sizeof(dlrt_plugin.step_secret)) < 0) {
+		dlrt_err_errno(&err, errno, "cannot make the step secret");
+		slurm_error("dlrt: %s", err.msg);
+		exit(1);
+	}
+	dlrt_plugin.has_step_secret = true;
+	if (dlrt_plugin.opts.exchange != DLRT_EXCHANGE_PMIX &&
+	    dlrt_rendezvous_start(&dlrt_plugin.rendezvous, dlrt_plugin.step_secret, &err) < 0) {
+		slurm_error("dlrt: %s", err.msg);
+		exit(1);
+	}
+}
+
 int dlrt_client_post_opt(spank_t sp)
 {
 	struct dlrt_err err;
@@ -61,6 +87,7 @@ int dlrt_client_post_opt(spank_t sp)
 		 * its secret (start_exchange). */
 		unsetenv(DLRT_REFUSED_ENV);
 		unsetenv(DLRT_RDV_ENV);
+		prepare_exchange();
 	}
 	return 0;
 }
@@ -101,27 +128,23 @@ static int refuse_step(spank_t sp, const char *msg)
 }
 
 /* srun, once Slurm made the step and before it launches it: what carries the
- * step's address exchange (exchange.c decides), and the step secret. srun
- * makes the secret and hands it to every task in DLRT_RDV_ENV with its
+ * step's address exchange (exchange.c decides; it may ask slurmctld whether
+ * the job holds its nodes alone, which is known only now). Every task gets
+ * the step secret srun made (prepare_exchange) in DLRT_RDV_ENV, with the
  * rendezvous' port, or port 0 when Slurm's PMIx carries the exchange: the
  * launch environment is the one channel to the tasks that no other user can
  * read or write (Slurm's PMIx can be, docs/SECURITY.md). The nodes derive
- * their service key from it and sign what they publish with it; the tasks
- * take it out of the program's environment (spank/exchange.c). A value
- * inherited from an outer step is never used: it is replaced or removed. */
+ * their service key from the secret and sign what they publish with it; the
+ * tasks take it out of the program's environment (spank/exchange.c). */
 static int start_exchange(spank_t sp)
 {
-	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
-	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 	char value[DLRT_RDV_ENV_MAX], why[256];
 	enum dlrt_exchange_via via;
 	bool risky;
 	struct dlrt_err err;
 	int rc = 0;
 
-	unsetenv(DLRT_RDV_ENV);
-	if (!rt || !(rt->needs_root_addr || rt->needs_task_ports || rt->service ||
-		     dlrt_plugin.opts.dry_run))
+	if (!dlrt_plugin.has_step_secret)
 		return 0;
 	via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, why, sizeof(why), &risky);
 	if (risky)
@@ -132,18 +155,16 @@ static int start_exchange(spank_t sp)
 	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
 		slurm_info("dlrt: address exchange through %s: %s", via == DLRT_EXCHANGE_PMIX ?
 			   "Slurm's PMIx" : "srun's rendezvous", why);
-	if (dlrt_crypto_random(secret, sizeof(secret)) < 0) {
-		dlrt_err_errno(&err, errno, "cannot make the step secret");
+	/* A rendezvous started in advance that the step will not use ends now,
+	 * reaped (bounded), so that nothing of dlrt runs on srun's host during a
+	 * PMIx step. */
+	if (via == DLRT_EXCHANGE_PMIX)
+		dlrt_service_stop(&dlrt_plugin.rendezvous);
+	else if (dlrt_plugin.rendezvous.pid <= 0 &&
+		 dlrt_rendezvous_start(&dlrt_plugin.rendezvous, dlrt_plugin.step_secret, &err) < 0)
 		return refuse_step(sp, err.msg);
-	}
-	if (via == DLRT_EXCHANGE_SRUN &&
-	    dlrt_rendezvous_start(&dlrt_plugin.rendezvous, secret, &err) < 0) {
-		memset(secret, 0, sizeof(secret));
-		return refuse_step(sp, err.msg);
-	}
 	dlrt_rdv_env_format(value, via == DLRT_EXCHANGE_SRUN ? dlrt_plugin.rendezvous.port : 0,
-			    secret);
-	memset(secret, 0, sizeof(secret));
+			    dlrt_plugin.step_secret);
 	if (setenv(DLRT_RDV_ENV, value, 1) < 0)
 		rc = refuse_step(sp, "cannot pass the step secret to the step: out of memory");
 	memset(value, 0, sizeof(value));

@@ -3,7 +3,7 @@
 # and PMIx working across them.
 . "$(dirname "$0")/../lib.sh"
 
-nodes=$(sinfo -h -N -o '%N %t' | sort)
+nodes=$(sinfo -h -N -p debug -o '%N %t' | sort)
 is "$(echo "$nodes" | wc -l)" 3 "three slurmd nodes"
 like "$nodes" "n1 idle" "n1 idle"
 

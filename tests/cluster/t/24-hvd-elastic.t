@@ -107,10 +107,10 @@ is "$(grep -c '^rank [0-3] of 4: elastic ok steps=6 rounds=2$' "$OUT")" 4 \
 	fail_detail "out: $(head -c 600 "$OUT") err: $(tail -c 1500 "$ERR")"
 "$CL" start-node n3
 for _ in $(seq 120); do
-	[[ "$(sinfo -h -n n3 -o %t)" =~ ^(idle|mix|alloc)$ ]] && break
+	[[ "$(sinfo -h -p debug -n n3 -o %t)" =~ ^(idle|mix|alloc)$ ]] && break
 	sleep 1
 done
-like "$(sinfo -h -n n3 -o %t)" '^(idle|mix|alloc)$' "n3 is back in service"
+like "$(sinfo -h -p debug -n n3 -o %t)" '^(idle|mix|alloc)$' "n3 is back in service"
 
 for _ in $(seq 100); do # the steps' jobs may still be completing
 	[ "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" -eq 0 ] && break

@@ -115,8 +115,8 @@ like "$(cat "$uhome/.dlrt/jobs/$job3/dlrt-retries.log" 2>/dev/null)" \
 
 # The cluster gets its node back for the tests that follow.
 for _ in $(seq 60); do
-	[[ "$(sinfo -h -n "$victim" -o %t)" =~ ^(idle|mix|alloc)$ ]] && break
+	[[ "$(sinfo -h -p debug -n "$victim" -o %t)" =~ ^(idle|mix|alloc)$ ]] && break
 	sleep 1
 done
-like "$(sinfo -h -n "$victim" -o %t)" '^(idle|mix|alloc)$' "$victim is back in service"
+like "$(sinfo -h -p debug -n "$victim" -o %t)" '^(idle|mix|alloc)$' "$victim is back in service"
 done_testing

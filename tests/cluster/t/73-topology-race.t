@@ -34,7 +34,7 @@ STEP=(-N1 -w n1 -n1 --gpus-per-node=1 --dl-runtime=torch)
 node_back() {
 	local state=
 	for _ in $(seq 120); do
-		state=$(sinfo -h -n n1 -o %T 2>/dev/null)
+		state=$(sinfo -h -p debug -n n1 -o %T 2>/dev/null)
 		[[ $state =~ ^(idle|mixed|allocated)$ ]] && [ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ] && break
 		sleep 0.5
 	done

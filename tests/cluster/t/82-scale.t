@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 PRINT='echo HOST=$(hostname) $(env | grep -E "^(SLURM_PROCID|SLURM_LOCALID|SLURM_NODEID|SLURMD_NODENAME|SLURM_JOB_ID|DLRT_|DMLC_|HOROVOD_|RANK|WORLD_SIZE|LOCAL_|GROUP_|ROLE_|MASTER_|TORCHELASTIC_|PET_|SLURM_STEP_ID|SHARD_ID|NUM_SHARDS|RUN_ID|CAFFE2_CONFIG)" | tr "\n" " ")'
-NODES=$(sinfo -h -o %D | awk '{ s += $1 } END { print s + 0 }')
+NODES=$(sinfo -h -p debug -o %D | awk '{ s += $1 } END { print s + 0 }')
 if [ "$NODES" -lt 16 ]; then
 	ok 0 "the cluster has $NODES nodes: the 16-node steps run in make check-scale"
 	done_testing

@@ -37,12 +37,9 @@ sys.stdin.read()
 PY
 chmod 0644 "$WORK/stranger.py"
 
-# srun starts the rendezvous once Slurm made the step, just before it launches the
-# tasks; the tasks stay a while, so the rendezvous (which lives as long as srun) is
-# there for the stranger below. The stranger starts the moment it appears: on this
-# machine usually before the tasks exchange, never in a way the result depends on.
-PRINT='echo T=$SLURM_PROCID U=$DMLC_PS_ROOT_URI P=$DMLC_PS_ROOT_PORT RV=${SLURM_DLRT_RENDEZVOUS:-none}; sleep 4'
-as_user srun -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" >"$OUT" 2>"$ERR" &
+# The step waits for its allocation (--begin) while the rendezvous is up.
+PRINT='echo T=$SLURM_PROCID U=$DMLC_PS_ROOT_URI P=$DMLC_PS_ROOT_PORT RV=${SLURM_DLRT_RENDEZVOUS:-none}'
+as_user srun --begin=now+15 -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" >"$OUT" 2>"$ERR" &
 SRUN_JOB=$!
 RDV_PID=
 for _ in $(seq 600); do
@@ -52,9 +49,9 @@ for _ in $(seq 600); do
 		tr '\0' '\n' 2>/dev/null <"/proc/$pp/environ" | grep -qx "SLURM_CONF=$SLURM_CONF" && RDV_PID=$p
 	done
 	[ -n "$RDV_PID" ] && break
-	sleep 0.02
+	sleep 0.1
 done
-ok "$([ -n "$RDV_PID" ] && echo 0 || echo 1)" "srun started its rendezvous for the step"
+ok "$([ -n "$RDV_PID" ] && echo 0 || echo 1)" "srun started its rendezvous before the step has nodes"
 SRUN_PID=$(ps -o ppid= -p "$RDV_PID" 2>/dev/null | tr -d ' ')
 is "$(ps -o comm= -p "$SRUN_PID" 2>/dev/null)" srun "the rendezvous is srun's child"
 is "$(ps -o user= -p "$RDV_PID" 2>/dev/null)" "$DLRT_TEST_USER" "it runs as the job's user"
@@ -66,7 +63,7 @@ ok "$(as_stranger cat "/proc/$SRUN_PID/environ" >/dev/null 2>&1 && echo 1 || ech
 	"the stranger cannot read srun's environment"
 is "$(stat -c %a "/proc/$SRUN_PID/environ" 2>/dev/null)" 400 "srun's environ is its user's only"
 
-# The stranger's connections while the step runs.
+# The stranger's connections while the step waits for its nodes.
 mkfifo "$WORK/hold"
 chmod 0666 "$WORK/hold"
 as_stranger python3 "$WORK/stranger.py" "$PORT" <"$WORK/hold" >"$WORK/stranger.out" 2>&1 &
@@ -95,7 +92,7 @@ LO=47200 HI=47209
 { cat "$SLURM_CONF"; echo "SrunPortRange=$LO-$HI"; } >"$WORK/slurm.conf"
 chmod 0644 "$WORK/slurm.conf"
 timeout -k 5 "$JOB_TIMEOUT" runuser -u "$DLRT_TEST_USER" -- env SLURM_CONF="$WORK/slurm.conf" \
-	PATH="$PATH" HOME="$WORK" srun -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" \
+	PATH="$PATH" HOME="$WORK" srun --begin=now+3 -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" \
 	>"$OUT" 2>"$ERR" &
 SRUN_JOB=$!
 RPORT=
