@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "inference/models/idx.h"
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "cli.h"
 #include "inputs.h"
 

@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "cli.h"
 #include "pool.h"
 
