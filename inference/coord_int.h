@@ -46,7 +46,6 @@
 #include "services/tcpserver.h"
 
 #define NB 20               /* buckets per rate window */
-#define MAX_PREFETCH 64
 /* The input limit of an authenticated peer: one whole frame. */
 #define MAX_REQUEST (DLRT_IP_MAX_FRAME + 64)
 /* A worker with this many answers whose ACK waits for the standby gets no
@@ -91,7 +90,7 @@ struct wk {
 	struct dlrt_conn *conn; /* NULL once gone */
 	int cur;                /* job index it is held by, -1 = none */
 	uint32_t n;             /* tasks in flight */
-	struct inflight fl[MAX_PREFETCH];
+	struct inflight fl[DLRT_INFER_PREFETCH_MAX];
 	uint64_t tasks;
 	int64_t last_done_us;
 	uint32_t *known;        /* jobs it got JOBINFO for */

@@ -27,6 +27,7 @@
 #include "infer.h"
 #include "journal.h"
 #include "common/netaddr.h"
+#include "common/parse.h"
 #include "pool.h"
 #include "standby.h"
 #include "services/tcpserver.h"
@@ -206,169 +207,216 @@ static void coord_close(struct coord *c)
 	dlrt_infer_state_free(&c->st);
 }
 
-int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
+/* The listener's bounds: requests are cut to MAX_REQUEST (lower until a
+ * connection authenticates), a reply may carry a whole job's results, and the
+ * idle check is the heartbeat's, not the server's. */
+static const struct dlrt_tcpserver_cfg coord_server_cfg = {
+	.max_request = MAX_REQUEST, /* the core lowers it until authentication */
+	.max_reply = (size_t)256 << 20,
+	.idle_timeout_ms = 0,
+	.max_conns = 4096,
+};
+
+int dlrt_infer_prefetch_check(uint32_t prefetch, struct dlrt_err *err)
 {
-	struct coord c = { .o = o, .sfd = -1 };
-	struct dlrt_pool_access a, old;
-	struct dlrt_tcpserver_cfg cfg = {
-		.max_request = MAX_REQUEST, /* the core lowers it until authentication */
-		.max_reply = (size_t)256 << 20,
-		.idle_timeout_ms = 0,
-		.max_conns = 4096,
-	};
-	sigset_t ss;
-	int rc = -1;
-	double window = o->window > 0 ? o->window : 0.5;
-	bool continuing = false;
+	if (prefetch < 1 || prefetch > DLRT_INFER_PREFETCH_MAX)
+		return dlrt_err_set(err, "--prefetch must be 1..%d", DLRT_INFER_PREFETCH_MAX);
+	return 0;
+}
 
-	dlrt_coord_set_parts(&c, parts, sizeof(parts) / sizeof(parts[0]));
-	c.start_us = dlrt_now_us();
-	c.t0_us = c.start_us;
-	c.last_accrue_us = c.start_us;
-	c.bucket_ms = (int64_t)(window * 1000 / NB);
-	if (c.bucket_ms < 5)
-		c.bucket_ms = 5;
-	if (o->prefetch < 1 || o->prefetch > MAX_PREFETCH)
-		return dlrt_err_set(err, "--prefetch must be 1..%d", MAX_PREFETCH);
-	if (dlrt_hb_config(o->heartbeat, &c.hb, err) < 0)
-		return -1;
-	{
-		char why[256];
+int dlrt_infer_prefetch_parse(const char *what, const char *text, uint32_t *out,
+			      struct dlrt_err *err)
+{
+	if (dlrt_parse_u32(text, 1, DLRT_INFER_PREFETCH_MAX, out) < 0)
+		return dlrt_err_set(err, "%s=%s: expected a whole number from 1 to %d", what,
+				    text, DLRT_INFER_PREFETCH_MAX);
+	return 0;
+}
 
-		if (dlrt_auth_pick(o->auth, &c.auth_mode, why, sizeof(why), err) < 0)
-			return -1;
-		if (c.auth_mode == DLRT_AUTH_MUNGE)
-			dlrt_coord_log(&c,
-				       "connections authenticate with MUNGE (pool owner uid %d only)",
-				       (int)geteuid());
-		else
-			dlrt_coord_log(&c,
-				       "connections authenticate with the pool secret's challenge-response "
-				       "(MUNGE not used: %s)", why);
-	}
-	snprintf(c.pool, sizeof(c.pool), "%s", o->pool);
-	if (dlrt_pool_prepare(c.pool, err) < 0)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	if (dlrt_pool_read_access(c.pool, &old, err) < 0)
-		return -1;
-	if (!o->takeover && old.epoch) {
-		/* A requeued element 0 while the standby it left behind now serves. */
-		struct dlrt_ipc probe;
-		struct dlrt_err e2;
+/* The options and the clocks: the rate buckets, the heartbeat bound and how
+ * connections authenticate. Nothing is touched on disk yet. */
+static int coord_configure(struct coord *c, double window, struct dlrt_err *err)
+{
+	char why[256];
 
-		if (dlrt_ipc_open(&probe, c.pool, DLRT_IP_ROLE_CLIENT, "coordinator-probe", 1000,
-				  &e2) == 0) {
-			dlrt_ipc_close(&probe);
-			if (o->yield)
-				return DLRT_COORD_YIELDED;
-			return dlrt_err_set(err, "the coordinator of %s (epoch %llu on %s) still runs: "
-					    "not starting another (dlrt-infer pool stop stops it)",
-					    c.pool, (unsigned long long)old.epoch, old.host);
-		}
-	}
+	dlrt_coord_set_parts(c, parts, sizeof(parts) / sizeof(parts[0]));
+	c->start_us = dlrt_now_us();
+	c->t0_us = c->start_us;
+	c->last_accrue_us = c->start_us;
+	c->bucket_ms = (int64_t)(window * 1000 / NB);
+	if (c->bucket_ms < 5)
+		c->bucket_ms = 5;
+	if (dlrt_infer_prefetch_check(c->o->prefetch, err) < 0)
+		return -1;
+	if (dlrt_hb_config(c->o->heartbeat, &c->hb, err) < 0)
+		return -1;
+	if (dlrt_auth_pick(c->o->auth, &c->auth_mode, why, sizeof(why), err) < 0)
+		return -1;
+	if (c->auth_mode == DLRT_AUTH_MUNGE)
+		dlrt_coord_log(c, "connections authenticate with MUNGE (pool owner uid %d only)",
+			       (int)geteuid());
+	else
+		dlrt_coord_log(c,
+			       "connections authenticate with the pool secret's challenge-response "
+			       "(MUNGE not used: %s)", why);
+	return 0;
+}
+
+/* Whether another coordinator of the pool still answers: a requeued element 0
+ * while the standby it left behind now serves. 0 (none), DLRT_COORD_YIELDED or
+ * -1 with err. */
+static int coord_check_alive(struct coord *c, const struct dlrt_pool_access *old,
+			     struct dlrt_err *err)
+{
+	struct dlrt_ipc probe;
+	struct dlrt_err e2;
+
+	if (c->o->takeover || !old->epoch)
+		return 0;
+	if (dlrt_ipc_open(&probe, c->pool, DLRT_IP_ROLE_CLIENT, "coordinator-probe", 1000,
+			  &e2) < 0)
+		return 0;
+	dlrt_ipc_close(&probe);
+	if (c->o->yield)
+		return DLRT_COORD_YIELDED;
+	return dlrt_err_set(err, "the coordinator of %s (epoch %llu on %s) still runs: "
+			    "not starting another (dlrt-infer pool stop stops it)",
+			    c->pool, (unsigned long long)old->epoch, old->host);
+}
+
+/* Claims this coordinator's epoch (claim.h) before anything is read or
+ * written, and makes the pool secret of the access record. 0,
+ * DLRT_COORD_YIELDED (another won) or -1 with err. */
+static int coord_claim_epoch(struct coord *c, struct dlrt_err *err)
+{
+	const struct dlrt_coord_opts *o = c->o;
+	struct dlrt_pool_access old;
+	int rc;
+
+	snprintf(c->pool, sizeof(c->pool), "%s", o->pool);
+	if (dlrt_pool_prepare(c->pool, err) < 0)
+		return -1;
+	if (dlrt_pool_read_access(c->pool, &old, err) < 0)
+		return -1;
+	rc = coord_check_alive(c, &old, err);
+	if (rc)
+		return rc;
 	/* A standby or a worker taking over competes for the epoch after the
 	 * one it saw die; element 0 and pool restart go past every claim. */
-	c.epoch = old.epoch + 1;
+	c->epoch = old.epoch + 1;
 	if (!o->takeover && !o->yield) {
 		uint64_t high;
 
-		if (dlrt_claim_highest(c.pool, &high, err) < 0)
+		if (dlrt_claim_highest(c->pool, &high, err) < 0)
 			return -1;
-		if (high >= c.epoch)
-			c.epoch = high + 1;
+		if (high >= c->epoch)
+			c->epoch = high + 1;
 	}
-	if (o->min_epoch > c.epoch)
-		c.epoch = o->min_epoch;
+	if (o->min_epoch > c->epoch)
+		c->epoch = o->min_epoch;
 	/* Before anything is read or written: the journal's torn tail is cut
 	 * by whoever loads it, so only the epoch's one winner may. */
-	switch (dlrt_claim_take(c.pool, c.epoch, err)) {
+	switch (dlrt_claim_take(c->pool, c->epoch, err)) {
 	case 0:
 		break;
 	case 1:
 		if (o->yield || o->takeover) {
-			dlrt_coord_log(&c, "epoch %llu was claimed by another coordinator: not serving",
-				       (unsigned long long)c.epoch);
+			dlrt_coord_log(c, "epoch %llu was claimed by another coordinator: not serving",
+				       (unsigned long long)c->epoch);
 			return DLRT_COORD_YIELDED;
 		}
 		return dlrt_err_set(err, "epoch %llu of %s was claimed by another coordinator "
 				    "meanwhile: it serves the pool (dlrt-infer status shows it)",
-				    (unsigned long long)c.epoch, c.pool);
+				    (unsigned long long)c->epoch, c->pool);
 	default:
 		return -1;
 	}
-	dlrt_claim_changed(c.pool, &c.claims_seen);
-	c.fence_ms = dlrt_now_ms();
-	if (dlrt_pool_new_secret(c.secret, err) < 0)
-		return -1;
-	if (o->address && *o->address)
-		snprintf(a.address, sizeof(a.address), "%s", o->address);
-	else if (dlrt_net_node_ipv4(NULL, getenv("SLURM_LAUNCH_NODE_IPADDR"), a.address, err) < 0)
-		return -1;
-	dlrt_infer_state_init(&c.st);
-	dlrt_buf_init(&c.log, (size_t)-1);
-	c.jn.fd = -1;
-	c.held = calloc(cfg.max_conns, sizeof(*c.held));
-	if (!c.held) {
-		dlrt_err_set(err, "out of memory");
-		goto out;
-	}
-	{
-		/* pool start moves the journal aside: with one, this coordinator
-		 * continues a pool (pool restart, a requeued element 0). */
-		char jp[4200];
-		struct stat jsb;
+	dlrt_claim_changed(c->pool, &c->claims_seen);
+	c->fence_ms = dlrt_now_ms();
+	return dlrt_pool_new_secret(c->secret, err);
+}
 
-		snprintf(jp, sizeof(jp), "%s/journal", c.pool);
-		continuing = o->takeover || lstat(jp, &jsb) == 0;
-		/* An older coordinator of this history may still run: it looks at
-		 * the claims at least every DLRT_COORD_FENCE_MS while it serves, and
-		 * stops before it releases one more reply. Every change it told
-		 * anyone of is in the journal once that time has passed. (A
-		 * standby's copy needs no wait: nothing was acknowledged that the
-		 * standby did not acknowledge first.) */
-		if (!o->takeover && continuing)
-			usleep(DLRT_COORD_FENCE_WAIT_MS * 1000);
-	}
-	if (load_state(&c, err) < 0)
-		goto out;
-	if (c.st.epoch >= c.epoch) {
+/* What coord_close() releases, in the state it can release from any later
+ * failure. */
+static void coord_init_resources(struct coord *c)
+{
+	dlrt_infer_state_init(&c->st);
+	dlrt_buf_init(&c->log, (size_t)-1);
+	c->jn.fd = -1;
+	dlrt_buf_init(&c->rows, (size_t)-1);
+	dlrt_buf_init(&c->sbq, (size_t)-1);
+}
+
+/* Whether this coordinator continues a pool (pool restart, a requeued element
+ * 0, a takeover) rather than starts one: pool start moves the journal aside.
+ * An older coordinator of this history may still run: it looks at the claims
+ * at least every DLRT_COORD_FENCE_MS while it serves, and stops before it
+ * releases one more reply, so every change it told anyone of is in the
+ * journal once that time has passed. (A standby's copy needs no wait: nothing
+ * was acknowledged that the standby did not acknowledge first.) */
+static bool coord_continues_pool(struct coord *c)
+{
+	char jp[4200];
+	struct stat jsb;
+	bool continuing;
+
+	snprintf(jp, sizeof(jp), "%s/journal", c->pool);
+	continuing = c->o->takeover || lstat(jp, &jsb) == 0;
+	if (!c->o->takeover && continuing)
+		usleep(DLRT_COORD_FENCE_WAIT_MS * 1000);
+	return continuing;
+}
+
+/* Opens the durable state: loads it (the standby's copy or the journal),
+ * claims past a journal's epoch if it is ahead, rebuilds the jobs and opens
+ * the journal for this epoch's changes. */
+static int coord_open_state(struct coord *c, struct dlrt_err *err)
+{
+	const char *journal = getenv("DLRT_INFER_JOURNAL");
+
+	if (load_state(c, err) < 0)
+		return -1;
+	if (c->st.epoch >= c->epoch) {
 		/* A journal from epochs nobody claimed (an older dlrt): claim past it. */
 		int crc;
 
-		c.epoch = c.st.epoch + 1;
-		crc = dlrt_claim_take(c.pool, c.epoch, err);
+		c->epoch = c->st.epoch + 1;
+		crc = dlrt_claim_take(c->pool, c->epoch, err);
 		if (crc != 0) {
 			if (crc > 0)
 				dlrt_err_set(err, "epoch %llu of %s was claimed by another coordinator "
 					     "meanwhile: it serves the pool",
-					     (unsigned long long)c.epoch, c.pool);
-			goto out;
+					     (unsigned long long)c->epoch, c->pool);
+			return -1;
 		}
 	}
-	c.next_attempt = dlrt_attempt_first(c.epoch);
-	if (dlrt_coord_resume_jobs(&c) < 0) {
-		dlrt_err_set(err, "out of memory resuming the jobs");
-		goto out;
-	}
-	if (getenv("DLRT_INFER_JOURNAL") && !strcmp(getenv("DLRT_INFER_JOURNAL"), "0"))
-		dlrt_coord_log(&c, "DLRT_INFER_JOURNAL=0: no journal (benchmarks only)");
-	else if (dlrt_journal_open(&c.jn, c.pool, dlrt_buf_head(&c.log), c.log.len, err) < 0)
-		goto out;
-	c.log_written = c.log.len; /* the journal holds it all */
-	c.written_seq = c.st.seq;
-	dlrt_buf_init(&c.rows, (size_t)-1);
-	dlrt_buf_init(&c.sbq, (size_t)-1);
-	c.loop = dlrt_evloop_create();
-	if (!c.loop) {
-		dlrt_err_set(err, "cannot create the event loop");
-		goto out;
-	}
+	c->next_attempt = dlrt_attempt_first(c->epoch);
+	if (dlrt_coord_resume_jobs(c) < 0)
+		return dlrt_err_set(err, "out of memory resuming the jobs");
+	if (journal && !strcmp(journal, "0"))
+		dlrt_coord_log(c, "DLRT_INFER_JOURNAL=0: no journal (benchmarks only)");
+	else if (dlrt_journal_open(&c->jn, c->pool, dlrt_buf_head(&c->log), c->log.len, err) < 0)
+		return -1;
+	c->log_written = c->log.len; /* the journal holds it all */
+	c->written_seq = c->st.seq;
+	return 0;
+}
+
+/* The event loop, the listener, the signals and the timers of every concern. */
+static int coord_start_loop(struct coord *c, bool continuing, struct dlrt_err *err)
+{
+	const char *standby = getenv("DLRT_INFER_STANDBY");
+	sigset_t ss;
+
+	c->loop = dlrt_evloop_create();
+	if (!c->loop)
+		return dlrt_err_set(err, "cannot create the event loop");
 	/* Its workers keep it busy: asking again before it sleeps would only
 	 * add system calls (two per empty ask) on cores the workers need. */
-	dlrt_evloop_set_spin(c.loop, false);
-	if (dlrt_tcpserver_start(&c.srv, c.loop, &cfg, &dlrt_coord_proto, &c, err) < 0)
-		goto out;
+	dlrt_evloop_set_spin(c->loop, false);
+	if (dlrt_tcpserver_start(&c->srv, c->loop, &coord_server_cfg, &dlrt_coord_proto, c,
+				 err) < 0)
+		return -1;
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigaddset(&ss, SIGINT);
@@ -377,68 +425,113 @@ int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
 	/* A file size limit (ulimit -f) must fail a write (EFBIG), which is
 	 * handled like a full disk, not kill the coordinator. */
 	signal(SIGXFSZ, SIG_IGN);
-	c.sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (c.sfd >= 0)
-		dlrt_evloop_add_fd(c.loop, c.sfd, DLRT_EV_READ, dlrt_coord_on_signal, &c);
-	open_timeline(&c, continuing);
-	dlrt_evloop_add_timer(c.loop, c.bucket_ms, dlrt_coord_tick, &c);
-	c.hb_last_check_ms = dlrt_now_ms();
-	dlrt_evloop_add_timer(c.loop, c.hb.check_ms, dlrt_coord_heartbeat_check, &c);
-	dlrt_evloop_add_timer(c.loop, DLRT_JOURNAL_SYNC_MS, journal_tick, &c);
-	dlrt_evloop_add_timer(c.loop, 1000, dlrt_coord_gate_tick, &c);
-	c.sb_tmo = dlrt_standby_timeout_ms();
-	gethostname(c.host, sizeof(c.host) - 1);
+	c->sfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (c->sfd >= 0)
+		dlrt_evloop_add_fd(c->loop, c->sfd, DLRT_EV_READ, dlrt_coord_on_signal, c);
+	open_timeline(c, continuing);
+	dlrt_evloop_add_timer(c->loop, c->bucket_ms, dlrt_coord_tick, c);
+	c->hb_last_check_ms = dlrt_now_ms();
+	dlrt_evloop_add_timer(c->loop, c->hb.check_ms, dlrt_coord_heartbeat_check, c);
+	dlrt_evloop_add_timer(c->loop, DLRT_JOURNAL_SYNC_MS, journal_tick, c);
+	dlrt_evloop_add_timer(c->loop, 1000, dlrt_coord_gate_tick, c);
+	c->sb_tmo = dlrt_standby_timeout_ms();
+	gethostname(c->host, sizeof(c->host) - 1);
 	/* Element 1 usually joins within a second or two; then anyone will do. */
-	if (!getenv("DLRT_INFER_STANDBY") || strcmp(getenv("DLRT_INFER_STANDBY"), "0"))
-		c.promote_ms = dlrt_now_ms() + (o->takeover ? 500 : 1500);
-	dlrt_evloop_add_timer(c.loop, DLRT_STANDBY_BEAT_MS, dlrt_coord_ha_tick, &c);
+	if (!standby || strcmp(standby, "0"))
+		c->promote_ms = dlrt_now_ms() + (c->o->takeover ? 500 : 1500);
+	dlrt_evloop_add_timer(c->loop, DLRT_STANDBY_BEAT_MS, dlrt_coord_ha_tick, c);
+	return 0;
+}
+
+/* Ends what the loaded state left half done, then tells the pool where this
+ * coordinator serves (the access record, a.address already set). 0,
+ * DLRT_COORD_YIELDED or -1 with err. */
+static int coord_publish(struct coord *c, struct dlrt_pool_access *a, struct dlrt_err *err)
+{
 	/* A job whose last answer was recorded but not its end (a crash in
 	 * between, or a torn JOB_END) ends now. */
-	dlrt_coord_fail_unstorable(&c);
-	for (uint32_t ji = 0; ji < c.st.njobs; ji++)
-		if (c.st.jobs[ji].state == DLRT_IP_JOB_RUNNING &&
-		    c.st.jobs[ji].tasks_done == c.st.jobs[ji].ntasks)
-			dlrt_coord_job_complete(&c, ji);
-	if (dlrt_coord_write_batch(&c) < 0 && c.broken) {
-		dlrt_err_set(err, "%s", c.broken_msg);
-		goto out;
-	}
-	a.epoch = c.epoch;
-	a.port = dlrt_tcpserver_port(c.srv);
-	snprintf(a.secret, sizeof(a.secret), "%s", c.secret);
-	gethostname(a.host, sizeof(a.host) - 1);
-	a.pid = (uint32_t)getpid();
-	if (dlrt_pool_write_access(c.pool, &a, err) < 0)
-		goto out;
-	c.acc = a;
+	dlrt_coord_fail_unstorable(c);
+	for (uint32_t ji = 0; ji < c->st.njobs; ji++)
+		if (c->st.jobs[ji].state == DLRT_IP_JOB_RUNNING &&
+		    c->st.jobs[ji].tasks_done == c->st.jobs[ji].ntasks)
+			dlrt_coord_job_complete(c, ji);
+	if (dlrt_coord_write_batch(c) < 0 && c->broken)
+		return dlrt_err_set(err, "%s", c->broken_msg);
+	a->epoch = c->epoch;
+	a->port = dlrt_tcpserver_port(c->srv);
+	snprintf(a->secret, sizeof(a->secret), "%s", c->secret);
+	gethostname(a->host, sizeof(a->host) - 1);
+	a->pid = (uint32_t)getpid();
+	if (dlrt_pool_write_access(c->pool, a, err) < 0)
+		return -1;
+	c->acc = *a;
 	/* A claim above ours made while we replayed: never serve below it. */
-	if (dlrt_coord_fence_check(&c)) {
-		rc = o->yield || o->takeover ? DLRT_COORD_YIELDED : -1;
-		if (rc < 0)
-			dlrt_err_set(err, "fenced out by a newer coordinator while starting");
-		goto out;
+	if (dlrt_coord_fence_check(c)) {
+		if (c->o->yield || c->o->takeover)
+			return DLRT_COORD_YIELDED;
+		return dlrt_err_set(err, "fenced out by a newer coordinator while starting");
 	}
-	dlrt_coord_log(&c, "serving pool %s at %s:%u, epoch %llu, prefetch %u, window %.2f s, "
-		       "heartbeat bound %.2f s", c.pool, a.address, a.port,
-		       (unsigned long long)c.epoch, o->prefetch, window,
-		       (double)c.hb.bound_ms / 1000);
+	return 0;
+}
+
+/* Serves until pool stop, a signal, a newer coordinator's fence or a broken
+ * journal. */
+static int coord_serve(struct coord *c, double window, struct dlrt_err *err)
+{
+	const struct dlrt_coord_opts *o = c->o;
+
+	dlrt_coord_log(c, "serving pool %s at %s:%u, epoch %llu, prefetch %u, window %.2f s, "
+		       "heartbeat bound %.2f s", c->pool, c->acc.address, c->acc.port,
+		       (unsigned long long)c->epoch, o->prefetch, window,
+		       (double)c->hb.bound_ms / 1000);
 	if (o->takeover || o->yield)
-		dlrt_coord_log(&c, "took over%s: epoch %llu serves since wall %.6f",
+		dlrt_coord_log(c, "took over%s: epoch %llu serves since wall %.6f",
 			       o->yield ? " from the journal (coordinator and standby both lost)" : "",
-			       (unsigned long long)c.epoch, dlrt_coord_wall_now());
-	if (dlrt_evloop_run(c.loop) < 0) {
-		dlrt_err_errno(err, errno, "the event loop failed");
+			       (unsigned long long)c->epoch, dlrt_coord_wall_now());
+	if (dlrt_evloop_run(c->loop) < 0)
+		return dlrt_err_errno(err, errno, "the event loop failed");
+	dlrt_coord_log(c, "%llu late or void answers dropped", (unsigned long long)c->late_dropped);
+	if (c->fenced)
+		return dlrt_err_set(err, "fenced out by a newer coordinator (see the log above)");
+	if (c->broken)
+		return dlrt_err_set(err, "%s", c->broken_msg);
+	return 0;
+}
+
+/* The phases of a coordinator's life; the first two return at once, since
+ * nothing is held yet, every later one ends in coord_close(). */
+int dlrt_coord_run(const struct dlrt_coord_opts *o, struct dlrt_err *err)
+{
+	struct coord c = { .o = o, .sfd = -1 };
+	struct dlrt_pool_access a;
+	double window = o->window > 0 ? o->window : 0.5;
+	bool continuing;
+	int rc;
+
+	if (coord_configure(&c, window, err) < 0)
+		return -1;
+	rc = coord_claim_epoch(&c, err);
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	if (o->address && *o->address)
+		snprintf(a.address, sizeof(a.address), "%s", o->address);
+	else if (dlrt_net_node_ipv4(NULL, getenv("SLURM_LAUNCH_NODE_IPADDR"), a.address, err) < 0)
+		return -1;
+	coord_init_resources(&c);
+	rc = -1;
+	c.held = calloc(coord_server_cfg.max_conns, sizeof(*c.held));
+	if (!c.held) {
+		dlrt_err_set(err, "out of memory");
 		goto out;
 	}
-	rc = 0;
-	dlrt_coord_log(&c, "%llu late or void answers dropped", (unsigned long long)c.late_dropped);
-	if (c.fenced) {
-		rc = -1;
-		dlrt_err_set(err, "fenced out by a newer coordinator (see the log above)");
-	} else if (c.broken) {
-		rc = -1;
-		dlrt_err_set(err, "%s", c.broken_msg);
-	}
+	continuing = coord_continues_pool(&c);
+	if (coord_open_state(&c, err) < 0 || coord_start_loop(&c, continuing, err) < 0)
+		goto out;
+	rc = coord_publish(&c, &a, err);
+	if (rc)
+		goto out;
+	rc = coord_serve(&c, window, err);
 out:
 	coord_close(&c);
 	return rc;

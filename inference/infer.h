@@ -31,6 +31,18 @@ struct dlrt_coord_opts {
 	uint64_t min_epoch;    /* claim at least this epoch (a claimer that died) */
 };
 
+/* --prefetch, the tasks in flight per worker: the coordinator keeps that many
+ * per worker in a fixed array, so this bound is the one every reader of the
+ * number (the command lines, DLRT_INFER_PREFETCH, dlrt_coord_run) checks,
+ * through the two functions below. */
+#define DLRT_INFER_PREFETCH_MAX 64
+/* Reads a prefetch depth from `text`, a whole number from 1 to
+ * DLRT_INFER_PREFETCH_MAX; `what` names its source in err ("--prefetch"). */
+int dlrt_infer_prefetch_parse(const char *what, const char *text, uint32_t *out,
+			      struct dlrt_err *err);
+/* The same bound for a depth given as a number (dlrt_coord_opts.prefetch). */
+int dlrt_infer_prefetch_check(uint32_t prefetch, struct dlrt_err *err);
+
 /* dlrt_coord_run()'s 1: another coordinator serves or claimed the epoch. */
 #define DLRT_COORD_YIELDED 1
 

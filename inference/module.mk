@@ -16,7 +16,8 @@ UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched \
               $(BUILD)/tests/test_infer_liveness $(BUILD)/tests/test_infer_auth \
               $(BUILD)/tests/test_infer_journal $(BUILD)/tests/test_infer_tsvlog \
               $(BUILD)/tests/test_infer_gate $(BUILD)/tests/test_infer_poolarray \
-              $(BUILD)/tests/test_infer_wire $(BUILD)/tests/test_infer_claim
+              $(BUILD)/tests/test_infer_wire $(BUILD)/tests/test_infer_claim \
+              $(BUILD)/tests/test_infer_prefetch
 FUZZERS    += inferproto inferimage inferlive inferjournal infertsv inferarray inferclaim
 MANPAGES   += docs/man/dlrt-infer.1
 

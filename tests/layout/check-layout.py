@@ -219,6 +219,10 @@ def main():
         mine = layer_of(folder)
         if mine is None:
             continue  # tests, bench, examples: above everything
+        if f.endswith(".c"):
+            for name, lines in long_functions(text):
+                bad.append(f"{f}: {name}() is {lines} lines, over {MAX_FUNCTION_LINES}: "
+                           "split it into steps that each do one thing")
         for inc in INCLUDE.findall(text):
             target = os.path.dirname(os.path.normpath(os.path.join(folder, inc)))
             if os.path.exists(os.path.join(folder, inc)):
