@@ -46,7 +46,13 @@ LAYERS = [
     "exchange",         # the task's side of the step's address exchange
     "launchers/*",      # one folder per runtime (peers: none includes another)
     "inference/models", # dlrt-infer's built-in models
-    "inference",        # dlrt-infer
+    "inference/proto",  # dlrt-infer's wire: frames, messages, the pre-authentication gate
+    "inference/pool",   # how a pool's elements meet: access and array records, claims, auth
+    "inference/state",  # the durable state: state changes, journal, hot standby, timeline files
+    "inference",        # dlrt-infer's runtime entry, failure rules, fair shares
+    "inference/worker", # a worker: tasks, models, inputs, heartbeats
+    "inference/coord",  # the coordinator
+    "inference/cli",    # the dlrt-infer command line
     "launchers",        # the list of runtimes (launchers/runtimes.c)
     "spank",            # the SPANK plugin
     "tools",            # commands that belong to no runtime

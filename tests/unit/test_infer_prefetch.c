@@ -1,10 +1,10 @@
-/* test_infer_prefetch.c - --prefetch's one owner (inference/infer.h): a whole
+/* test_infer_prefetch.c - --prefetch's one owner (inference/coord/coord.h): a whole
  * number from 1 to DLRT_INFER_PREFETCH_MAX, from the command line or
  * DLRT_INFER_PREFETCH, and nothing else: a negative, fractional or huge value
  * is refused with one line instead of being converted. */
 #include <string.h>
 
-#include "inference/infer.h"
+#include "inference/coord/coord.h"
 #include "tap.h"
 
 int main(void)

@@ -20,18 +20,18 @@
 #include <unistd.h>
 
 #include "coord_int.h"
-#include "auth.h"
-#include "claim.h"
+#include "inference/pool/auth.h"
+#include "inference/pool/claim.h"
 #include "common/clock.h"
 #include "services/evloop.h"
-#include "infer.h"
-#include "journal.h"
+#include "coord.h"
+#include "inference/state/journal.h"
 #include "common/netaddr.h"
 #include "common/parse.h"
-#include "pool.h"
-#include "standby.h"
+#include "inference/pool/pool.h"
+#include "inference/state/standby.h"
 #include "services/tcpserver.h"
-#include "tsvlog.h"
+#include "inference/state/tsvlog.h"
 
 /* The concerns as the core reaches them, in the order it calls their hooks:
  * a closing connection leaves the group commit and the standby first, then

@@ -12,7 +12,7 @@
 
 #include "common/parse.h"
 #include "cli.h"
-#include "pool.h"
+#include "inference/pool/pool.h"
 
 #define MAX_PLOT_JOBS 16
 #define MAX_MARKS 64

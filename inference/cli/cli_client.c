@@ -17,7 +17,7 @@
 #include "inference/models/idx.h"
 #include "common/parse.h"
 #include "cli.h"
-#include "inputs.h"
+#include "inference/worker/inputs.h"
 
 /* ---- submit ---------------------------------------------------------------------- */
 

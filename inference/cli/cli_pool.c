@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "common/proc.h"
-#include "claim.h"
+#include "inference/pool/claim.h"
 #include "cli.h"
-#include "infer.h"
-#include "liveness.h"
+#include "inference/coord/coord.h"
+#include "inference/liveness.h"
 
 extern char **environ;
 

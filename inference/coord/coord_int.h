@@ -2,7 +2,7 @@
  *
  * Calls go one way, downwards:
  *
- *   coord_run.c    dlrt_coord_run() (infer.h), the way in: the start (epoch
+ *   coord_run.c    dlrt_coord_run() (coord.h), the way in: the start (epoch
  *                  claim, state, journal, listener, timers), the shutdown,
  *                  and the list of parts below
  *   coord_*.c      the concerns, each a part: coord_requests.c (a peer
@@ -31,18 +31,18 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "auth.h"
+#include "inference/pool/auth.h"
 #include "common/buf.h"
 #include "common/dlrt_err.h"
 #include "services/evloop.h"
-#include "gate.h"
-#include "infer.h"
-#include "journal.h"
-#include "liveness.h"
-#include "pool.h"
-#include "proto.h"
-#include "sched.h"
-#include "state.h"
+#include "inference/proto/gate.h"
+#include "coord.h"
+#include "inference/state/journal.h"
+#include "inference/liveness.h"
+#include "inference/pool/pool.h"
+#include "inference/proto/proto.h"
+#include "inference/sched.h"
+#include "inference/state/state.h"
 #include "services/tcpserver.h"
 
 #define NB 20               /* buckets per rate window */

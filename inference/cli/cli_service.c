@@ -1,6 +1,6 @@
 /* cli_service.c - what runs inside the pool's array elements: pool run (the
  * role the infer runtime gave the element), coordinator, worker and standby.
- * Each is a loop of the library (infer.h, standby.h); this file only reads
+ * Each is a loop of the library (inference/coord/coord.h, inference/worker/worker.h, standby.h); this file only reads
  * the options and chains them: a worker whose coordinator and standby are
  * both lost runs the coordinator from the journal, and a standby whose
  * coordinator dies becomes the next coordinator from the log it holds.
@@ -11,11 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "claim.h"
+#include "inference/pool/claim.h"
 #include "cli.h"
-#include "infer.h"
-#include "liveness.h"
-#include "standby.h"
+#include "inference/coord/coord.h"
+#include "inference/worker/worker.h"
+#include "inference/liveness.h"
+#include "inference/state/standby.h"
 
 static int run_coordinator(uint32_t prefetch, double window, const char *address,
 			   const char *heartbeat, const char *auth)
@@ -60,7 +61,7 @@ static int run_worker(const char *name, const char *model_dir, int wait_s, const
 		name = nm;
 	}
 	o.name = name;
-	/* The element's index staggers takeover attempts (infer.h). */
+	/* The element's index staggers takeover attempts (worker.h). */
 	if (getenv("DLRT_INFER_INDEX"))
 		o.index = atoi(getenv("DLRT_INFER_INDEX"));
 	else if (getenv("SLURM_ARRAY_TASK_ID"))
