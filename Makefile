@@ -7,8 +7,9 @@
 #   make check           install dependencies, bring up the local cluster, run every test
 #   make check-scale     bring up a 16-node cluster, run t/82-scale.t across it, take it down
 #   make demo            install dependencies, bring up the local cluster, run an example job
-#   make check-layout    the folder rules: no folder includes one above it, no file over
-#                        900 lines, docs/ARCHITECTURE.md's file tables match the tree
+#   make check-layout    the folder rules: no folder includes one above it nor links one its
+#                        sources do not include, no file over 900 lines, no function over
+#                        150, docs/ARCHITECTURE.md's file tables match the tree
 #   make unit            unit tests only (plain and under ASan+UBSan): no cluster, no
 #                        root; the packager's test
 #   make product         only what make install installs (no test-only dependency)
@@ -97,7 +98,10 @@ MANPAGES    :=           # docs/man/*.[1-8]
 all:
 
 # $(call dlrt_program,OUTPUT,SOURCES[,EXTRA_LIBS]): link a C program against libdlrt.a.
+# The program's sources are recorded for check-layout's link rule.
 define dlrt_program
+DLRT_PROGRAMS += $(1)
+DLRT_PROGRAM_SRCS_$(1) := $(2)
 $(1): $(2:%.c=$(BUILD)/obj/%.o) $(LIB)
 	@mkdir -p $$(@D)
 	$$(CC) -o $$@ $$^ $$(ALL_LDFLAGS) $$(PKG_LIBS) $(3) -lm
@@ -195,10 +199,15 @@ cluster-down:
 cluster-test: cluster-up
 	tests/cluster/run-tests.sh
 
-# The folder rules (layers, file size, the docs' file tables): docs/ARCHITECTURE.md.
+# The folder rules (layers, file size, function size, the docs' file tables):
+# docs/ARCHITECTURE.md. The link rule reads the built programs: every installed
+# one and the plugin, each with its own sources.
 .PHONY: check-layout
-check-layout:
-	tests/layout/check-layout.py
+LAYOUT_PROGRAMS = $(filter $(BINS) $(LIBEXEC),$(DLRT_PROGRAMS))
+check-layout: product
+	tests/layout/check-layout.py --build $(BUILD) \
+	  $(foreach p,$(LAYOUT_PROGRAMS),--program '$(p)=$(DLRT_PROGRAM_SRCS_$(p))') \
+	  --program '$(PLUGIN)=$(PLUGIN_SRCS)'
 
 check: deps
 	$(MAKE) check-layout

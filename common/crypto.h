@@ -3,7 +3,7 @@
  * Nothing here is written by hand: HMAC-SHA256 and the constant-time compare
  * are nettle's, the random bytes the kernel's (getrandom). dlrt uses them for
  * challenge-response authentication only: the inference pool's secret mode
- * (inference/auth.c) and the step secret that the node relays present to a
+ * (inference/pool/auth.c) and the step secret that the node relays present to a
  * step's services (docs/SECURITY.md).
  */
 #ifndef DLRT_CRYPTO_H

@@ -6,7 +6,7 @@
  * job that is not an array) is the coordinator (role master), every other
  * element a worker. Element 1 becomes the hot standby in the next step; until
  * then it is an ordinary worker. The elements find each other through the
- * pool directory (inference/pool.h), not through dlrt's address exchange.
+ * pool directory (inference/pool/pool.h), not through dlrt's address exchange.
  */
 #include "runtime/runtime.h"
 

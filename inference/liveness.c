@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/opts.h"
+#include "common/parse.h"
 
 /* 2^40 attempts per epoch: a million dispatches a second for 12 days. */
 #define ATTEMPT_EPOCH_SHIFT 40

@@ -1,22 +1,27 @@
 # inference/: dlrt-infer, the fair-share batch inference pool on a job array
-# (protocol, coordinator, worker, client commands), and the runtime entry
+# (protocol, pool records, state, worker, coordinator, client commands: one
+# folder each), and the runtime entry
 # infer_runtime.c (the runtime table's `infer`, linked into the plugin from
 # libdlrt.a like every other runtime). The models live in inference/models/
 # (their own module.mk). See docs/inference.md.
-# The command line (dlrt_infer_main.c and the cli_*.c files of its commands)
-# is dlrt-infer's alone: it stays out of libdlrt.a.
-INFER_CLI_SRCS := $(wildcard inference/cli_*.c)
-INFER_SRCS := $(filter-out %_main.c $(INFER_CLI_SRCS),$(wildcard inference/*.c))
+# The folders below inference/ are layers (docs/ARCHITECTURE.md, "The pieces").
+# The command line (inference/cli/: dlrt_infer_main.c and the cli_*.c files of
+# its commands) is dlrt-infer's alone: it stays out of libdlrt.a.
+INFER_LIB_DIRS := inference inference/proto inference/pool inference/state inference/worker \
+                  inference/coord
+INFER_CLI_SRCS := $(wildcard inference/cli/*.c)
+INFER_SRCS := $(filter-out %_main.c,$(foreach d,$(INFER_LIB_DIRS),$(wildcard $(d)/*.c)))
 LIB_SRCS   += $(INFER_SRCS)
 
 BINS       += $(BUILD)/bin/dlrt-infer
-$(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,inference/dlrt_infer_main.c $(INFER_CLI_SRCS)))
+$(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,$(INFER_CLI_SRCS)))
 
 UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched \
               $(BUILD)/tests/test_infer_liveness $(BUILD)/tests/test_infer_auth \
               $(BUILD)/tests/test_infer_journal $(BUILD)/tests/test_infer_tsvlog \
               $(BUILD)/tests/test_infer_gate $(BUILD)/tests/test_infer_poolarray \
-              $(BUILD)/tests/test_infer_wire $(BUILD)/tests/test_infer_claim
+              $(BUILD)/tests/test_infer_wire $(BUILD)/tests/test_infer_claim \
+              $(BUILD)/tests/test_infer_prefetch
 FUZZERS    += inferproto inferimage inferlive inferjournal infertsv inferarray inferclaim
 MANPAGES   += docs/man/dlrt-infer.1
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "pmix_bridge.h"
 
 static void usage(FILE *f)

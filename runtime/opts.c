@@ -1,11 +1,10 @@
 #include "opts.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "common/parse.h"
 #include "gpubind/gpuplan.h"
 #include "runtime.h"
 
@@ -143,39 +142,6 @@ int dlrt_opt_find(const char *name)
 	for (int id = 0; dlrt_opt_describe(id, &d) == 0; id++)
 		if (!strcmp(d.name, name))
 			return id;
-	return -1;
-}
-
-int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
-{
-	char *end;
-	unsigned long v;
-
-	if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-		return -1;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-int dlrt_parse_bool(const char *s, bool *out)
-{
-	static const char *const yes[] = { "1", "yes", "y", "true", "on" };
-	static const char *const no[] = { "0", "no", "n", "false", "off" };
-
-	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
-		if (!strcasecmp(s, yes[i])) {
-			*out = true;
-			return 0;
-		}
-		if (!strcasecmp(s, no[i])) {
-			*out = false;
-			return 0;
-		}
-	}
 	return -1;
 }
 

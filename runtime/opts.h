@@ -15,6 +15,9 @@
 #include <stdint.h>
 
 #include "common/dlrt_err.h"
+/* Every option and key parser reads numbers and words with these; the
+ * runtimes' parsers and the plugin reach them through this header. */
+#include "common/parse.h"
 
 struct dlrt_runtime;
 
@@ -165,10 +168,5 @@ int dlrt_opts_check_runtime(const struct dlrt_opts *o, struct dlrt_err *err);
 /* Writes "key, key, ..." of every plugstack.conf key: the generic ones, then
  * each runtime's. The "unknown key" error and the dlrt.conf.in check use it. */
 void dlrt_config_keys(char *buf, size_t len);
-
-/* Parses a whole decimal number in [lo, hi]. */
-int dlrt_parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
-/* Parses yes/no/true/false/1/0/y/n. */
-int dlrt_parse_bool(const char *s, bool *out);
 
 #endif

@@ -30,8 +30,8 @@
 #include <unistd.h>
 
 #include "common/fdio.h"
-#include "tools/ocistate.h"
-#include "tools/ocitask.h"
+#include "ocistate.h"
+#include "ocitask.h"
 
 extern char **environ;
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "services/relay.h"
 #include "services/service.h"
 #include "services/svcauth.h"

@@ -19,6 +19,7 @@
 
 #include "common/buf.h"
 #include "common/netaddr.h"
+#include "common/parse.h"
 #include "runtime/runtime.h"
 
 /* A worker waits this long for its peers at each rendezvous. Horovod's default

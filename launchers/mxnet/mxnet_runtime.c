@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "runtime/runtime.h"
 
 /* --dl-mxnet-sched: where ps-lite's scheduler runs. */

@@ -1,5 +1,5 @@
 /* fuzz_inferarray.c - libFuzzer target for the parsers of a pool still to
- * start (inference/poolarray.c): the array record a client reads from the
+ * start (inference/pool/poolarray.c): the array record a client reads from the
  * pool directory, squeue's lines about the array and sbatch's answer. Any
  * text is accepted or refused with a message; what is accepted is in range
  * and printable. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference/poolarray.h"
+#include "inference/pool/poolarray.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

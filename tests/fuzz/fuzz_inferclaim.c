@@ -1,12 +1,12 @@
 /* fuzz_inferclaim.c - libFuzzer target for the names read from a pool's
- * claims directory (inference/claim.c): any name is accepted or refused; an
+ * claims directory (inference/pool/claim.c): any name is accepted or refused; an
  * accepted one is epoch-N with N > 0 and prints back to the same name. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference/claim.h"
+#include "inference/pool/claim.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

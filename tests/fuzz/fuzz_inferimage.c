@@ -1,12 +1,12 @@
 /* fuzz_inferimage.c - libFuzzer target for dlrt-infer's image-file parser
- * (inference/inputs.c: binary PGM or raw 784 bytes), which reads the files a
+ * (inference/worker/inputs.c: binary PGM or raw 784 bytes), which reads the files a
  * user lists as a job's inputs. A parse that succeeds must have produced an
  * image from bytes actually in the file; the header numbers are bounded. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference/inputs.h"
+#include "inference/worker/inputs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* fuzz_inferjournal.c - libFuzzer target for the journal parser
- * (inference/journal.c): a journal is file input that a crash may have torn
+ * (inference/state/journal.c): a journal is file input that a crash may have torn
  * or a disk corrupted. The input is parsed as a whole journal image; every
  * record the parser accepts is decoded and applied to a state exactly as a
  * restarting coordinator does. The good prefix must re-parse to the same
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference/journal.h"
+#include "inference/state/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

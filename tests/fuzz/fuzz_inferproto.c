@@ -1,5 +1,5 @@
 /* fuzz_inferproto.c - libFuzzer target for every decoder of dlrt-infer's
- * protocol (inference/proto.c) and of its state changes (inference/state.c).
+ * protocol (inference/proto/proto.c) and of its state changes (inference/state/state.c).
  *
  * The input is cut into frames exactly as the coordinator and the workers cut
  * their streams; each whole frame goes to the decoder of its type (and, for
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference/gate.h"
-#include "inference/proto.h"
-#include "inference/state.h"
+#include "inference/proto/gate.h"
+#include "inference/proto/proto.h"
+#include "inference/state/state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,12 +1,12 @@
 /* fuzz_infertsv.c - libFuzzer target for the scanner of dlrt-infer's timeline
- * files (inference/tsvlog.c), which a continuing coordinator reads to keep
+ * files (inference/state/tsvlog.c), which a continuing coordinator reads to keep
  * the pool's time: any text, whole or as a slice, gives a finite origin and
  * a finite, non-negative last t, and the resume time is never below it. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "inference/tsvlog.h"
+#include "inference/state/tsvlog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,13 +5,31 @@
    folder listed BELOW it in LAYERS, never one above nor a sibling runtime
    (launchers/<a>/ never includes launchers/<b>/). So no two folders depend on
    each other, and the order below is the build's dependency order.
-2. No C source or header of the product or its tests is over 900 lines.
+2. No C source or header of the product or its tests is over 900 lines, and
+   no function of the product over 150 (counted as file lines are: from the
+   line of its name to its closing brace, kernel style puts both braces of a
+   function body alone at the start of a line).
 3. docs/ARCHITECTURE.md names every product .c file by its path, and every
    path it names in backticks exists (its file tables match the tree).
+4. The link keeps the layers too (with --program, which make check-layout
+   passes for every installed program and the plugin): a program links no
+   product folder that its sources do not reach through their includes. A
+   header is reached through an include; the .c files of its folder that
+   include it are its implementation, and their includes are followed in
+   turn. What a program links is read from its symbols (nm): every symbol it
+   defines is matched to the product object that defines it. So a function in
+   runtime/ that reaches the runtime table (defined in launchers/) makes every
+   program that calls it link every runtime, and this check names it.
+   One edge goes up on purpose: runtime/runtime.h declares the runtime table,
+   dlrt_runtimes[], which launchers/runtimes.c defines and fills with every
+   runtime's `struct dlrt_runtime`; so that header leads to those files too
+   (RUNTIME_TABLE_HEADER). LINK_FORBIDDEN adds folders some programs must
+   never carry at all.
 
 Run from the repository root (make check-layout); prints one line per
 violation and exits 1 if there is any.
 """
+import argparse
 import os
 import re
 import subprocess
@@ -28,13 +46,32 @@ LAYERS = [
     "exchange",         # the task's side of the step's address exchange
     "launchers/*",      # one folder per runtime (peers: none includes another)
     "inference/models", # dlrt-infer's built-in models
-    "inference",        # dlrt-infer
+    "inference/proto",  # dlrt-infer's wire: frames, messages, the pre-authentication gate
+    "inference/pool",   # how a pool's elements meet: access and array records, claims, auth
+    "inference/state",  # the durable state: state changes, journal, hot standby, timeline files
+    "inference",        # dlrt-infer's runtime entry, failure rules, fair shares
+    "inference/worker", # a worker: tasks, models, inputs, heartbeats
+    "inference/coord",  # the coordinator
+    "inference/cli",    # the dlrt-infer command line
     "launchers",        # the list of runtimes (launchers/runtimes.c)
     "spank",            # the SPANK plugin
     "tools",            # commands that belong to no runtime
 ]
 PRODUCT = tuple(l.rstrip("*") for l in LAYERS)
+# Small programs that run next to every task: they must stay small and must not
+# change when a runtime or the GPU planner does.
+LINK_FORBIDDEN = {
+    "dlrt-relay": ("launchers", "gpubind", "runtime", "inference"),
+    "dlrt-kv": ("launchers", "gpubind", "runtime", "inference"),
+}
 MAX_LINES = 900
+MAX_FUNCTION_LINES = 150
+FUNC_NAME = re.compile(r"(\w+)\s*\(")
+# The header that declares the runtime table, and what defines the table and
+# its rows (rule 4).
+RUNTIME_TABLE_HEADER = "runtime/runtime.h"
+RUNTIME_TABLE = "launchers/runtimes.c"
+RUNTIME_ROW = re.compile(r"^const struct dlrt_runtime dlrt_runtime_\w+ =", re.M)
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
@@ -44,7 +81,137 @@ def layer_of(folder):
     return LAYERS.index(folder) if folder in LAYERS else None
 
 
+def long_functions(text):
+    """(name, lines) of every function body longer than MAX_FUNCTION_LINES."""
+    lines = text.split("\n")
+    found = []
+    start = None
+    for i, line in enumerate(lines):
+        if line == "{" and start is None:
+            # The signature: back to the line that starts at column 0 with a name.
+            head = i - 1
+            while head > 0 and (not lines[head] or lines[head][0] in " \t"):
+                head -= 1
+            start = head
+        elif line.startswith("}") and start is not None:
+            n = i - start + 1
+            if n > MAX_FUNCTION_LINES:
+                m = FUNC_NAME.search(" ".join(lines[start:start + 3]))
+                found.append((m.group(1) if m else f"line {start + 1}", n))
+            start = None
+    return found
+
+
+def resolve_include(src, inc):
+    """The repository path a quoted include of src names, or None (a generated
+    or system header)."""
+    here = os.path.normpath(os.path.join(os.path.dirname(src), inc))
+    if os.path.isfile(here):
+        return here
+    return inc if os.path.isfile(inc) else None
+
+
+def include_closure(roots, includes_of, includers_of, defined_elsewhere):
+    """Every file reached from roots: their headers, the .c files of a
+    header's folder that include it (and defined_elsewhere's files for a
+    header that declares what another folder defines), and so on."""
+    seen = set()
+    todo = list(roots)
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        for h in includes_of.get(f, ()):
+            todo.append(h)
+            todo.extend(c for c in includers_of.get(h, ())
+                        if os.path.dirname(c) == os.path.dirname(h))
+            todo.extend(defined_elsewhere.get(h, ()))
+    return seen
+
+
+def product_folder(path):
+    """The product folder of a source file, or None (tests, bench)."""
+    folder = os.path.dirname(path)
+    return folder if layer_of(folder) is not None else None
+
+
+def defined_symbols(path, global_only):
+    """Names of the functions and data an object or program defines."""
+    out = subprocess.check_output(["nm", "--defined-only", path], text=True,
+                                  stderr=subprocess.DEVNULL)
+    names = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) != 3 or parts[1] in "aANUVvWw":
+            continue
+        if global_only and not parts[1].isupper():
+            continue
+        names.add(parts[2])
+    return names
+
+
+def check_links(build, programs, sources, bad):
+    """Rule 4: programs is a list of 'OUTPUT=SOURCE SOURCE ...'."""
+    includes_of, includers_of = {}, {}
+    table = {RUNTIME_TABLE}
+    for f in sources:
+        text = open(f, encoding="utf-8", errors="replace").read()
+        if f.endswith(".c") and RUNTIME_ROW.search(text):
+            table.add(f)
+        for inc in INCLUDE.findall(text):
+            h = resolve_include(f, inc)
+            if h:
+                includes_of.setdefault(f, set()).add(h)
+                if f.endswith(".c"):
+                    includers_of.setdefault(h, set()).add(f)
+    defined_elsewhere = {RUNTIME_TABLE_HEADER: table}
+    # Which product object defines each global symbol. Objects of sources no
+    # longer in the tree (a moved file's old object) are left out.
+    owner = {}
+    objroot = os.path.join(build, "obj")
+    for f in sources:
+        obj = os.path.join(objroot, f[:-2] + ".o")
+        if f.endswith(".c") and product_folder(f) and os.path.isfile(obj):
+            for sym in defined_symbols(obj, True):
+                owner.setdefault(sym, set()).add(f)
+    for spec in programs:
+        out, _, srcs = spec.partition("=")
+        srcs = srcs.split()
+        if not os.path.isfile(out):
+            bad.append(f"{out}: not built (make check-layout builds the product first)")
+            continue
+        reached = include_closure(srcs, includes_of, includers_of, defined_elsewhere)
+        allowed = {product_folder(f) for f in reached} - {None}
+        own = {s for f in srcs for s in owner if f in owner[s]}
+        pulled = {}
+        for sym in defined_symbols(out, False) - own:
+            if len(owner.get(sym, ())) != 1:
+                continue  # no product object's, or a name two programs' mains share
+            for src in owner[sym]:
+                pulled.setdefault(product_folder(src), {}).setdefault(src, []).append(sym)
+        name = os.path.basename(out)
+        forbidden = LINK_FORBIDDEN.get(name, ())
+        for folder in sorted(pulled):
+            what = "; ".join(f"{os.path.basename(src)[:-2]}.o: {', '.join(sorted(syms)[:3])}"
+                             f"{' ...' if len(syms) > 3 else ''}"
+                             for src, syms in sorted(pulled[folder].items()))
+            nsyms = sum(len(v) for v in pulled[folder].values())
+            if folder.split("/")[0] in forbidden or folder in forbidden:
+                bad.append(f"{out}: carries {nsyms} symbols of {folder}/, which it must never "
+                           f"link (LINK_FORBIDDEN): {what}")
+            elif folder not in allowed:
+                bad.append(f"{out}: links {folder}/ ({nsyms} symbols: {what}) but its sources "
+                           f"include nothing that leads there: a function it calls reaches "
+                           f"{folder}/ at link time only")
+
+
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--program", action="append", default=[],
+                    help="OUTPUT=SOURCES: check what OUTPUT links (rule 4)")
+    args = ap.parse_args()
     files = subprocess.check_output(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"], text=True).split()
     sources = [f for f in files if f.endswith((".c", ".h", ".cc")) and os.path.isfile(f)]
@@ -58,6 +225,10 @@ def main():
         mine = layer_of(folder)
         if mine is None:
             continue  # tests, bench, examples: above everything
+        if f.endswith(".c"):
+            for name, lines in long_functions(text):
+                bad.append(f"{f}: {name}() is {lines} lines, over {MAX_FUNCTION_LINES}: "
+                           "split it into steps that each do one thing")
         for inc in INCLUDE.findall(text):
             target = os.path.dirname(os.path.normpath(os.path.join(folder, inc)))
             if os.path.exists(os.path.join(folder, inc)):
@@ -83,6 +254,8 @@ def main():
     for p in sorted(named):
         if "/" in p and not os.path.exists(p):
             bad.append(f"docs/ARCHITECTURE.md: names {p}, which is not in the tree")
+
+    check_links(args.build, args.program, sources, bad)
 
     for line in bad:
         print(line)

@@ -1,4 +1,4 @@
-/* test_infer_auth.c - owner-only access of dlrt-infer (inference/auth.c): the
+/* test_infer_auth.c - owner-only access of dlrt-infer (inference/pool/auth.c): the
  * secret's challenge-response (accepted once per challenge, forged and replayed
  * proofs refused), MUNGE where munged answers, and the CHALLENGE/AUTH messages. */
 #include <stdio.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "inference/auth.h"
-#include "inference/proto.h"
+#include "inference/pool/auth.h"
+#include "inference/proto/proto.h"
 #include "tap.h"
 
 static void test_secret(void)

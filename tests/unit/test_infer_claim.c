@@ -1,4 +1,4 @@
-/* test_infer_claim.c - epoch claims (inference/claim.c): only names
+/* test_infer_claim.c - epoch claims (inference/pool/claim.c): only names
  * epoch-N count; each epoch is won once; a claim below a higher one is lost;
  * the highest claim is found; a claims directory that is a link or open to
  * others is refused; a change of the directory is seen; clear removes them. */
@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "inference/claim.h"
+#include "inference/pool/claim.h"
 #include "tap.h"
 
 static int parse(const char *s, uint64_t *e)

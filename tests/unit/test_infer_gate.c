@@ -1,11 +1,11 @@
-/* test_infer_gate.c - connections before authentication (inference/gate.c):
+/* test_infer_gate.c - connections before authentication (inference/proto/gate.c):
  * the largest real HELLO and AUTH pass the pre-authentication check, a
  * header announcing more (up to the 16 MiB a stranger may claim) or another
  * message type is refused before it is buffered; the queue closes the oldest
  * when too many wait and each one past the deadline, in accept order. */
 #include <string.h>
 
-#include "inference/gate.h"
+#include "inference/proto/gate.h"
 #include "tap.h"
 
 static int check(const struct dlrt_buf *b, size_t n, struct dlrt_err *err)

@@ -1,4 +1,4 @@
-/* test_infer_journal.c - the coordinator's journal (inference/journal.c):
+/* test_infer_journal.c - the coordinator's journal (inference/state/journal.c):
  * records written and replayed into an equal state, appends, a torn tail
  * (cut mid-record), a flipped bit, a replayed duplicate, a journal of another
  * protocol version, a foreign file, a batch of changes in one write, and an
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "inference/journal.h"
+#include "inference/state/journal.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/test_infer_journal.XXXXXX";

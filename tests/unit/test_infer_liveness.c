@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "inference/liveness.h"
-#include "inference/proto.h"
-#include "inference/state.h"
+#include "inference/proto/proto.h"
+#include "inference/state/state.h"
 #include "tap.h"
 
 static void test_attempts(void)

@@ -1,5 +1,5 @@
 /* test_infer_poolarray.c - the array record of a pool still to start
- * (inference/poolarray.c): it round-trips, private and 0600; a record that is
+ * (inference/pool/poolarray.c): it round-trips, private and 0600; a record that is
  * a link, open to others, too large, incomplete, repeated or unknown is
  * refused; squeue's lines give element 0's state (pending arrays list it
  * inside a range) and sbatch --parsable's its job id. */
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "inference/poolarray.h"
+#include "inference/pool/poolarray.h"
 #include "tap.h"
 
 static int parse(const char *text, struct dlrt_pool_array *a)

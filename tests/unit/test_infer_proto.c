@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference/proto.h"
-#include "inference/state.h"
+#include "inference/proto/proto.h"
+#include "inference/state/state.h"
 #include "tap.h"
 
 static struct dlrt_buf b;

@@ -1,4 +1,4 @@
-/* test_infer_tsvlog.c - the pool's timeline files (inference/tsvlog.c): a new
+/* test_infer_tsvlog.c - the pool's timeline files (inference/state/tsvlog.c): a new
  * pool starts them afresh, a continued one appends and keeps the pool's time
  * (from the clock: line, never below the last row), torn lines, and refusal
  * of a file that is not private. */
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "inference/tsvlog.h"
+#include "inference/state/tsvlog.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/test_infer_tsvlog.XXXXXX";

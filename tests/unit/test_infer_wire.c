@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inference/proto.h"
+#include "inference/proto/proto.h"
 #include "tap.h"
 
 struct golden {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "tap.h"
-#include "tests/unit/buildpath.h"
+#include "buildpath.h"
 #include "tools/ocitask.h"
 
 static char dir[] = "/tmp/dlrt-test-ocitask.XXXXXX";

@@ -44,8 +44,8 @@ ok "$(runuser -u nobody -- cat "$POOL/access" >/dev/null 2>&1; [ $? -ne 0 ]; ech
 
 # Malformed input, another protocol version, a wrong secret, a stale epoch:
 # each closes that connection only. V: the version this tree speaks.
-V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference/proto.h")
-like "$V" '^[0-9]+$' "the protocol version from inference/proto.h ($V)"
+V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference/proto/proto.h")
+like "$V" '^[0-9]+$' "the protocol version from inference/proto/proto.h ($V)"
 python3 - "$address" "$port" "$epoch" "$V" >"$WORK/raw" 2>&1 <<'PY'
 import socket, struct, sys
 addr, port, epoch, V = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

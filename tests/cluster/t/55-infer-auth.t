@@ -19,7 +19,7 @@ cat >"$WORK/client.py" <<'PY'
 import hashlib, hmac, os, socket, struct, subprocess, sys
 addr, port, epoch, action = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 arg = sys.argv[5] if len(sys.argv) > 5 else ''
-VERSION = @DLRT_IP_VERSION@  # inference/proto.h's, put in below
+VERSION = @DLRT_IP_VERSION@  # inference/proto/proto.h's, put in below
 HELLO, WELCOME, ERROR, CHALLENGE, AUTH = 1, 2, 15, 21, 22
 ROLE_CLIENT = 2
 def s(x): return struct.pack('<I', len(x)) + x
@@ -76,7 +76,7 @@ else:
     print('mode %d: closed (%s)' % (mode, t))
 PY
 # The frames carry the protocol version this tree speaks.
-V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference/proto.h")
+V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference/proto/proto.h")
 sed -i "s/@DLRT_IP_VERSION@/${V:-0}/" "$WORK/client.py"
 chmod 0644 "$WORK/client.py"
 

@@ -59,7 +59,7 @@ while open_ and time.monotonic() < end:
 print('big closed', sum(1 for s in big if s not in open_))
 print('silent closed', sum(1 for s in silent if s not in open_), flush=True)
 PY
-V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference/proto.h")
+V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference/proto/proto.h")
 sed -i "s/@DLRT_IP_VERSION@/${V:-0}/" "$WORK/flood.py"
 chmod 0644 "$WORK/flood.py"
 ref A lenet5 0 $N

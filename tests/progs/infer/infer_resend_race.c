@@ -21,8 +21,8 @@
 
 #include "common/clock.h"
 #include "common/dlrt_err.h"
-#include "inference/pool.h"
-#include "inference/proto.h"
+#include "inference/pool/pool.h"
+#include "inference/proto/proto.h"
 
 #define RUN_MS 2000
 #define MAX_RESENT 64

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "services/evloop.h"
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "pslite_contract.h"
 
 #define NODE_BIND_RETRIES 40    /* zmq_van.h Bind: max_retry for servers and workers */

@@ -15,8 +15,8 @@
 
 #include "services/evloop.h"
 #include "journal.h"
-#include "pool.h"
-#include "proto.h"
+#include "inference/pool/pool.h"
+#include "inference/proto/proto.h"
 #include "state.h"
 
 int dlrt_standby_timeout_ms(void)

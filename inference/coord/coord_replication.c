@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 
 #include "coord_int.h"
-#include "claim.h"
+#include "inference/pool/claim.h"
 #include "common/clock.h"
-#include "standby.h"
+#include "inference/state/standby.h"
 
 /* Group commit. The answers that came in since the last batch, and the
  * changes committed since, are a batch: the answers' rows are stored

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "common/buf.h"
-#include "proto.h"
+#include "inference/proto/proto.h"
 
 #define SEND_TIMEOUT_MS 30000
 

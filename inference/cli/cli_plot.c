@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "cli.h"
-#include "pool.h"
+#include "inference/pool/pool.h"
 
 #define MAX_PLOT_JOBS 16
 #define MAX_MARKS 64

@@ -26,12 +26,12 @@
 #include "extmodel.h"
 #include "hbsend.h"
 #include "inputs.h"
-#include "infer.h"
-#include "liveness.h"
+#include "worker.h"
+#include "inference/liveness.h"
 #include "inference/models/model.h"
-#include "pool.h"
-#include "standby.h"
-#include "proto.h"
+#include "inference/pool/pool.h"
+#include "inference/state/standby.h"
+#include "inference/proto/proto.h"
 
 #define EXT_START_MS 120000 /* importing torch on a loaded node takes a while */
 #define EXT_TASK_MS 300000

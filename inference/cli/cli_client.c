@@ -15,11 +15,107 @@
 #include <unistd.h>
 
 #include "inference/models/idx.h"
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "cli.h"
-#include "inputs.h"
+#include "inference/worker/inputs.h"
 
 /* ---- submit ---------------------------------------------------------------------- */
+
+static void submit_usage(void)
+{
+	printf("usage: dlrt-infer submit --model M --inputs FILE --batch B [--name N]\n"
+	       "         [--labels FILE | --no-labels] [--first I] [--count N]\n"
+	       "         [--out CSV] [--wait] [--pool DIR]\n"
+	       "  --model    lenet5, deepcnn, noop, a .dlrtw weights file, or\n"
+	       "             ext:COMMAND (a command each worker starts for the job;\n"
+	       "             protocol in docs/inference-models.md)\n"
+	       "  --inputs   an IDX image file (plain or .gz), e.g. Debian's\n"
+	       "             /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz,\n"
+	       "             or a text file listing one image file per line (28x28\n"
+	       "             binary PGM or 784 raw bytes)\n"
+	       "  --batch    queries per task\n"
+	       "  --labels   IDX labels for accuracy (default: the matching\n"
+	       "             *-labels-idx1-ubyte file next to the inputs, if any)\n"
+	       "  --first/--count  a slice of the inputs (default: all)\n"
+	       "  --out      the results CSV (default: POOL/job-ID.csv)\n"
+	       "  --wait     wait for the job to end (as dlrt-infer wait)\n"
+	       "Prints the job id.\n");
+}
+
+/* Loads the job's inputs (an IDX file, or a text file listing one image file
+ * per line) into img, checks the slice --first/--count (all of it without
+ * --count) and loads the labels (given, else guessed next to the inputs,
+ * unless --no-labels) into lab for s->labels. 0, or the exit code 1 once the
+ * reason is printed (img and lab freed). */
+static int submit_load_inputs(struct dlrt_ip_submit *s, const char *abs_in, bool have_count,
+			      const char *labels, bool no_labels, struct dlrt_idx *img,
+			      struct dlrt_idx *lab, bool *is_idx)
+{
+	char guessed[PATH_MAX];
+	struct dlrt_err err;
+
+	*is_idx = dlrt_inputs_is_idx(abs_in) == 1;
+	if ((*is_idx ? dlrt_idx_load(img, abs_in, &err) :
+		       dlrt_inputs_load_list(img, abs_in, &err)) < 0)
+		return die("%s", err.msg);
+	if (img->ndims != 3 || img->item_size != 784) {
+		dlrt_idx_free(img);
+		return die("--inputs %s: expected 28x28 images (N x 28 x 28), not a %u-dimensional "
+			   "file of %zu bytes per item", abs_in, img->ndims, img->item_size);
+	}
+	if (!have_count) {
+		if (s->first >= img->count) {
+			dlrt_idx_free(img);
+			return die("--first %u: %s has only %zu inputs", s->first, abs_in,
+				   img->count);
+		}
+		s->count = (uint32_t)(img->count - s->first);
+	}
+	if ((uint64_t)s->first + s->count > img->count) {
+		dlrt_idx_free(img);
+		return die("--first %u --count %u: %s has only %zu inputs", s->first, s->count,
+			   abs_in, img->count);
+	}
+	if (!labels && !no_labels && guess_labels(abs_in, guessed, sizeof(guessed)) == 0)
+		labels = guessed;
+	if (labels && !no_labels) {
+		if (dlrt_idx_load(lab, labels, &err) < 0 ||
+		    dlrt_idx_check_labels(img, lab, 10, &err) < 0) {
+			dlrt_idx_free(img);
+			dlrt_idx_free(lab);
+			return die("%s", err.msg);
+		}
+		s->nlabels = s->count;
+		s->labels = (uint8_t *)lab->data + s->first;
+	}
+	return 0;
+}
+
+/* Sends the job and prints its id; with --wait, waits for its end. The exit
+ * code: 0, or 1 (the job failed, or the coordinator did not answer). */
+static int submit_send(struct dlrt_ipc *c, const struct dlrt_ip_submit *s, bool wait_end)
+{
+	struct dlrt_ip_frame f;
+	struct dlrt_ip_jobref r;
+	struct dlrt_ip_job_info info;
+	struct dlrt_err err;
+
+	if (dlrt_ip_put_submit(&c->out, s) < 0)
+		return die("the job description is too large");
+	if (client_call(c, &f, CLIENT_TIMEOUT_MS) < 0)
+		return 1;
+	if (f.type != DLRT_IP_SUBMITTED || dlrt_ip_get_jobref(f.payload, f.len, &r, &err) < 0)
+		return die("unexpected answer %s to SUBMIT", dlrt_ip_type_name(f.type));
+	printf("%u\n", r.job);
+	fflush(stdout);
+	if (!wait_end)
+		return 0;
+	dlrt_ip_put_jobref(&c->out, DLRT_IP_WAIT, r.job);
+	if (client_call(c, &f, 24 * 3600 * 1000) < 0 ||
+	    dlrt_ip_get_jobend(f.payload, f.len, &info, &err) < 0)
+		return 1;
+	return info.state == DLRT_IP_JOB_DONE ? 0 : 1;
+}
 
 int cmd_submit(int argc, char **argv)
 {
@@ -38,8 +134,7 @@ int cmd_submit(int argc, char **argv)
 	struct dlrt_idx img = { 0 }, lab = { 0 };
 	struct dlrt_err err;
 	struct dlrt_ipc c;
-	struct dlrt_ip_frame f;
-	char dir[4096], abs_in[PATH_MAX], abs_out[PATH_MAX], guessed[PATH_MAX];
+	char dir[4096], abs_in[PATH_MAX], abs_out[PATH_MAX];
 	int opt, rc = 1;
 
 	while ((opt = getopt_long(argc, argv, "m:i:b:n:l:Lf:c:o:wp:h", lo, NULL)) != -1) {
@@ -57,23 +152,7 @@ int cmd_submit(int argc, char **argv)
 		case 'w': wait_end = true; break;
 		case 'p': pool_opt = optarg; break;
 		case 'h':
-			printf("usage: dlrt-infer submit --model M --inputs FILE --batch B [--name N]\n"
-			       "         [--labels FILE | --no-labels] [--first I] [--count N]\n"
-			       "         [--out CSV] [--wait] [--pool DIR]\n"
-			       "  --model    lenet5, deepcnn, noop, a .dlrtw weights file, or\n"
-			       "             ext:COMMAND (a command each worker starts for the job;\n"
-			       "             protocol in docs/inference-models.md)\n"
-			       "  --inputs   an IDX image file (plain or .gz), e.g. Debian's\n"
-			       "             /usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz,\n"
-			       "             or a text file listing one image file per line (28x28\n"
-			       "             binary PGM or 784 raw bytes)\n"
-			       "  --batch    queries per task\n"
-			       "  --labels   IDX labels for accuracy (default: the matching\n"
-			       "             *-labels-idx1-ubyte file next to the inputs, if any)\n"
-			       "  --first/--count  a slice of the inputs (default: all)\n"
-			       "  --out      the results CSV (default: POOL/job-ID.csv)\n"
-			       "  --wait     wait for the job to end (as dlrt-infer wait)\n"
-			       "Prints the job id.\n");
+			submit_usage();
 			return 0;
 		default:
 			return 2;
@@ -88,39 +167,8 @@ int cmd_submit(int argc, char **argv)
 		return die("--name is longer than %d characters", DLRT_IP_NAME_MAX) + 1;
 	if (!realpath(inputs, abs_in))
 		return die("--inputs %s: %s", inputs, strerror(errno));
-	/* An IDX file, or a text file listing one image file per line. */
-	is_idx = dlrt_inputs_is_idx(abs_in) == 1;
-	if ((is_idx ? dlrt_idx_load(&img, abs_in, &err) : dlrt_inputs_load_list(&img, abs_in, &err)) < 0)
-		return die("%s", err.msg);
-	if (img.ndims != 3 || img.item_size != 784) {
-		dlrt_idx_free(&img);
-		return die("--inputs %s: expected 28x28 images (N x 28 x 28), not a %u-dimensional "
-			   "file of %zu bytes per item", abs_in, img.ndims, img.item_size);
-	}
-	if (!have_count) {
-		if (s.first >= img.count) {
-			dlrt_idx_free(&img);
-			return die("--first %u: %s has only %zu inputs", s.first, abs_in, img.count);
-		}
-		s.count = (uint32_t)(img.count - s.first);
-	}
-	if ((uint64_t)s.first + s.count > img.count) {
-		dlrt_idx_free(&img);
-		return die("--first %u --count %u: %s has only %zu inputs", s.first, s.count, abs_in,
-			   img.count);
-	}
-	if (!labels && !no_labels && guess_labels(abs_in, guessed, sizeof(guessed)) == 0)
-		labels = guessed;
-	if (labels && !no_labels) {
-		if (dlrt_idx_load(&lab, labels, &err) < 0 ||
-		    dlrt_idx_check_labels(&img, &lab, 10, &err) < 0) {
-			dlrt_idx_free(&img);
-			dlrt_idx_free(&lab);
-			return die("%s", err.msg);
-		}
-		s.nlabels = s.count;
-		s.labels = (uint8_t *)lab.data + s.first;
-	}
+	if (submit_load_inputs(&s, abs_in, have_count, labels, no_labels, &img, &lab, &is_idx))
+		return 1;
 	snprintf(s.name, sizeof(s.name), "%s", name);
 	snprintf(s.model, sizeof(s.model), "%s", model);
 	if (getrandom(&s.token, sizeof(s.token), 0) != (ssize_t)sizeof(s.token) || !s.token)
@@ -152,33 +200,7 @@ int cmd_submit(int argc, char **argv)
 		}
 	}
 	dlrt_idx_free(&img);
-	if (dlrt_ip_put_submit(&c.out, &s) < 0) {
-		die("the job description is too large");
-		goto out_close;
-	}
-	if (client_call(&c, &f, CLIENT_TIMEOUT_MS) < 0)
-		goto out_close;
-	{
-		struct dlrt_ip_jobref r;
-
-		if (f.type != DLRT_IP_SUBMITTED || dlrt_ip_get_jobref(f.payload, f.len, &r, &err) < 0) {
-			die("unexpected answer %s to SUBMIT", dlrt_ip_type_name(f.type));
-			goto out_close;
-		}
-		printf("%u\n", r.job);
-		fflush(stdout);
-		rc = 0;
-		if (wait_end) {
-			struct dlrt_ip_job_info info;
-
-			dlrt_ip_put_jobref(&c.out, DLRT_IP_WAIT, r.job);
-			if (client_call(&c, &f, 24 * 3600 * 1000) < 0 ||
-			    dlrt_ip_get_jobend(f.payload, f.len, &info, &err) < 0)
-				rc = 1;
-			else
-				rc = info.state == DLRT_IP_JOB_DONE ? 0 : 1;
-		}
-	}
+	rc = submit_send(&c, &s, wait_end);
 out_close:
 	dlrt_ipc_close(&c);
 out:

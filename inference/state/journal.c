@@ -11,8 +11,8 @@
 
 #include "common/fdio.h"
 #include "services/evloop.h"
-#include "pool.h"
-#include "proto.h"
+#include "inference/pool/pool.h"
+#include "inference/proto/proto.h"
 
 /* ---- CRC32C (reflected polynomial 0x82F63B78), table driven -------------------- */
 

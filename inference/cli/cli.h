@@ -6,7 +6,7 @@
  * dlrt-infer and never into libdlrt.a (inference/module.mk), so these
  * program-wide names need no dlrt_ prefix. What a command runs (the
  * coordinator, a worker, the standby, the pool's records) is in the library
- * (infer.h, pool.h, poolarray.h).
+ * (coord.h, worker.h, pool.h, poolarray.h).
  */
 #ifndef DLRT_INFER_CLI_H
 #define DLRT_INFER_CLI_H
@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pool.h"
-#include "poolarray.h"
-#include "proto.h"
+#include "inference/pool/pool.h"
+#include "inference/pool/poolarray.h"
+#include "inference/proto/proto.h"
 
 #define CLIENT_TIMEOUT_MS 10000
 /* How long a client (and pool start --wait) waits for the coordinator of a

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "cli.h"
 
 const char *prog = "dlrt-infer";

@@ -16,7 +16,7 @@
  * record: gone means the pool stopped (it exits); a newer epoch means
  * someone else took over (it exits); otherwise it returns "take over" with
  * its log, and its caller (dlrt-infer standby) runs the coordinator from that
- * log (infer.h), which writes the access record with a higher epoch.
+ * log (inference/coord/coord.h), which writes the access record with a higher epoch.
  *
  * Fencing: a coordinator that loses its standby, or whose standby does not
  * answer within the bound, reads the access record and the epoch claims

@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include "coord_int.h"
-#include "auth.h"
+#include "inference/pool/auth.h"
 #include "common/clock.h"
 #include "services/evloop.h"
-#include "gate.h"
+#include "inference/proto/gate.h"
 #include "services/tcpserver.h"
 
 double dlrt_coord_wall_now(void)

@@ -17,9 +17,10 @@
 #include <unistd.h>
 
 #include "common/proc.h"
-#include "claim.h"
+#include "inference/pool/claim.h"
 #include "cli.h"
-#include "liveness.h"
+#include "inference/coord/coord.h"
+#include "inference/liveness.h"
 
 extern char **environ;
 
@@ -121,6 +122,76 @@ static int submit_array(const char *dir, const char **av, bool coordinator, uint
 	return 0;
 }
 
+/* pool start, add and restart --help. */
+static void pool_start_usage(enum pool_mode mode)
+{
+		if (mode == POOL_RESTART) {
+			printf("usage: dlrt-infer pool restart [--workers N] [--pool DIR] [--prefetch K]\n"
+			       "                               [--window S] [--dry-run] [--wait [--timeout S]]\n"
+			       "                               [-- SBATCH-ARGS...]\n"
+			       "After both coordinators were lost: submits a new coordinator (and N\n"
+			       "new workers, default 0) as sbatch --array=0-N --dl-runtime=infer.\n"
+			       "It replays the pool's journal (cutting a torn tail), rebuilds the\n"
+			       "results files and resumes every unfinished job: no recorded answer\n"
+			       "is recomputed or lost. Workers still running reconnect on their own.\n"
+			       "Prints the array job id; --wait as for pool start.\n");
+			return;
+		}
+		if (mode == POOL_ADD) {
+			printf("usage: dlrt-infer pool add --workers N [--pool DIR] [-- SBATCH-ARGS...]\n"
+			       "Submits N more workers for a running pool, as another job array\n"
+			       "(sbatch --array=1-N --dl-runtime=infer --wrap 'srun dlrt-infer worker').\n"
+			       "They join as Slurm starts them. Prints the array job id.\n");
+			return;
+		}
+		printf("usage: dlrt-infer pool start --workers N [--pool DIR] [--prefetch K]\n"
+		       "                             [--window S] [--heartbeat S]\n"
+		       "                             [--walltime-margin S] [--dry-run]\n"
+		       "                             [--wait [--timeout S]] [-- SBATCH-ARGS...]\n"
+		       "Submits the pool as one job array of N+1 elements:\n"
+		       "  sbatch --array=0-N --dl-runtime=infer ... --wrap 'srun dlrt-infer pool run'\n"
+		       "Element 0 is the coordinator, elements 1..N are workers; more workers\n"
+		       "can join later (dlrt-infer worker, or another array). Arguments after\n"
+		       "-- go to sbatch (e.g. -c 4 --time 1:00:00). Prints the array job id.\n"
+		       "submit, wait and cancel may follow at once: until Slurm starts the\n"
+		       "coordinator they wait for it, with one line saying why (up to\n"
+		       "$DLRT_INFER_START_TIMEOUT seconds, default %d).\n"
+		       "  --wait       return only once the coordinator serves\n"
+		       "  --timeout S  how long --wait waits (default %d); the array stays\n"
+		       "               queued when it gives up\n", START_TIMEOUT_S, START_TIMEOUT_S);
+}
+
+/* The pool's history before sbatch: restart needs a journal and no coordinator
+ * still serving; start begins a new history (pool_new_history); add changes
+ * nothing. A dry run only checks that a restart has a journal. 0, or 1 once
+ * the reason is printed. */
+static int pool_prepare_history(const char *dir, enum pool_mode mode, bool dry)
+{
+	struct dlrt_err err;
+
+	if (mode == POOL_RESTART) {
+		struct stat sb;
+		char jpath[4200];
+		struct dlrt_pool_access acc;
+		struct dlrt_ipc ic;
+
+		snprintf(jpath, sizeof(jpath), "%s/journal", dir);
+		if (stat(jpath, &sb) < 0)
+			return die("%s has no journal: nothing to restart (dlrt-infer pool start "
+				   "starts a new pool)", dir);
+		if (!dry && dlrt_pool_read_access(dir, &acc, &err) == 0 &&
+		    dlrt_ipc_open(&ic, dir, DLRT_IP_ROLE_CLIENT, "pool-restart", 2000, &err) == 0) {
+			dlrt_ipc_close(&ic);
+			return die("the coordinator of %s (epoch %llu) still runs: nothing to restart",
+				   dir, (unsigned long long)acc.epoch);
+		}
+		return 0;
+	}
+	if (mode == POOL_START && !dry && pool_new_history(dir) != 0)
+		return 1;
+	return 0;
+}
+
 static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 {
 	bool add = mode == POOL_ADD;
@@ -153,7 +224,10 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 				return 2;
 			break;
 		case 'p': pool_opt = optarg; break;
-		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
+		case 'k':
+			if (dlrt_infer_prefetch_parse("--prefetch", optarg, &prefetch, &err) < 0)
+				return die("%s", err.msg) + 1;
+			break;
 		case 'W': if (parse_seconds_opt("window", optarg, 0.1, 60, &window)) return 2; break;
 		case 'D': dry = true; break;
 		case 'w': wait_s = 1; break;
@@ -172,40 +246,7 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 				return die("--walltime-margin: %s", err.msg) + 1;
 			break;
 		case 'h':
-			if (mode == POOL_RESTART) {
-				printf("usage: dlrt-infer pool restart [--workers N] [--pool DIR] [--prefetch K]\n"
-				       "                               [--window S] [--dry-run] [--wait [--timeout S]]\n"
-				       "                               [-- SBATCH-ARGS...]\n"
-				       "After both coordinators were lost: submits a new coordinator (and N\n"
-				       "new workers, default 0) as sbatch --array=0-N --dl-runtime=infer.\n"
-				       "It replays the pool's journal (cutting a torn tail), rebuilds the\n"
-				       "results files and resumes every unfinished job: no recorded answer\n"
-				       "is recomputed or lost. Workers still running reconnect on their own.\n"
-				       "Prints the array job id; --wait as for pool start.\n");
-				return 0;
-			}
-			if (add) {
-				printf("usage: dlrt-infer pool add --workers N [--pool DIR] [-- SBATCH-ARGS...]\n"
-				       "Submits N more workers for a running pool, as another job array\n"
-				       "(sbatch --array=1-N --dl-runtime=infer --wrap 'srun dlrt-infer worker').\n"
-				       "They join as Slurm starts them. Prints the array job id.\n");
-				return 0;
-			}
-			printf("usage: dlrt-infer pool start --workers N [--pool DIR] [--prefetch K]\n"
-			       "                             [--window S] [--heartbeat S]\n"
-			       "                             [--walltime-margin S] [--dry-run]\n"
-			       "                             [--wait [--timeout S]] [-- SBATCH-ARGS...]\n"
-			       "Submits the pool as one job array of N+1 elements:\n"
-			       "  sbatch --array=0-N --dl-runtime=infer ... --wrap 'srun dlrt-infer pool run'\n"
-			       "Element 0 is the coordinator, elements 1..N are workers; more workers\n"
-			       "can join later (dlrt-infer worker, or another array). Arguments after\n"
-			       "-- go to sbatch (e.g. -c 4 --time 1:00:00). Prints the array job id.\n"
-			       "submit, wait and cancel may follow at once: until Slurm starts the\n"
-			       "coordinator they wait for it, with one line saying why (up to\n"
-			       "$DLRT_INFER_START_TIMEOUT seconds, default %d).\n"
-			       "  --wait       return only once the coordinator serves\n"
-			       "  --timeout S  how long --wait waits (default %d); the array stays\n"
-			       "               queued when it gives up\n", START_TIMEOUT_S, START_TIMEOUT_S);
+			pool_start_usage(mode);
 			return 0;
 		default: return 2;
 		}
@@ -222,26 +263,8 @@ static int cmd_pool_start(int argc, char **argv, enum pool_mode mode)
 		return 1;
 	if (dlrt_pool_prepare(dir, &err) < 0)
 		return die("%s", err.msg);
-	if (mode == POOL_RESTART) {
-		struct stat sb;
-		char jpath[4200];
-
-		snprintf(jpath, sizeof(jpath), "%s/journal", dir);
-		struct dlrt_pool_access acc;
-		struct dlrt_ipc ic;
-
-		if (stat(jpath, &sb) < 0)
-			return die("%s has no journal: nothing to restart (dlrt-infer pool start "
-				   "starts a new pool)", dir);
-		if (!dry && dlrt_pool_read_access(dir, &acc, &err) == 0 &&
-		    dlrt_ipc_open(&ic, dir, DLRT_IP_ROLE_CLIENT, "pool-restart", 2000, &err) == 0) {
-			dlrt_ipc_close(&ic);
-			return die("the coordinator of %s (epoch %llu) still runs: nothing to restart",
-				   dir, (unsigned long long)acc.epoch);
-		}
-	} else if (!add && !dry && pool_new_history(dir) != 0) {
+	if (pool_prepare_history(dir, mode, dry) != 0)
 		return 1;
-	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)
 		return die("cannot find this program's path: %s", strerror(errno));

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "runtime/opts.h"
+#include "common/parse.h"
 #include "cli.h"
 
 #define RECONNECT_MS 30000 /* how long a client looks for a new coordinator */

@@ -1,6 +1,6 @@
 #include "tsvlog.h"
 
-#include "pool.h"
+#include "inference/pool/pool.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,7 +2,7 @@
  *
  * Calls go one way, downwards:
  *
- *   coord_run.c    dlrt_coord_run() (infer.h), the way in: the start (epoch
+ *   coord_run.c    dlrt_coord_run() (coord.h), the way in: the start (epoch
  *                  claim, state, journal, listener, timers), the shutdown,
  *                  and the list of parts below
  *   coord_*.c      the concerns, each a part: coord_requests.c (a peer
@@ -31,22 +31,21 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "auth.h"
+#include "inference/pool/auth.h"
 #include "common/buf.h"
 #include "common/dlrt_err.h"
 #include "services/evloop.h"
-#include "gate.h"
-#include "infer.h"
-#include "journal.h"
-#include "liveness.h"
-#include "pool.h"
-#include "proto.h"
-#include "sched.h"
-#include "state.h"
+#include "inference/proto/gate.h"
+#include "coord.h"
+#include "inference/state/journal.h"
+#include "inference/liveness.h"
+#include "inference/pool/pool.h"
+#include "inference/proto/proto.h"
+#include "inference/sched.h"
+#include "inference/state/state.h"
 #include "services/tcpserver.h"
 
 #define NB 20               /* buckets per rate window */
-#define MAX_PREFETCH 64
 /* The input limit of an authenticated peer: one whole frame. */
 #define MAX_REQUEST (DLRT_IP_MAX_FRAME + 64)
 /* A worker with this many answers whose ACK waits for the standby gets no
@@ -91,7 +90,7 @@ struct wk {
 	struct dlrt_conn *conn; /* NULL once gone */
 	int cur;                /* job index it is held by, -1 = none */
 	uint32_t n;             /* tasks in flight */
-	struct inflight fl[MAX_PREFETCH];
+	struct inflight fl[DLRT_INFER_PREFETCH_MAX];
 	uint64_t tasks;
 	int64_t last_done_us;
 	uint32_t *known;        /* jobs it got JOBINFO for */

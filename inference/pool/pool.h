@@ -19,7 +19,7 @@
 #include "common/buf.h"
 #include "common/dlrt_err.h"
 #include "common/netaddr.h"
-#include "proto.h"
+#include "inference/proto/proto.h"
 
 #define DLRT_POOL_SECRET_LEN 64 /* hex characters */
 

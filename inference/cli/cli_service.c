@@ -1,6 +1,6 @@
 /* cli_service.c - what runs inside the pool's array elements: pool run (the
  * role the infer runtime gave the element), coordinator, worker and standby.
- * Each is a loop of the library (infer.h, standby.h); this file only reads
+ * Each is a loop of the library (inference/coord/coord.h, inference/worker/worker.h, standby.h); this file only reads
  * the options and chains them: a worker whose coordinator and standby are
  * both lost runs the coordinator from the journal, and a standby whose
  * coordinator dies becomes the next coordinator from the log it holds.
@@ -11,11 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "claim.h"
+#include "inference/pool/claim.h"
 #include "cli.h"
-#include "infer.h"
-#include "liveness.h"
-#include "standby.h"
+#include "inference/coord/coord.h"
+#include "inference/worker/worker.h"
+#include "inference/liveness.h"
+#include "inference/state/standby.h"
 
 static int run_coordinator(uint32_t prefetch, double window, const char *address,
 			   const char *heartbeat, const char *auth)
@@ -60,7 +61,7 @@ static int run_worker(const char *name, const char *model_dir, int wait_s, const
 		name = nm;
 	}
 	o.name = name;
-	/* The element's index staggers takeover attempts (infer.h). */
+	/* The element's index staggers takeover attempts (worker.h). */
 	if (getenv("DLRT_INFER_INDEX"))
 		o.index = atoi(getenv("DLRT_INFER_INDEX"));
 	else if (getenv("SLURM_ARRAY_TASK_ID"))
@@ -149,7 +150,10 @@ int cmd_service(int argc, char **argv)
 		{ "auth", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint32_t prefetch = (uint32_t)env_double("DLRT_INFER_PREFETCH", 1), wait_s = 300;
+	uint32_t prefetch = 1, wait_s = 300;
+	/* --prefetch, else the element's environment (pool start sets it). */
+	const char *prefetch_text = getenv("DLRT_INFER_PREFETCH");
+	const char *prefetch_from = "DLRT_INFER_PREFETCH";
 	const char *auth = NULL;
 	const char *heartbeat = getenv("DLRT_INFER_HEARTBEAT");
 	const char *margin = getenv("DLRT_INFER_WALLTIME_MARGIN");
@@ -164,7 +168,7 @@ int cmd_service(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "p:k:W:a:n:d:w:B:M:A:h", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'p': pool_opt = optarg; break;
-		case 'k': if (parse_u32_opt("prefetch", optarg, 1, 64, &prefetch)) return 2; break;
+		case 'k': prefetch_text = optarg; prefetch_from = "--prefetch"; break;
 		case 'W': if (parse_seconds_opt("window", optarg, 0.1, 60, &window)) return 2; break;
 		case 'a': address = optarg; break;
 		case 'n': name = optarg; break;
@@ -203,8 +207,9 @@ int cmd_service(int argc, char **argv)
 	}
 	if (optind < argc)
 		return die("%s: unexpected argument '%s'", what, argv[optind]) + 1;
-	if (prefetch < 1 || prefetch > 64)
-		return die("DLRT_INFER_PREFETCH must be 1..64") + 1;
+	if (prefetch_text && *prefetch_text &&
+	    dlrt_infer_prefetch_parse(prefetch_from, prefetch_text, &prefetch, &verr) < 0)
+		return die("%s", verr.msg) + 1;
 	if (dlrt_hb_config(heartbeat, &hbc, &verr) < 0 ||
 	    dlrt_walltime_margin(margin, &mg, &verr) < 0)
 		return die("%s", verr.msg) + 1;

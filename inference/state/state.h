@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "proto.h"
+#include "inference/proto/proto.h"
 
 enum dlrt_infer_change_kind {
 	DLRT_CH_JOB_ADD = 1,  /* a submitted job (its id is the change's job) */
