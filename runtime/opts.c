@@ -8,30 +8,6 @@
 #include "gpubind/gpuplan.h"
 #include "runtime.h"
 
-/* The generic options; runtimes declare theirs (struct dlrt_runtime.options). */
-static const struct dlrt_opt_desc generic_opts[DLRT_OPT_GENERIC_COUNT] = {
-	[DLRT_OPT_RUNTIME] = { "dl-runtime", "NAME",
-			       "[dlrt] DL runtime of the step's tasks (man dlrt)", NULL },
-	[DLRT_OPT_VERBOSE] = { "dl-verbose", NULL,
-			       "[dlrt] log exchanges and services with timings", NULL },
-	[DLRT_OPT_DRY_RUN] = { "dl-dry-run", NULL,
-			       "[dlrt] print each task's plan, run nothing", NULL },
-	[DLRT_OPT_IFACE] = { "dl-iface", "IF",
-			     "[dlrt] network interface the frameworks use", NULL },
-	[DLRT_OPT_GPU_BIND] = { "dl-gpu-bind", "MODE",
-				"[dlrt] GPUs per task: closest, none, map:LIST", NULL },
-	[DLRT_OPT_CPU_BIND] = { "dl-cpu-bind", "gpu",
-				"[dlrt] gpu: bind each task next to its GPUs", NULL },
-	[DLRT_OPT_TOPOLOGY] = { "dl-topology", "FILE",
-				"[dlrt] plan GPUs on this hwloc XML file", NULL },
-	[DLRT_OPT_LOG_DIR] = { "dl-log-dir", "DIR",
-			       "[dlrt] task output to DIR/job/step/role-N.log", NULL },
-	[DLRT_OPT_RETRIES] = { "dl-retries", "N",
-			       "[dlrt] requeue up to N times if a node fails", NULL },
-	[DLRT_OPT_EXCHANGE] = { "dl-exchange", "VIA",
-				"[dlrt] address exchange: auto, pmix or srun", NULL },
-};
-
 const char *dlrt_exchange_via_name(enum dlrt_exchange_via via)
 {
 	switch (via) {
@@ -104,44 +80,6 @@ static int rt_opt_of(int id, int *slot, int *k)
 			}
 		}
 	}
-	return -1;
-}
-
-int dlrt_opt_count(void)
-{
-	int slot, k, n = DLRT_OPT_GENERIC_COUNT;
-
-	while (rt_opt_of(n, &slot, &k) == 0)
-		n++;
-	return n;
-}
-
-int dlrt_opt_describe(int id, struct dlrt_opt_desc *d)
-{
-	int slot, k;
-
-	if (id >= 0 && id < DLRT_OPT_GENERIC_COUNT) {
-		*d = generic_opts[id];
-		return 0;
-	}
-	if (id < 0 || rt_opt_of(id, &slot, &k) < 0)
-		return -1;
-	*d = (struct dlrt_opt_desc){
-		.name = dlrt_runtimes[slot]->options[k].name,
-		.arginfo = dlrt_runtimes[slot]->options[k].arginfo,
-		.usage = dlrt_runtimes[slot]->options[k].usage,
-		.runtime = dlrt_runtimes[slot],
-	};
-	return 0;
-}
-
-int dlrt_opt_find(const char *name)
-{
-	struct dlrt_opt_desc d;
-
-	for (int id = 0; dlrt_opt_describe(id, &d) == 0; id++)
-		if (!strcmp(d.name, name))
-			return id;
 	return -1;
 }
 
@@ -384,88 +322,206 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 			dlrt_runtimes[i]->opts_init(o->rt[i].b, cfg->rt[i].b);
 }
 
+static int set_runtime(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		       struct dlrt_err *err)
+{
+	int idx = arg ? dlrt_runtime_index(arg) : -1;
+	char names[256];
+
+	if (idx < 0 || !(cfg->allowed & (1u << idx))) {
+		dlrt_runtime_list(names, sizeof(names), cfg->allowed);
+		return dlrt_err_set(err, "--dl-runtime=%s: %s; valid runtimes: %s", arg ? arg : "",
+				    idx < 0 ? "unknown runtime" : "not enabled at this site", names);
+	}
+	o->runtime = dlrt_runtimes[idx];
+	return 0;
+}
+
+static int set_verbose(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		       struct dlrt_err *err)
+{
+	(void)cfg, (void)arg, (void)err;
+	o->verbose = true;
+	return 0;
+}
+
+static int set_dry_run(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		       struct dlrt_err *err)
+{
+	(void)cfg, (void)arg, (void)err;
+	o->dry_run = true;
+	return 0;
+}
+
+static int set_iface(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		     struct dlrt_err *err)
+{
+	(void)cfg;
+	/* Interface names: at most 15 bytes, no '/', no spaces (net/core/dev.c). */
+	if (!arg || !*arg || strlen(arg) > 15 || strpbrk(arg, "/ \t:"))
+		return dlrt_err_set(err, "--dl-iface=%s: not an interface name (see ip link)",
+				    arg ? arg : "");
+	snprintf(o->iface, sizeof(o->iface), "%s", arg);
+	return 0;
+}
+
+static int set_gpu_bind(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			struct dlrt_err *err)
+{
+	(void)cfg;
+	if (check_gpu_bind(arg, o->gpu_bind, sizeof(o->gpu_bind), err) < 0)
+		return -1;
+	o->gpu_bind_set = true;
+	return 0;
+}
+
+static int set_cpu_bind(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			struct dlrt_err *err)
+{
+	(void)cfg;
+	/* One value today; "none" undoes an inherited sbatch --dl-cpu-bind=gpu. */
+	if (arg && !strcmp(arg, "gpu"))
+		o->cpu_bind_gpu = true;
+	else if (arg && !strcmp(arg, "none"))
+		o->cpu_bind_gpu = false;
+	else
+		return dlrt_err_set(err, "--dl-cpu-bind=%.64s is unknown: use gpu (cores next to "
+				    "the task's GPU) or none", arg ? arg : "");
+	return 0;
+}
+
+static int set_topology(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			struct dlrt_err *err)
+{
+	(void)cfg;
+	return check_path("--dl-topology", arg, o->topology, sizeof(o->topology), err);
+}
+
+static int set_log_dir(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		       struct dlrt_err *err)
+{
+	(void)cfg;
+	/* Created later as the user, in each task (spank/logs.c); here only
+	 * what can never work: nothing, a newline, or no room for the ids. */
+	if (!arg || !*arg || strchr(arg, '\n') || strlen(arg) > sizeof(o->log_dir) - 64)
+		return dlrt_err_set(err, "--dl-log-dir=%s: give a folder path of at most %zu bytes, "
+				    "e.g. --dl-log-dir=$HOME/dl-logs", arg ? arg : "",
+				    sizeof(o->log_dir) - 64);
+	snprintf(o->log_dir, sizeof(o->log_dir), "%s", arg);
+	return 0;
+}
+
+static int set_retries(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		       struct dlrt_err *err)
+{
+	(void)cfg;
+	if (dlrt_parse_u32(arg, 0, 100, &o->retries) < 0)
+		return dlrt_err_set(err, "--dl-retries=%s: must be a number from 0 to 100",
+				    arg ? arg : "");
+	return 0;
+}
+
+static int set_exchange(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			struct dlrt_err *err)
+{
+	(void)cfg;
+	if (parse_exchange_via(arg, &o->exchange) < 0)
+		return dlrt_err_set(err, "--dl-exchange=%.64s is unknown: use pmix (Slurm's PMIx, "
+				    "with --mpi=pmix), srun (srun's rendezvous) or auto",
+				    arg ? arg : "");
+	return 0;
+}
+
+/* The generic options, one row each; runtimes declare theirs (struct
+ * dlrt_runtime.options) with the same shape. */
+static const struct {
+	struct dlrt_opt_desc desc;
+	int (*set)(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		   struct dlrt_err *err);
+} generic_opts[DLRT_OPT_GENERIC_COUNT] = {
+	[DLRT_OPT_RUNTIME] = { { "dl-runtime", "NAME",
+				 "[dlrt] DL runtime of the step's tasks (man dlrt)", NULL },
+			       set_runtime },
+	[DLRT_OPT_VERBOSE] = { { "dl-verbose", NULL,
+				 "[dlrt] log exchanges and services with timings", NULL },
+			       set_verbose },
+	[DLRT_OPT_DRY_RUN] = { { "dl-dry-run", NULL,
+				 "[dlrt] print each task's plan, run nothing", NULL },
+			       set_dry_run },
+	[DLRT_OPT_IFACE] = { { "dl-iface", "IF",
+			       "[dlrt] network interface the frameworks use", NULL },
+			     set_iface },
+	[DLRT_OPT_GPU_BIND] = { { "dl-gpu-bind", "MODE",
+				  "[dlrt] GPUs per task: closest, none, map:LIST", NULL },
+				set_gpu_bind },
+	[DLRT_OPT_CPU_BIND] = { { "dl-cpu-bind", "gpu",
+				  "[dlrt] gpu: bind each task next to its GPUs", NULL },
+				set_cpu_bind },
+	[DLRT_OPT_TOPOLOGY] = { { "dl-topology", "FILE",
+				  "[dlrt] plan GPUs on this hwloc XML file", NULL },
+				set_topology },
+	[DLRT_OPT_LOG_DIR] = { { "dl-log-dir", "DIR",
+				 "[dlrt] task output to DIR/job/step/role-N.log", NULL },
+			       set_log_dir },
+	[DLRT_OPT_RETRIES] = { { "dl-retries", "N",
+				 "[dlrt] requeue up to N times if a node fails", NULL },
+			       set_retries },
+	[DLRT_OPT_EXCHANGE] = { { "dl-exchange", "VIA",
+				  "[dlrt] address exchange: auto, pmix or srun", NULL },
+				set_exchange },
+};
+
+int dlrt_opt_count(void)
+{
+	int slot, k, n = DLRT_OPT_GENERIC_COUNT;
+
+	while (rt_opt_of(n, &slot, &k) == 0)
+		n++;
+	return n;
+}
+
+int dlrt_opt_describe(int id, struct dlrt_opt_desc *d)
+{
+	int slot, k;
+
+	if (id >= 0 && id < DLRT_OPT_GENERIC_COUNT) {
+		*d = generic_opts[id].desc;
+		return 0;
+	}
+	if (id < 0 || rt_opt_of(id, &slot, &k) < 0)
+		return -1;
+	*d = (struct dlrt_opt_desc){
+		.name = dlrt_runtimes[slot]->options[k].name,
+		.arginfo = dlrt_runtimes[slot]->options[k].arginfo,
+		.usage = dlrt_runtimes[slot]->options[k].usage,
+		.runtime = dlrt_runtimes[slot],
+	};
+	return 0;
+}
+
+int dlrt_opt_find(const char *name)
+{
+	struct dlrt_opt_desc d;
+
+	for (int id = 0; dlrt_opt_describe(id, &d) == 0; id++)
+		if (!strcmp(d.name, name))
+			return id;
+	return -1;
+}
+
 int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, int id, const char *arg,
 		  struct dlrt_err *err)
 {
-	char names[256];
-	uint32_t v;
-	int idx, slot, k;
+	int slot, k;
 
-	if (id >= DLRT_OPT_GENERIC_COUNT) {
-		if (rt_opt_of(id, &slot, &k) < 0)
-			return dlrt_err_set(err, "internal error: unknown option id %d", id);
-		if (dlrt_runtimes[slot]->options[k].set(o->rt[slot].b, cfg->rt[slot].b, arg,
-							 err) < 0)
-			return -1;
-		o->rt_given[slot] |= 1u << k;
-		return 0;
-	}
-	switch ((enum dlrt_opt_id)id) {
-	case DLRT_OPT_RUNTIME:
-		idx = arg ? dlrt_runtime_index(arg) : -1;
-		if (idx < 0 || !(cfg->allowed & (1u << idx))) {
-			dlrt_runtime_list(names, sizeof(names), cfg->allowed);
-			return dlrt_err_set(err, "--dl-runtime=%s: %s; valid runtimes: %s",
-					    arg ? arg : "", idx < 0 ? "unknown runtime" :
-					    "not enabled at this site", names);
-		}
-		o->runtime = dlrt_runtimes[idx];
-		return 0;
-	case DLRT_OPT_VERBOSE:
-		o->verbose = true;
-		return 0;
-	case DLRT_OPT_DRY_RUN:
-		o->dry_run = true;
-		return 0;
-	case DLRT_OPT_IFACE:
-		/* Interface names: at most 15 bytes, no '/', no spaces (net/core/dev.c). */
-		if (!arg || !*arg || strlen(arg) > 15 || strpbrk(arg, "/ \t:"))
-			return dlrt_err_set(err, "--dl-iface=%s: not an interface name (see ip link)",
-					    arg ? arg : "");
-		snprintf(o->iface, sizeof(o->iface), "%s", arg);
-		return 0;
-	case DLRT_OPT_GPU_BIND:
-		if (check_gpu_bind(arg, o->gpu_bind, sizeof(o->gpu_bind), err) < 0)
-			return -1;
-		o->gpu_bind_set = true;
-		return 0;
-	case DLRT_OPT_CPU_BIND:
-		/* One value today; "none" undoes an inherited sbatch --dl-cpu-bind=gpu. */
-		if (arg && !strcmp(arg, "gpu"))
-			o->cpu_bind_gpu = true;
-		else if (arg && !strcmp(arg, "none"))
-			o->cpu_bind_gpu = false;
-		else
-			return dlrt_err_set(err, "--dl-cpu-bind=%.64s is unknown: use gpu (cores next "
-					    "to the task's GPU) or none", arg ? arg : "");
-		return 0;
-	case DLRT_OPT_TOPOLOGY:
-		return check_path("--dl-topology", arg, o->topology, sizeof(o->topology), err);
-	case DLRT_OPT_LOG_DIR:
-		/* Created later as the user, in each task (spank/logs.c); here only
-		 * what can never work: nothing, a newline, or no room for the ids. */
-		if (!arg || !*arg || strchr(arg, '\n') || strlen(arg) > sizeof(o->log_dir) - 64)
-			return dlrt_err_set(err, "--dl-log-dir=%s: give a folder path of at most %zu "
-					    "bytes, e.g. --dl-log-dir=$HOME/dl-logs", arg ? arg : "",
-					    sizeof(o->log_dir) - 64);
-		snprintf(o->log_dir, sizeof(o->log_dir), "%s", arg);
-		return 0;
-	case DLRT_OPT_RETRIES:
-		if (dlrt_parse_u32(arg, 0, 100, &v) < 0)
-			return dlrt_err_set(err, "--dl-retries=%s: must be a number from 0 to 100",
-					    arg ? arg : "");
-		o->retries = v;
-		return 0;
-	case DLRT_OPT_EXCHANGE:
-		if (parse_exchange_via(arg, &o->exchange) < 0)
-			return dlrt_err_set(err, "--dl-exchange=%.64s is unknown: use pmix (Slurm's "
-					    "PMIx, with --mpi=pmix), srun (srun's rendezvous) or auto",
-					    arg ? arg : "");
-		return 0;
-	case DLRT_OPT_GENERIC_COUNT:
-		break;
-	}
-	return dlrt_err_set(err, "internal error: unknown option id %d", (int)id);
+	if (id >= 0 && id < DLRT_OPT_GENERIC_COUNT)
+		return generic_opts[id].set(o, cfg, arg, err);
+	if (rt_opt_of(id, &slot, &k) < 0)
+		return dlrt_err_set(err, "internal error: unknown option id %d", id);
+	if (dlrt_runtimes[slot]->options[k].set(o->rt[slot].b, cfg->rt[slot].b, arg, err) < 0)
+		return -1;
+	o->rt_given[slot] |= 1u << k;
+	return 0;
 }
 
 int dlrt_opts_set_name(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *name,
