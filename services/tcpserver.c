@@ -13,6 +13,7 @@
 
 #include "nofile.h"
 #include "common/crypto.h"
+#include "common/dlist.h"
 #include "svcauth.h"
 
 /* The room for connections still to prove the secret. A stranger's flood
@@ -40,7 +41,7 @@ struct dlrt_conn_auth {
 	size_t got;
 	int64_t deadline_ms;
 	struct dlrt_conn *conn;
-	struct dlrt_conn_auth *prev, *next;
+	struct dlrt_dlist_node link; /* on the server's unproven list */
 };
 
 struct dlrt_tcpserver {
@@ -57,8 +58,7 @@ struct dlrt_tcpserver {
 	int64_t sweep_timer;
 	bool has_secret;
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
-	unsigned nunauthed;
-	struct dlrt_conn_auth *auth_head, *auth_tail;
+	struct dlrt_dlist unproven; /* dlrt_conn_auth, the oldest first */
 	int reserve_fd;          /* /dev/null, given up to shed a connection on EMFILE */
 	int64_t resume_timer;    /* the listener is paused after an accept failure */
 	unsigned long nofile;    /* RLIMIT_NOFILE's soft limit at start */
@@ -78,21 +78,18 @@ static bool peer_allowed(const struct dlrt_tcpserver *srv, uint32_t ip)
 	return false;
 }
 
+static struct dlrt_conn_auth *oldest_unproven(const struct dlrt_tcpserver *srv)
+{
+	return DLRT_DLIST_ENTRY(srv->unproven.head, struct dlrt_conn_auth, link);
+}
+
 /* The connection proved the secret or goes: off the unproven list. */
 static void auth_end(struct dlrt_conn *conn)
 {
 	struct dlrt_tcpserver *srv = conn->server;
 	struct dlrt_conn_auth *a = conn->auth;
 
-	if (a->prev)
-		a->prev->next = a->next;
-	else
-		srv->auth_head = a->next;
-	if (a->next)
-		a->next->prev = a->prev;
-	else
-		srv->auth_tail = a->prev;
-	srv->nunauthed--;
+	dlrt_dlist_unlink(&srv->unproven, &a->link);
 	free(a);
 	conn->auth = NULL;
 }
@@ -302,7 +299,7 @@ static int auth_read(struct dlrt_conn *conn)
 	conn->last_active_ms = dlrt_now_ms();
 	/* With a secret, max_conns counts the proven connections only: the
 	 * unproven ones have their own room (max_unauthed). */
-	if (srv->nconns - srv->nunauthed > srv->cfg.max_conns) {
+	if (srv->nconns - srv->unproven.n > srv->cfg.max_conns) {
 		conn_drop(conn);
 		return -2;
 	}
@@ -323,8 +320,8 @@ static int auth_read(struct dlrt_conn *conn)
  * shed, and the next oldest is looked at. */
 static void auth_make_room(struct dlrt_tcpserver *srv)
 {
-	while (srv->nunauthed >= srv->cfg.max_unauthed && srv->auth_head) {
-		struct dlrt_conn *oldest = srv->auth_head->conn;
+	while (srv->unproven.n >= srv->cfg.max_unauthed && srv->unproven.head) {
+		struct dlrt_conn *oldest = oldest_unproven(srv)->conn;
 
 		switch (auth_read(oldest)) {
 		case 0:
@@ -362,14 +359,8 @@ static int auth_begin(struct dlrt_conn *conn)
 	a->deadline_ms = dlrt_now_ms() + srv->cfg.auth_timeout_ms;
 	a->conn = conn;
 	auth_make_room(srv);
-	a->prev = srv->auth_tail;
-	if (srv->auth_tail)
-		srv->auth_tail->next = a;
-	else
-		srv->auth_head = a;
-	srv->auth_tail = a;
+	dlrt_dlist_append(&srv->unproven, &a->link);
 	conn->auth = a;
-	srv->nunauthed++;
 	return 0;
 }
 
@@ -577,8 +568,8 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 
 	(void)loop;
 	/* In accept order, so in deadline order. */
-	while (srv->auth_head && now > srv->auth_head->deadline_ms)
-		dlrt_conn_close(srv->auth_head->conn);
+	while (srv->unproven.head && now > oldest_unproven(srv)->deadline_ms)
+		dlrt_conn_close(oldest_unproven(srv)->conn);
 	for (int fd = 0; fd < srv->nconns_cap; fd++) {
 		struct dlrt_conn *c = srv->conns[fd];
 

@@ -5,42 +5,27 @@ void dlrt_gate_add(struct dlrt_gate *g, struct dlrt_gate_ent *e, int64_t now_ms)
 	if (e->queued)
 		return;
 	e->since_ms = now_ms;
-	e->next = NULL;
-	e->prev = g->tail;
-	if (g->tail)
-		g->tail->next = e;
-	else
-		g->head = e;
-	g->tail = e;
+	dlrt_dlist_append(&g->queue, &e->link);
 	e->queued = true;
-	g->n++;
 }
 
 void dlrt_gate_remove(struct dlrt_gate *g, struct dlrt_gate_ent *e)
 {
 	if (!e->queued)
 		return;
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		g->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		g->tail = e->prev;
-	e->prev = e->next = NULL;
+	dlrt_dlist_unlink(&g->queue, &e->link);
 	e->queued = false;
-	g->n--;
 }
 
 struct dlrt_gate_ent *dlrt_gate_due(const struct dlrt_gate *g, int64_t now_ms,
 				    int64_t deadline_ms, unsigned max)
 {
-	struct dlrt_gate_ent *e = g->head;
+	struct dlrt_gate_ent *e;
 
-	if (!e)
+	if (!g->queue.head)
 		return NULL;
-	if (g->n > max || now_ms - e->since_ms >= deadline_ms)
+	e = DLRT_DLIST_ENTRY(g->queue.head, struct dlrt_gate_ent, link);
+	if (g->queue.n > max || now_ms - e->since_ms >= deadline_ms)
 		return e;
 	return NULL;
 }

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dlist.h"
 #include "common/dlrt_err.h"
 #include "proto.h"
 
@@ -35,15 +36,14 @@
 #define DLRT_GATE_MAX_PENDING 64
 
 struct dlrt_gate_ent {
-	struct dlrt_gate_ent *prev, *next;
+	struct dlrt_dlist_node link;
 	int64_t since_ms;   /* accepted at (monotonic) */
 	bool queued;
 	void *owner;        /* the coordinator's connection */
 };
 
 struct dlrt_gate {
-	struct dlrt_gate_ent *head, *tail;
-	unsigned n;
+	struct dlrt_dlist queue; /* accept order: the oldest first */
 };
 
 /* Queues a connection that has not authenticated yet. */

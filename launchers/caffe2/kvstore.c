@@ -18,7 +18,7 @@ struct entry {
 	uint8_t *val;
 	size_t vlen, vcap;
 	int64_t expire_at;           /* Unix ms, or DLRT_KV_NO_EXPIRY */
-	struct entry *vprev, *vnext; /* in kv's list of keys with an expiry */
+	struct dlrt_dlist_node vlink; /* on kv->volatile_keys while it has an expiry */
 	size_t klen;
 	uint8_t key[];
 };
@@ -200,42 +200,25 @@ static void vol_unlink(struct dlrt_kv *kv, struct entry *e)
 {
 	if (e->expire_at == DLRT_KV_NO_EXPIRY)
 		return;
-	if (e->vprev)
-		e->vprev->vnext = e->vnext;
-	else
-		kv->vol_head = e->vnext;
-	if (e->vnext)
-		e->vnext->vprev = e->vprev;
-	else
-		kv->vol_tail = e->vprev;
-	e->vprev = e->vnext = NULL;
+	dlrt_dlist_unlink(&kv->volatile_keys, &e->vlink);
 	e->expire_at = DLRT_KV_NO_EXPIRY;
-	kv->nvolatile--;
 }
 
 static void vol_append(struct dlrt_kv *kv, struct entry *e, int64_t at)
 {
 	e->expire_at = at;
-	e->vnext = NULL;
-	e->vprev = kv->vol_tail;
-	if (kv->vol_tail)
-		kv->vol_tail->vnext = e;
-	else
-		kv->vol_head = e;
-	kv->vol_tail = e;
-	kv->nvolatile++;
+	dlrt_dlist_append(&kv->volatile_keys, &e->vlink);
 }
 
 size_t dlrt_kv_volatile_count(const struct dlrt_kv *kv)
 {
-	return kv->nvolatile;
+	return kv->volatile_keys.n;
 }
 
 void dlrt_kv_flush(struct dlrt_kv *kv)
 {
 	dlrt_kv_touch_existing(kv);
-	kv->vol_head = kv->vol_tail = NULL;
-	kv->nvolatile = 0;
+	dlrt_dlist_clear(&kv->volatile_keys);
 	for (size_t i = 0; i < kv->nbuckets; i++) {
 		struct entry *e = kv->buckets[i];
 
@@ -477,15 +460,15 @@ size_t dlrt_kv_expire_cycle(struct dlrt_kv *kv, size_t budget)
 	int64_t now = dlrt_kv_now_ms(kv);
 	size_t removed = 0;
 
-	for (size_t i = 0; i < budget && kv->vol_head; i++) {
-		struct entry *e = kv->vol_head;
+	for (size_t i = 0; i < budget && kv->volatile_keys.head; i++) {
+		struct entry *e = DLRT_DLIST_ENTRY(kv->volatile_keys.head, struct entry, vlink);
 
 		if (expired(e, now)) {
 			uint64_t h = e->hash;
 
 			unlink_entry(kv, find(kv, e->key, e->klen, h));
 			removed++;
-		} else if (e != kv->vol_tail) {
+		} else if (&e->vlink != kv->volatile_keys.tail) {
 			int64_t at = e->expire_at;
 
 			vol_unlink(kv, e);

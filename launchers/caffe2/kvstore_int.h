@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/dlist.h"
 #include "kvstore.h"
 
 struct entry;
@@ -30,8 +31,7 @@ struct dlrt_kv {
 	 * or clock_base alone once a test stopped it. */
 	int64_t clock_base;
 	bool clock_stopped;
-	struct entry *vol_head, *vol_tail; /* keys with a time to live */
-	size_t nvolatile;
+	struct dlrt_dlist volatile_keys; /* keys with a time to live, oldest TTL set first */
 
 	/* WATCHed keys of all clients, hashed like the keyspace. */
 	struct dlrt_kv_watch **wbuckets;

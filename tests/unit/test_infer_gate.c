@@ -19,10 +19,12 @@ int main(void)
 	struct dlrt_err err;
 	struct dlrt_ip_hello h = { .role = DLRT_IP_ROLE_WORKER, .epoch = 7 };
 	struct dlrt_ip_auth a = { .mode = 1 };
-	struct dlrt_gate g = { 0 };
-	struct dlrt_gate_ent e[5] = { { 0 } };
+	struct dlrt_gate g;
+	struct dlrt_gate_ent e[5];
 	uint8_t big[8] = { 0, 0, 0, 1, 3, 0, 22, 0 }; /* 16 MiB announced */
 
+	memset(&g, 0, sizeof(g));
+	memset(e, 0, sizeof(e));
 	dlrt_buf_init(&b, 1 << 20);
 	memset(h.name, 'n', DLRT_IP_NAME_MAX);
 	TAP_IS_INT(dlrt_ip_put_hello(&b, &h), 0, "the largest HELLO");
@@ -59,13 +61,13 @@ int main(void)
 	/* The queue: accept order, the oldest first. */
 	for (int i = 0; i < 4; i++)
 		dlrt_gate_add(&g, &e[i], 1000 + i);
-	TAP_IS_INT(g.n, 4, "4 connections wait");
+	TAP_IS_INT((int)g.queue.n, 4, "4 connections wait");
 	TAP_OK(dlrt_gate_due(&g, 1500, 10000, 4) == NULL, "none due: within the cap and in time");
 	dlrt_gate_add(&g, &e[4], 1600);
 	TAP_OK(dlrt_gate_due(&g, 1600, 10000, 4) == &e[0], "a fifth over a cap of 4: the oldest");
 	dlrt_gate_remove(&g, &e[0]);
 	dlrt_gate_remove(&g, &e[0]);
-	TAP_IS_INT(g.n, 4, "removed once (removing twice is harmless)");
+	TAP_IS_INT((int)g.queue.n, 4, "removed once (removing twice is harmless)");
 	dlrt_gate_remove(&g, &e[2]); /* authenticated: out of the queue */
 	TAP_OK(dlrt_gate_due(&g, 11000, 10000, 4) == NULL, "the next one is not past the deadline");
 	TAP_OK(dlrt_gate_due(&g, 11001, 10000, 4) == &e[1], "then it is");
@@ -74,6 +76,6 @@ int main(void)
 	TAP_OK(dlrt_gate_due(&g, 11003, 10000, 4) == &e[3], "the next in accept order is");
 	dlrt_gate_remove(&g, &e[3]);
 	dlrt_gate_remove(&g, &e[4]);
-	TAP_OK(g.n == 0 && !g.head && !g.tail, "the queue is empty again");
+	TAP_OK(g.queue.n == 0 && !g.queue.head && !g.queue.tail, "the queue is empty again");
 	return tap_done();
 }
