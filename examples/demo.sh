@@ -60,11 +60,11 @@ cat <<EOF
    ${line#job * done: }
    Everything is in $work (train.out, model.dlrtw, infer.out, pool/job-1.csv).
 
-== Try next (as any user, after: eval "\$($top/tests/cluster/cluster.sh env)"):
-   srun -N3 -n6 -c5 --dl-runtime=torch --dl-dry-run true       # what each task would get
-   cd $work && EPOCHS=3 sbatch train.sbatch                        # train longer
-   sbatch --ntasks-per-node=2 train.sbatch                         # 6 ranks instead of 3
-   ./infer.sh lenet5                                               # the built-in model, for comparison
-   dlrt-infer status --watch                                       # a pool's progress (docs/inference.md)
-   DeepSpeed, Accelerate, Lightning under dlrt: docs/trainers.md
+== Try next, as any user, after
+   eval "\$($top/tests/cluster/cluster.sh env)"; cd $work
+   srun -N3 -n6 --dl-runtime=torch --dl-dry-run true   # what each task gets, without running
+   EPOCHS=3 sbatch train.sbatch                        # train longer (or --ntasks-per-node=2: 6 ranks)
+   ./infer.sh lenet5                                   # the built-in model, for comparison
+   dlrt-infer status --watch                           # a pool's progress (docs/inference.md)
+   DeepSpeed, Accelerate and Lightning under dlrt: docs/trainers.md
 EOF

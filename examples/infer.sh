@@ -29,6 +29,7 @@ status=$(dlrt-infer status)
 echo "queries answered per worker:"
 tail -n +2 "$DLRT_INFER_POOL/job-$job.csv" | cut -d, -f5 | sort -n | uniq -c |
 	while read -r n w; do
-		node=$(awk -v w="$w" '$1 == w { split($2, a, "/"); print a[1] }' <<<"$status")
+		node=$(awk -v w="$w" '/^WKR/ { t = 1; next } t && $1 == w { split($2, a, "/"); print a[1] }' \
+			<<<"$status")
 		echo "  worker $w on ${node:-?}: $n"
 	done
