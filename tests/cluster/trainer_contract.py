@@ -223,11 +223,15 @@ def main():
     if dist.get_rank() != rank or dist.get_world_size() != world:
         problem(f"torch says rank {dist.get_rank()} of {dist.get_world_size()}, "
                 f"the trainer {rank} of {world}")
-    if rank != int(os.environ["SLURM_PROCID"]) or world != int(os.environ["SLURM_NTASKS"]):
-        problem(f"rank {rank} of {world}, Slurm's task {os.environ['SLURM_PROCID']} "
-                f"of {os.environ['SLURM_NTASKS']}")
-    if local != int(os.environ.get("SLURM_LOCALID", -1)):
-        problem(f"local rank {local}, SLURM_LOCALID {os.environ.get('SLURM_LOCALID')}")
+    if os.environ.get("TORCHELASTIC_RUN_ID") is not None:
+        # A torchrun worker: Slurm's task is its agent; torchrun numbers the workers.
+        want = (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"]))
+    else:
+        want = (int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"]),
+                int(os.environ.get("SLURM_LOCALID", -1)))
+    if (rank, world, local) != want:
+        problem(f"rank {rank} of {world}, local {local}; the launcher's task is {want[0]} of "
+                f"{want[1]}, local {want[2]}")
     t = torch.tensor([rank], dtype=torch.int64)
     dist.all_reduce(t)
     hosts = [None] * world
