@@ -39,6 +39,24 @@ world_ok "deepspeed, 3 nodes x 2" 6 env
 contract -N3 --ntasks-per-node=2 -- deepspeed
 like "$(grep -m1 PROBLEM "$OUT")" "mpi_discovery" "deepspeed without dlrt: init_distributed would need MPI discovery"
 
+# GPUs (fake ones, fixture topologies as in t/40): DeepSpeed selects cuda:LOCAL_RANK,
+# so with dlrt's plan (each of 4 tasks its nearest GPU, seen as cuda:0) local ranks
+# 1-3 would ask for a GPU they do not see; --dl-gpu-bind=none is the documented fix.
+SRC=$(cd "$HERE/../.." && pwd)
+T=$WORK/topo
+mkdir -p "$T"
+cp "$SRC/tests/fixtures/topo/cluster-2s4g.xml" "$T/"
+for n in n1 n2 n3; do ln -s cluster-2s4g.xml "$T/$n.xml"; done
+chown -R "$DLRT_TEST_USER": "$T"
+GPUSTEP=(-N3 --ntasks-per-node=4 -c4 --exclusive --gpus-per-node=4 --kill-on-bad-exit=1
+	--dl-runtime=torch "--dl-topology=$T/%n.xml")
+contract "${GPUSTEP[@]}" -- deepspeed
+like "$(grep -m1 PROBLEM "$OUT")" "set_device\(LOCAL_RANK=[1-3]\) but CUDA_VISIBLE_DEVICES names 1 GPU" \
+	"deepspeed with dlrt's GPU plan (one GPU per task): a local rank > 0 sees no cuda:LOCAL_RANK" ||
+	fail_detail "$(srun_errors | head -3)"
+contract "${GPUSTEP[@]}" --dl-gpu-bind=none -- deepspeed
+world_ok "deepspeed with --dl-gpu-bind=none (the node's 4 GPUs in every task)" 12 env
+
 # ---- Accelerate: PartialState / Accelerator -----------------------------------
 contract -N3 --ntasks-per-node=2 --dl-runtime=torch -- accelerate --cpu
 world_ok "accelerate (cpu=True), 3 nodes x 2" 6 MULTI_CPU
