@@ -60,7 +60,7 @@ cat <<EOF
    ${line#job * done: }
    Everything is in $work (train.out, model.dlrtw, infer.out, pool/job-1.csv).
 
-== Try next, as any user, after
+== Try next, as user $DLRT_TEST_USER (runuser -u $DLRT_TEST_USER -- bash), after
    eval "\$($top/tests/cluster/cluster.sh env)"; cd $work
    srun -N3 -n6 --dl-runtime=torch --dl-dry-run true   # what each task gets, without running
    EPOCHS=3 sbatch train.sbatch                        # train longer (or --ntasks-per-node=2: 6 ranks)
