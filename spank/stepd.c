@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "exchange/elfneeds.h"
 #include "runtime/contcheck.h"
+#include "runtime/launchcheck.h"
 #include "exchange.h"
 #include "exchange/rdvclient.h"
 #include "runtime/plan_print.h"
@@ -549,8 +550,9 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 }
 
 /* A container that cuts the task off from its node's network or from its
- * environment fails now, in one line, instead of in the framework's timeout
- * (runtime/contcheck.h). */
+ * environment, or a trainer's own launcher, fails now, in one line, instead of
+ * in the framework's timeout or a world of the wrong size (runtime/contcheck.h,
+ * runtime/launchcheck.h). */
 static void container_check(spank_t sp, int local)
 {
 	char mode[8] = "";
@@ -569,12 +571,18 @@ static void container_check(spank_t sp, int local)
 			     "role with %s", c.what, c.as_task ? c.as_task : "the runtime's option");
 		task_fail(local, err.msg);
 	}
-	spank_getenv(sp, "DLRT_CONTAINER_CHECK", mode, sizeof(mode));
-	if (!strcmp(mode, "no"))
-		return;
 	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv)
 		return;
-	if (dlrt_contcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
+	spank_getenv(sp, "DLRT_CONTAINER_CHECK", mode, sizeof(mode));
+	if (strcmp(mode, "no") &&
+	    dlrt_contcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
+		task_fail(local, err.msg);
+	/* A trainer's own launcher (deepspeed, accelerate launch) would make a world
+	 * of its own in every task: say so before it starts (runtime/launchcheck.h). */
+	mode[0] = '\0';
+	spank_getenv(sp, "DLRT_LAUNCHER_CHECK", mode, sizeof(mode));
+	if (strcmp(mode, "no") &&
+	    dlrt_launchcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
 		task_fail(local, err.msg);
 }
 

@@ -401,8 +401,12 @@ int cmd_wait(int argc, char **argv)
 		if (info.labelled)
 			printf(", accuracy %.2f%% (%u/%u)", 100.0 * info.correct / info.labelled,
 			       info.correct, info.labelled);
-		printf(", %.2f s, results in %s%s%s\n", info.elapsed, info.out,
-		       info.error[0] ? ": " : "", info.error);
+		printf(", %.2f s", info.elapsed);
+		/* The rate users compare pools and models by: elapsed runs from the
+		 * coordinator taking the job to its last answer, model loading included. */
+		if (info.elapsed > 0)
+			printf(" (%.0f queries/s)", info.done / info.elapsed);
+		printf(", results in %s%s%s\n", info.out, info.error[0] ? ": " : "", info.error);
 		rc = info.state == DLRT_IP_JOB_DONE ? 0 : 1;
 	}
 	dlrt_ipc_close(&c);

@@ -26,6 +26,14 @@ static void torch_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 		plan->task[t].role = DLRT_ROLE_WORKER;
 }
 
+static bool uniform_tasks_per_node(const struct dlrt_layout *l)
+{
+	for (uint32_t n = 1; n < l->nnodes; n++)
+		if (l->node_ntasks[n] != l->node_ntasks[0])
+			return false;
+	return true;
+}
+
 static void torch_task_env(const struct dlrt_plan *plan, uint32_t rank,
 			   const struct dlrt_step_info *step, const struct dlrt_addrs *addrs,
 			   struct dlrt_env *env)
@@ -42,6 +50,12 @@ static void torch_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set(env, "ROLE_RANK", "%u", rank);
 	dlrt_env_set(env, "ROLE_WORLD_SIZE", "%u", l->ntasks);
 	dlrt_env_set(env, "ROLE_NAME", "default");
+	/* Slurm sets this only when --ntasks-per-node was given, and Lightning's
+	 * SLURMEnvironment refuses a step of several tasks without it (telling
+	 * the user to give --ntasks-per-node=<all tasks>): when every node of the
+	 * step has as many tasks, that is a fact of the step, not a choice. */
+	if (uniform_tasks_per_node(l))
+		dlrt_env_set_default(env, "SLURM_NTASKS_PER_NODE", "%u", l->node_ntasks[node]);
 	if (addrs && addrs->valid) {
 		/* dlrt's store (through this node's relay) for every rank; or, when
 		 * the user chose MASTER_ADDR/PORT, rank 0's node and a free port

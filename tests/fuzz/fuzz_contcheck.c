@@ -1,11 +1,12 @@
 /* fuzz_contcheck.c - libFuzzer target for the container command-line check
- * (runtime/contcheck.c), which reads the user's srun command: the input is
- * split at NUL bytes into an argv. */
+ * (runtime/contcheck.c) and the trainer-launcher check (runtime/launchcheck.c),
+ * which read the user's srun command: the input is split at NUL bytes into an argv. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/contcheck.h"
+#include "runtime/launchcheck.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	(void)dlrt_contcheck_argv(argc, argv, &err);
+	(void)dlrt_launchcheck_argv(argc, argv, &err);
 	free(copy);
 	return 0;
 }

@@ -350,6 +350,8 @@ int main(void)
 	TAP_IS_STR(dlrt_env_get(&env, "GROUP_RANK"), "2", "GROUP_RANK is the node rank");
 	TAP_IS_STR(dlrt_env_get(&env, "GROUP_WORLD_SIZE"), "3", "GROUP_WORLD_SIZE");
 	TAP_IS_STR(dlrt_env_get(&env, "ROLE_NAME"), "default", "ROLE_NAME");
+	TAP_OK(!dlrt_env_get(&env, "SLURM_NTASKS_PER_NODE"),
+	       "no SLURM_NTASKS_PER_NODE for 3,1,2 tasks per node (Lightning cannot run it)");
 	TAP_IS_STR(dlrt_env_get(&env, "MASTER_ADDR"), "10.0.0.1", "MASTER_ADDR from the exchange");
 	TAP_IS_STR(dlrt_env_get(&env, "MASTER_PORT"), "29400", "MASTER_PORT from the exchange");
 	TAP_IS_STR(dlrt_env_get(&env, "TORCHELASTIC_USE_AGENT_STORE"), "True",
@@ -386,6 +388,20 @@ int main(void)
 	for (size_t i = 0; i < env.n; i++)
 		if (!strcmp(env.vars[i].name, "MASTER_PORT"))
 			TAP_OK(env.vars[i].keep_user, "a user's own MASTER_PORT wins");
+	dlrt_env_free(&env);
+	dlrt_plan_free(&p);
+	dlrt_layout_free(&l);
+	/* Equal tasks per node: SLURM_NTASKS_PER_NODE, which Lightning needs; Slurm's
+	 * own value (--ntasks-per-node given) wins. */
+	dlrt_layout_init(&l, "n[1-3]", "2,2,2", DLRT_DIST_BLOCK, 0, &err);
+	dlrt_plan_build(&p, dlrt_runtimes[dlrt_runtime_index("torch")], &l, &o, &cfg, &err);
+	dlrt_env_init(&env);
+	dlrt_plan_task_env(&p, 5, &step, &addr, &env, &err);
+	TAP_IS_STR(dlrt_env_get(&env, "SLURM_NTASKS_PER_NODE"), "2",
+		   "SLURM_NTASKS_PER_NODE for 2,2,2 tasks per node");
+	for (size_t i = 0; i < env.n; i++)
+		if (!strcmp(env.vars[i].name, "SLURM_NTASKS_PER_NODE"))
+			TAP_OK(env.vars[i].keep_user, "Slurm's own SLURM_NTASKS_PER_NODE wins");
 	dlrt_env_free(&env);
 	dlrt_plan_free(&p);
 	dlrt_layout_free(&l);
