@@ -147,8 +147,8 @@ int dlrt_gpuplan_xml_why(const char *xml, size_t len, char *why, size_t whylen)
 			unsigned api = hwloc_get_api_version();
 
 			snprintf(why, whylen, "it is hwloc XML version %s, newer than this hwloc "
-				 "(%u.%u) reads: export it with lstopo --of xml of hwloc 2.x", v,
-				 api >> 16, (api >> 8) & 0xff);
+				 "(API %u.%u) reads: export it with lstopo --of xml of hwloc 2.x",
+				 v, api >> 16, (api >> 8) & 0xff);
 			return 1;
 		}
 	}

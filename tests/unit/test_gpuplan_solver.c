@@ -48,11 +48,11 @@ static void test_xml_v3(void)
 	unsigned api = hwloc_get_api_version();
 
 	if (t)
-		TAP_OK(hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t)) > 0, "hwloc %u.%u loads XML version 3.0: "
+		TAP_OK(hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t)) > 0, "hwloc (API %u.%u) loads XML version 3.0: "
 		       "a machine with CPUs", api >> 16, (api >> 8) & 0xff);
 	else
 		TAP_OK(x && strstr(err.msg, "hwloc XML version 3.0, newer than this hwloc") &&
-		       err_is_one_line(&err), "hwloc %u.%u refuses XML version 3.0 and says "
+		       err_is_one_line(&err), "hwloc (API %u.%u) refuses XML version 3.0 and says "
 		       "why: %s", api >> 16, (api >> 8) & 0xff, err.msg);
 	dlrt_gpuplan_topology_free(t);
 	free(x);
