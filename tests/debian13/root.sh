@@ -23,6 +23,7 @@ CACHE=${DLRT_D13_CACHE:-/var/cache/dlrt/debian13}
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 DEPS=$TOP/tests/cluster/install-deps.sh
+MODELS=${DLRT_D13_MODELS:-$TOP/build/models}
 die() { echo "root.sh: $*" >&2; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, namespaces, mounts): re-run with sudo"
@@ -96,6 +97,12 @@ cmd_run() {
 	trap 'exit 130' INT TERM
 	mkdir -p "$scratch"/{upper,work,merged,upper/src}
 	copy_tree "$scratch/upper/src"
+	# The built-in models take minutes to train (make models): the host's, trained from
+	# the same sources, are taken when present (with their times, so make keeps them).
+	if [ -f "$MODELS/lenet5.dlrtw" ] && [ -f "$MODELS/deepcnn.dlrtw" ]; then
+		mkdir -p "$scratch/upper/src/build"
+		cp -a "$MODELS" "$scratch/upper/src/build/models"
+	fi
 	unshare --mount --net --pid --uts --ipc --fork --propagation private -- bash -euc '
 		s=$1 lower=$2; shift 2
 		r=$s/merged
@@ -110,6 +117,7 @@ cmd_run() {
 		mkdir -p "$r/run/lock" "$r/run/netns"
 		ln -sfn /run "$r/var/run" 2>/dev/null || true
 		hostname dlrt-d13
+		printf "127.0.0.1 localhost\n127.0.1.1 dlrt-d13\n" >"$r/etc/hosts"
 		ip link set lo up 2>/dev/null || true
 		exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DLRT_CLUSTER_ID="${DLRT_D13_CLUSTER_ID:-1}" \
