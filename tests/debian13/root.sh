@@ -94,7 +94,6 @@ cmd_run() {
 	# Every exit path (CMD's status, a signal, a failure here) removes the scratch folder; the
 	# mounts live only in the namespace, which ends with its last process.
 	trap 'rm -rf --one-file-system "$SCRATCH"' EXIT
-	trap 'exit 130' INT TERM
 	mkdir -p "$scratch"/{upper,work,merged,upper/src}
 	copy_tree "$scratch/upper/src"
 	# The built-in models take minutes to train (make models): the host's, trained from
@@ -103,7 +102,10 @@ cmd_run() {
 		mkdir -p "$scratch/upper/src/build"
 		cp -a "$MODELS" "$scratch/upper/src/build/models"
 	fi
-	unshare --mount --net --pid --uts --ipc --fork --propagation private -- bash -euc '
+	# --kill-child: if unshare goes, the namespace's first process (and with it every
+	# process in the namespace) goes too. In the background, so that a signal to this
+	# script is handled at once: it ends the namespace, then the EXIT trap cleans up.
+	unshare --mount --net --pid --uts --ipc --fork --kill-child --propagation private -- bash -euc '
 		s=$1 lower=$2; shift 2
 		r=$s/merged
 		mount -t overlay -o "lowerdir=$lower,upperdir=$s/upper,workdir=$s/work" dlrt-d13 "$r"
@@ -122,7 +124,10 @@ cmd_run() {
 		exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DLRT_CLUSTER_ID="${DLRT_D13_CLUSTER_ID:-1}" \
 			bash -c "cd /src && $*"
-	' root_run "$scratch" "$CACHE/root" "$@"
+	' root_run "$scratch" "$CACHE/root" "$@" <&0 &
+	NS_PID=$!
+	trap 'kill -KILL "$NS_PID" 2>/dev/null; wait "$NS_PID"; exit 130' INT TERM HUP
+	wait "$NS_PID"
 }
 
 case "${1:-}" in
