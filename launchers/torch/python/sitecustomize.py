@@ -8,7 +8,8 @@
 # through (the env:// rendezvous with TORCHELASTIC_USE_AGENT_STORE=True, the
 # c10d rendezvous backend of torchrun, the agent's shared store) never ask.
 # This makes every TCPStore that does not choose itself follow USE_LIBUV and,
-# where torch has no libuv, use its other backend, as the message suggests.
+# where torch has no libuv, every TCPStore use its other backend, as the message
+# suggests (the same protocol; torch's own env:// path asks for libuv explicitly).
 # torch 1.x (no libuv backend) is left alone, and so is everything else.
 import os as _os
 import sys as _sys
@@ -40,22 +41,27 @@ def _patch(td):
         return  # torch 1.x: one backend, nothing to choose
     state = {"libuv": True}
 
+    def without_libuv(args, kwargs):
+        # use_libuv is the ninth parameter
+        if len(args) >= 9:
+            return args[:8] + (False,) + args[9:], kwargs
+        return args, dict(kwargs, use_libuv=False)
+
     class TCPStore(base):
         def __init__(self, *args, **kwargs):
-            # use_libuv is the ninth parameter; a caller who set it chose.
-            if len(args) >= 9 or "use_libuv" in kwargs:
-                super().__init__(*args, **kwargs)
-                return
-            if _os.environ.get("USE_LIBUV", "1") == "0" or not state["libuv"]:
-                super().__init__(*args, use_libuv=False, **kwargs)
-                return
+            chose = len(args) >= 9 or "use_libuv" in kwargs
+            if not state["libuv"] or (not chose and _os.environ.get("USE_LIBUV", "1") == "0"):
+                args, kwargs = without_libuv(args, kwargs)
             try:
                 super().__init__(*args, **kwargs)
             except RuntimeError as e:
+                # torch without libuv: the other backend, as its message suggests (torch's
+                # own env:// path asks for libuv explicitly unless USE_LIBUV=0)
                 if "without libuv" not in str(e):
                     raise
                 state["libuv"] = False
-                super().__init__(*args, use_libuv=False, **kwargs)
+                args, kwargs = without_libuv(args, kwargs)
+                super().__init__(*args, **kwargs)
 
     TCPStore.__name__ = TCPStore.__qualname__ = "TCPStore"
     TCPStore.__module__ = base.__module__
