@@ -27,7 +27,7 @@ PACKAGES=(
 	# containers (t/89): Slurm's OCI runtime, Charliecloud, rootless Podman
 	crun charliecloud charliecloud-runtime podman uidmap slirp4netns fuse-overlayfs debootstrap
 	# packages: make deb (dpkg-buildpackage, lintian) and make rpm (rpmbuild)
-	devscripts debhelper dpkg-dev lintian rpm
+	devscripts debhelper dpkg-dev lintian rpm git
 	"${RELEASE_EXTRA[@]}"
 )
 

@@ -96,6 +96,11 @@ cmd_run() {
 	trap 'rm -rf --one-file-system "$SCRATCH"' EXIT
 	mkdir -p "$scratch"/{upper,work,merged,upper/src}
 	copy_tree "$scratch/upper/src"
+	# A repository of its own, as a clone has: make dist (deb, rpm) packs what git knows.
+	git -C "$scratch/upper/src" init -q &&
+		git -C "$scratch/upper/src" add -A &&
+		git -C "$scratch/upper/src" -c user.name=dlrt -c user.email=dlrt@localhost \
+			commit -qm "the working tree" || die "cannot make the copy a git repository"
 	# The built-in models take minutes to train (make models): the host's, trained from
 	# the same sources, are taken when present (with their times, so make keeps them).
 	if [ -f "$MODELS/lenet5.dlrtw" ] && [ -f "$MODELS/deepcnn.dlrtw" ]; then
