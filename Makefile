@@ -5,6 +5,8 @@
 #
 #   make                 build the plugin, the commands and the test programs
 #   make check           install dependencies, bring up the local cluster, run every test
+#   make check-debian13  the same on Debian 13 (Slurm 24.11) in a debootstrapped root;
+#                        check-debian13-core: its core set (tests/debian13/check.sh)
 #   make check-scale     bring up a 16-node cluster, run t/82-scale.t across it, take it down
 #   make demo            install dependencies, bring up the local cluster, run an example job
 #   make check-layout    the folder rules: no folder includes one above it nor links one its
@@ -87,6 +89,7 @@ TEST_LIB_SRCS :=         # C files of libdlrt-tests.a: test-only code (e.g. a te
 PLUGIN_SRCS :=           # C files of the SPANK plugin
 BINS        :=           # installed commands: $(BUILD)/bin/<name>
 LIBEXEC     :=           # installed helper programs: $(BUILD)/libexec/<name>
+PYTHON_SHIM :=           # installed Python files of the torch tasks: pkglibexecdir/python/
 UNIT_TESTS  :=           # unit test programs (TAP): $(BUILD)/tests/<name>
 TEST_PROGS  :=           # programs the cluster tests run inside jobs: $(BUILD)/testprogs/<name>
 FUZZERS     :=           # fuzz target names (tests/fuzz/fuzz_<name>.c)
@@ -216,6 +219,21 @@ check: deps
 	$(MAKE) fuzz-smoke
 	$(MAKE) cluster-test
 
+# Debian 13 (Slurm 24.11, PMIx 5, Open MPI 5, hwloc 2.12, gcc 14, torch 2.6): a root made
+# by debootstrap from the same package registry and cached (tests/debian13/root.sh), a
+# clean copy of this tree built in it and tested on the root's own cluster, in its own
+# mount, network and PID namespaces. check-debian13-core: the unit tests and a core set of
+# cluster tests (every runtime, both exchanges, MPI, containers, packages);
+# check-debian13: the unit tests and every cluster test. The host's trained models are
+# taken along (make models), so the root does not train them again.
+.PHONY: debian13-root check-debian13 check-debian13-core
+debian13-root:
+	tests/debian13/root.sh build
+check-debian13-core: debian13-root models
+	tests/debian13/root.sh run tests/debian13/check.sh core
+check-debian13: debian13-root models
+	tests/debian13/root.sh run tests/debian13/check.sh all
+
 # The 16-node test (t/82-scale.t) on its own 16-node cluster, taken down afterwards whatever
 # the result: too heavy for CI's 2 cores next to `make check`, which keeps its 3 nodes.
 SCALE_CLUSTER_ID ?= $(or $(DLRT_CLUSTER_ID),8)
@@ -244,6 +262,7 @@ MODULEFILES := $(if $(modulefilesdir),$(modulefilesdir)/dlrt/$(VERSION).lua \
                $(modulefilesdir)-tcl/dlrt/$(VERSION))
 INSTALLED := $(plugindir)/dlrt.so $(addprefix $(bindir)/,$(notdir $(BINS))) \
              $(addprefix $(pkglibexecdir)/,$(notdir $(LIBEXEC))) \
+             $(addprefix $(pkglibexecdir)/python/,$(notdir $(PYTHON_SHIM))) \
              $(foreach m,$(MANPAGES),$(call man_dest,$(m))) $(plugstackdir)/dlrt.conf $(MODULEFILES)
 INSTALL_DIRS := $(sort $(dir $(INSTALLED)))
 
@@ -252,6 +271,7 @@ install: product
 	install -m 0755 $(PLUGIN) $(DESTDIR)$(plugindir)/dlrt.so
 	$(if $(BINS),install -m 0755 $(BINS) $(DESTDIR)$(bindir)/)
 	$(if $(LIBEXEC),install -m 0755 $(LIBEXEC) $(DESTDIR)$(pkglibexecdir)/)
+	$(if $(PYTHON_SHIM),install -m 0644 $(PYTHON_SHIM) $(DESTDIR)$(pkglibexecdir)/python/)
 	$(foreach m,$(MANPAGES),install -m 0644 $(m) $(DESTDIR)$(call man_dest,$(m));)
 	$(INSTALL_SUBST) etc/plugstack.conf.d/dlrt.conf.in > $(DESTDIR)$(plugstackdir)/dlrt.conf
 	chmod 0644 $(DESTDIR)$(plugstackdir)/dlrt.conf

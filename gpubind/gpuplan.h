@@ -109,7 +109,7 @@ struct dlrt_gpuplan_topo *dlrt_gpuplan_topology_load_xml(const char *xml, size_t
 void dlrt_gpuplan_topology_free(struct dlrt_gpuplan_topo *t);
 
 /* Why hwloc refused the topology text xml[0..len) (no NUL needed), found by
- * looking at the text: an XML version newer than 2, an object without a
+ * looking at the text: an XML version newer than hwloc reads, an object without a
  * cpuset or with a cpuset that is no hwloc bitmap, an allowed_cpuset without
  * any of the machine's CPUs. 1 and one line with its fix in `why`, or 0. */
 int dlrt_gpuplan_xml_why(const char *xml, size_t len, char *why, size_t whylen);

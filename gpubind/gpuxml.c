@@ -141,10 +141,14 @@ int dlrt_gpuplan_xml_why(const char *xml, size_t len, char *why, size_t whylen)
 								      sizeof(v))) {
 		long major = strtol(v, NULL, 10);
 
+		/* Asked only once hwloc has refused the text: hwloc 2.9 reads
+		 * version 2 at most, 2.12 reads 3.0 too (and 3.x reads its own). */
 		if (major > 2) {
-			snprintf(why, whylen, "it is hwloc XML version %s and this hwloc reads "
-				 "version 2 at most: export it with lstopo --of xml of hwloc 2.x",
-				 v);
+			unsigned api = hwloc_get_api_version();
+
+			snprintf(why, whylen, "it is hwloc XML version %s, newer than this hwloc "
+				 "(API %u.%u) reads: export it with lstopo --of xml of hwloc 2.x",
+				 v, api >> 16, (api >> 8) & 0xff);
 			return 1;
 		}
 	}

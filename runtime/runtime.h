@@ -138,6 +138,11 @@ struct dlrt_runtime {
 	/* Its roles wait forever for a peer that died (ps-lite): the first task
 	 * that fails ends the whole step, naming its role (spank/failfast.c). */
 	bool end_step_on_failure;
+	/* Its tasks run torch.distributed: dlrt's sitecustomize (launchers/torch/
+	 * python/, installed in pkglibexecdir/python) goes first on their
+	 * PYTHONPATH, so that a torch 2.x built without libuv still connects to
+	 * the TCPStores no USE_LIBUV reaches (docs/torch.md). */
+	bool python_shim;
 	/* Its --dl-* options, ended by { NULL } (at most 32), parsed into the
 	 * runtime's own options block (opts.h: dlrt_rt_opts); opts_init sets that
 	 * block's defaults from the runtime's site keys (its config block).

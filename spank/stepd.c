@@ -5,7 +5,9 @@
  * exec: it checks that Slurm put this task where the layout says, then sets
  * the task's environment (or, with --dl-dry-run, prints the table and exits).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/instpath.h"
 #include "exchange/elfneeds.h"
 #include "runtime/contcheck.h"
 #include "runtime/launchcheck.h"
@@ -368,6 +371,28 @@ static int user_value(void *ctx, const char *name, char **value)
 	}
 }
 
+/* PYTHONPATH with dlrt's sitecustomize folder first (rt->python_shim), then
+ * the user's. Not found (a tree without it): the task keeps its own, as a
+ * torch with libuv needs nothing of it. */
+static void python_shim(spank_t sp, struct dlrt_env *env)
+{
+	char dir[PATH_MAX], *user = NULL;
+	struct dlrt_err err;
+	Dl_info info;
+
+	if (!dladdr((void *)python_shim, &info))
+		info.dli_fname = NULL;
+	if (dlrt_instpath_find(dlrt_instpath_pkglibexecdir, info.dli_fname,
+			       dlrt_instpath_plugin_to_pkglibexec, "python", dir, sizeof(dir),
+			       &err) < 0)
+		return;
+	if (user_value(sp, "PYTHONPATH", &user) && user && *user)
+		dlrt_env_set(env, "PYTHONPATH", "%s:%s", dir, user);
+	else
+		dlrt_env_set(env, "PYTHONPATH", "%s", dir);
+	free(user);
+}
+
 /* The one environment of task `rank` (local task `local` of this node), in
  * env.h's precedence: the runtime's layer (DLRT_*, the contract, --dl-iface),
  * the GPU plan's, then what the user exported wins where dlrt only suggests.
@@ -388,6 +413,8 @@ static int task_env(spank_t sp, uint32_t rank, int local, const struct dlrt_addr
 	if (rt->gpu_env && ngpus >= 0)
 		rt->gpu_env(&dlrt_plugin.plan, rank, ngpus, env);
 	dlrt_env_resolve(env, user_value, sp);
+	if (rt->python_shim)
+		python_shim(sp, env);
 	return dlrt_env_check(env, err);
 }
 

@@ -5,6 +5,14 @@
 
 #include <slurm/slurm.h>
 
+/* Slurm 23.02 named the iterator list_itr_t (a struct, used through a
+ * pointer) and 24.11 dropped the old pointer typedef ListIterator. */
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
+typedef list_itr_t *dlrt_list_itr;
+#else
+typedef ListIterator dlrt_list_itr;
+#endif
+
 int dlrt_hvd_steppids_write(int fd, void *arg)
 {
 	const struct dlrt_hvd_steppids_req *req = arg;
@@ -25,7 +33,7 @@ int dlrt_hvd_steppids_write(int fd, void *arg)
 	 * down does not answer: both only leave their line out of pid_list. */
 	slurm_job_step_get_pids(&id, req->nodes[0] ? (char *)req->nodes : NULL, &resp);
 	if (resp && resp->pid_list) {
-		ListIterator it = slurm_list_iterator_create(resp->pid_list);
+		dlrt_list_itr it = slurm_list_iterator_create(resp->pid_list);
 		job_step_pids_t *p;
 
 		while (it && (p = slurm_list_next(it))) {

@@ -37,8 +37,17 @@ struct dlrt_tcpstore {
 
 static const char *const names[] = {
 	"SET", "COMPARE_SET", "GET", "ADD", "CHECK", "WAIT", "GETNUMKEYS", "WATCH_KEY",
-	"DELETE_KEY",
+	"DELETE_KEY", "VALIDATE", "APPEND", "MULTI_GET", "MULTI_SET", "CANCEL_WAIT", "PING",
 };
+
+/* torch 2.x's wire numbers (c10d::detail::QueryType) to ours. */
+static const uint8_t torch2_query[] = {
+	DLRT_TCPSTORE_VALIDATE, DLRT_TCPSTORE_SET, DLRT_TCPSTORE_COMPARE_SET, DLRT_TCPSTORE_GET,
+	DLRT_TCPSTORE_ADD, DLRT_TCPSTORE_CHECK, DLRT_TCPSTORE_WAIT, DLRT_TCPSTORE_GETNUMKEYS,
+	DLRT_TCPSTORE_DELETE_KEY, DLRT_TCPSTORE_APPEND, DLRT_TCPSTORE_MULTI_GET,
+	DLRT_TCPSTORE_MULTI_SET, DLRT_TCPSTORE_CANCEL_WAIT, DLRT_TCPSTORE_PING,
+};
+#define TORCH2_CANCEL_WAIT 12u
 
 const char *dlrt_tcpstore_query_name(unsigned q)
 {
@@ -223,6 +232,7 @@ enum { PARSED = 1, SHORT = 0, BAD = -1 };
 
 struct request {
 	unsigned q;
+	uint32_t word; /* VALIDATE's magic, PING's nonce */
 	const uint8_t *key, *v1, *v2, *list;
 	size_t klen, v1len, v2len, list_len, list_n;
 	int64_t delta;
@@ -234,8 +244,10 @@ static int bad(struct dlrt_tcpstore_client *cl, const char *why)
 	return BAD;
 }
 
-/* A key list (count, then that many strings), as CHECK and WAIT send it. */
-static int parse_list(struct dlrt_tcpstore_client *cl, struct cursor *c, struct request *r)
+/* A key list (count, then that many strings), as CHECK, WAIT and MULTI_GET
+ * send it; with `values`, each key followed by its value (MULTI_SET). */
+static int parse_list(struct dlrt_tcpstore_client *cl, struct cursor *c, struct request *r,
+		      bool values)
 {
 	const struct dlrt_tcpstore_limits *lim = &cl->store->lim;
 	uint64_t n;
@@ -244,7 +256,8 @@ static int parse_list(struct dlrt_tcpstore_client *cl, struct cursor *c, struct 
 	if (!take_u64(c, &n))
 		return SHORT;
 	if (n > lim->max_wait_keys)
-		return bad(cl, "too many keys in one CHECK or WAIT (--max-wait-keys)");
+		return bad(cl, "too many keys in one CHECK, WAIT, MULTI_GET or MULTI_SET "
+			   "(--max-wait-keys)");
 	start = c->off;
 	for (uint64_t i = 0; i < n; i++) {
 		const uint8_t *k;
@@ -253,6 +266,13 @@ static int parse_list(struct dlrt_tcpstore_client *cl, struct cursor *c, struct 
 
 		if (rc < 0)
 			return bad(cl, "a key is longer than --max-key");
+		if (rc == 0)
+			return SHORT;
+		if (!values)
+			continue;
+		rc = take_str(c, lim->max_value, &k, &kl);
+		if (rc < 0)
+			return bad(cl, "a value is longer than --max-value");
 		if (rc == 0)
 			return SHORT;
 	}
@@ -272,24 +292,43 @@ static int parse(struct dlrt_tcpstore_client *cl, struct cursor *c, struct reque
 	if (!take(c, 1, &p))
 		return SHORT;
 	r->q = p[0];
+	if (cl->torch2) {
+		if (r->q >= sizeof(torch2_query))
+			return bad(cl, "unknown query type (torch 2.x's queue queries are not "
+				   "supported: init_process_group and barriers never send them)");
+		r->q = torch2_query[r->q];
+	} else if (r->q > DLRT_TCPSTORE_DELETE_KEY) {
+		return bad(cl, "unknown query type (not torch's TCPStore protocol)");
+	} else if (r->q == 0 && c->n - c->off >= 4) {
+		/* torch 2.x's first message: query 0 with a 4-byte magic number,
+		 * which torch 1.x would read as a SET with an absurd key length. */
+		uint32_t m;
+
+		memcpy(&m, c->p + c->off, 4);
+		if (m == TORCH2_MAGIC)
+			r->q = DLRT_TCPSTORE_VALIDATE;
+	}
 	switch (r->q) {
+	case DLRT_TCPSTORE_VALIDATE:
+	case DLRT_TCPSTORE_PING:
+		if (!take(c, 4, &p))
+			return SHORT;
+		memcpy(&r->word, p, 4);
+		if (r->q == DLRT_TCPSTORE_VALIDATE && r->word != TORCH2_MAGIC)
+			return bad(cl, "VALIDATE with a wrong magic number (not torch's client)");
+		return PARSED;
+	case DLRT_TCPSTORE_CANCEL_WAIT:
+		return PARSED;
+	case DLRT_TCPSTORE_MULTI_GET:
+	case DLRT_TCPSTORE_MULTI_SET:
+		return parse_list(cl, c, r, r->q == DLRT_TCPSTORE_MULTI_SET);
 	case DLRT_TCPSTORE_SET:
 	case DLRT_TCPSTORE_COMPARE_SET:
 	case DLRT_TCPSTORE_GET:
 	case DLRT_TCPSTORE_ADD:
 	case DLRT_TCPSTORE_WATCH_KEY:
 	case DLRT_TCPSTORE_DELETE_KEY:
-		/* torch 2.x's first message: query 0 with a 4-byte magic number,
-		 * which torch 1.x would read as a SET with an absurd key length. */
-		if (r->q == 0 && c->n - c->off >= 4) {
-			uint32_t m;
-
-			memcpy(&m, c->p + c->off, 4);
-			if (m == TORCH2_MAGIC)
-				return bad(cl, "the client speaks torch 2.x's TCPStore protocol; "
-					   "dlrt-c10d-store speaks torch 1.x's: export MASTER_PORT "
-					   "to let rank 0 host torch's own store");
-		}
+	case DLRT_TCPSTORE_APPEND:
 		rc = take_str(c, lim->max_key, &r->key, &r->klen);
 		if (rc < 0)
 			return bad(cl, "a key is longer than --max-key");
@@ -298,13 +337,14 @@ static int parse(struct dlrt_tcpstore_client *cl, struct cursor *c, struct reque
 		break;
 	case DLRT_TCPSTORE_CHECK:
 	case DLRT_TCPSTORE_WAIT:
-		return parse_list(cl, c, r);
+		return parse_list(cl, c, r, false);
 	case DLRT_TCPSTORE_GETNUMKEYS:
 		return PARSED;
 	default:
-		return bad(cl, "unknown query type (not torch 1.x's TCPStore protocol)");
+		return bad(cl, "unknown query type (not torch's TCPStore protocol)");
 	}
-	if (r->q == DLRT_TCPSTORE_SET || r->q == DLRT_TCPSTORE_COMPARE_SET) {
+	if (r->q == DLRT_TCPSTORE_SET || r->q == DLRT_TCPSTORE_COMPARE_SET ||
+	    r->q == DLRT_TCPSTORE_APPEND) {
 		rc = take_str(c, lim->max_value, &r->v1, &r->v1len);
 		if (rc < 0)
 			return bad(cl, "a value is longer than --max-value");
@@ -513,6 +553,86 @@ static int add(struct dlrt_tcpstore_client *cl, const struct request *r)
 	return reply_u64(cl, (uint64_t)sum);
 }
 
+/* APPEND (torch 2.x): appended to the value stored, or stored as a new one. */
+static int append(struct dlrt_tcpstore_client *cl, const struct request *r)
+{
+	struct val *v = find(cl->store, r->key, r->klen);
+	uint8_t *joined;
+	int rc;
+
+	if (!v)
+		return put(cl, r->key, r->klen, r->v1, r->v1len);
+	if (v->len + r->v1len > cl->store->lim.max_value) {
+		cl->error = "APPEND would make a value longer than --max-value";
+		return -1;
+	}
+	joined = malloc(v->len + r->v1len + 1);
+	if (!joined) {
+		cl->error = "out of memory";
+		return -1;
+	}
+	memcpy(joined, v->data, v->len);
+	if (r->v1len)
+		memcpy(joined + v->len, r->v1, r->v1len);
+	rc = put(cl, r->key, r->klen, joined, v->len + r->v1len);
+	free(joined);
+	return rc;
+}
+
+/* MULTI_GET and MULTI_SET (torch 2.x), over the list parse_list checked. As
+ * for GET, torch's client WAITs for the keys first: a missing one closes. */
+static int multi(struct dlrt_tcpstore_client *cl, const struct request *r)
+{
+	struct cursor c = { .p = r->list, .n = r->list_len };
+
+	for (size_t i = 0; i < r->list_n; i++) {
+		const uint8_t *k = NULL, *v = NULL;
+		size_t kl = 0, vl = 0;
+		struct val *have;
+
+		/* parse_list took this list whole: every length fits. */
+		if (take_str(&c, SIZE_MAX, &k, &kl) != 1)
+			break;
+		if (r->q == DLRT_TCPSTORE_MULTI_SET) {
+			if (take_str(&c, SIZE_MAX, &v, &vl) != 1)
+				break;
+			if (put(cl, k, kl, v, vl) < 0)
+				return -1;
+			continue;
+		}
+		have = find(cl->store, k, kl);
+		if (!have) {
+			cl->error = "MULTI_GET of a key that does not exist";
+			return -1;
+		}
+		if (reply_vec(cl, have->data, have->len) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* torch 2.x's own queries. */
+static int exec_torch2(struct dlrt_tcpstore_client *cl, const struct request *r)
+{
+	static const uint8_t wait_canceled = 1;
+
+	switch (r->q) {
+	case DLRT_TCPSTORE_VALIDATE:
+		cl->torch2 = true;
+		return 0;
+	case DLRT_TCPSTORE_PING:
+		return reply(cl, &r->word, 4); /* the nonce back, host order */
+	case DLRT_TCPSTORE_APPEND:
+		return append(cl, r);
+	case DLRT_TCPSTORE_MULTI_GET:
+	case DLRT_TCPSTORE_MULTI_SET:
+		return multi(cl, r);
+	default: /* CANCEL_WAIT: a WAIT timed out on the client's side */
+		unpark(cl);
+		return reply(cl, &wait_canceled, 1);
+	}
+}
+
 static int exec(struct dlrt_tcpstore_client *cl, const struct request *r, const char **note)
 {
 	struct dlrt_tcpstore *s = cl->store;
@@ -571,11 +691,20 @@ static int exec(struct dlrt_tcpstore_client *cl, const struct request *r, const 
 			dlrt_kvmap_remove(&s->map, e);
 		}
 		return reply_u64(cl, e ? 1 : 0);
-	default: /* WATCH_KEY */
+	case DLRT_TCPSTORE_WATCH_KEY:
 		cl->error = "WATCH_KEY is not supported (torch's C++ Store::watchKey; "
 			    "init_process_group and barriers never send it)";
 		return -1;
+	default:
+		return exec_torch2(cl, r);
 	}
+}
+
+/* A parked torch 2.x client whose WAIT timed out sends CANCEL_WAIT while it
+ * is parked: the one request taken before its WAIT is answered. */
+static bool cancel_pending(const struct dlrt_tcpstore_client *cl, const struct dlrt_buf *in)
+{
+	return cl->waiting && cl->torch2 && in->len && dlrt_buf_head(in)[0] == TORCH2_CANCEL_WAIT;
 }
 
 int dlrt_tcpstore_feed(struct dlrt_tcpstore_client *cl, struct dlrt_buf *in,
@@ -584,7 +713,7 @@ int dlrt_tcpstore_feed(struct dlrt_tcpstore_client *cl, struct dlrt_buf *in,
 	if (cl->error)
 		return -1; /* set while the client was being woken */
 	cl->in = in;
-	while (!cl->waiting && in->len && in->len >= cl->need) {
+	while ((!cl->waiting || cancel_pending(cl, in)) && in->len && in->len >= cl->need) {
 		struct cursor c = { .p = dlrt_buf_head(in), .n = in->len };
 		struct request r = { 0 };
 		const char *note = NULL;

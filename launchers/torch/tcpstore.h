@@ -2,8 +2,9 @@
  * hosts it for a step (the agent's store of torchrun), and as srun hosts it
  * for every step's address exchange (the rendezvous, exchange/rdvclient.h).
  *
- * The wire protocol is the one torch 1.x's c10d client speaks (Debian 12's
- * python3-torch 1.13, TCPStore.cpp): a request is one query-type byte, then
+ * The wire protocols are the ones torch 1.x's and 2.x's c10d clients speak
+ * (Debian 12's python3-torch 1.13, Debian 13's 2.6; TCPStore.cpp), told apart
+ * per connection by its first request: a request is one query-type byte, then
  * its arguments; a string or byte vector is a 64-bit length and the bytes,
  * integers are 64-bit; all in the host's byte order (every node of a step is
  * the same architecture, and torch sends native order). Replies likewise.
@@ -17,11 +18,20 @@
  *   GETNUMKEYS                              -> int64
  *   DELETE_KEY  key                         -> int64 keys deleted
  *
+ * torch 2.x opens every connection with VALIDATE (its query 0, then the
+ * 32-bit magic number 0x3C85F7CE; no reply) and PING (a 32-bit nonce, sent
+ * back); from then on its query numbers are 1.x's shifted by one (SET is 1 ...
+ * GETNUMKEYS 7; DELETE_KEY stays 8, 1.x's WATCH_KEY is gone), and it adds
+ *
+ *   APPEND      key, value                  (no reply) appended, or set
+ *   MULTI_GET   count, keys                 -> each value (all must exist)
+ *   MULTI_SET   count, (key, value)...      (no reply)
+ *   CANCEL_WAIT (a parked WAIT timed out)   -> byte 1 (WAIT_CANCELED)
+ *
  * WAIT never blocks the server: the client is parked and answered when the
  * last of its keys appears (wake callback). WATCH_KEY (only reachable from
- * C++ Store::watchKey, never from init_process_group or a barrier) and torch
- * 2.x's protocol (which opens with a VALIDATE query and a magic number) are
- * refused with a reason. Everything is bounded: key and value lengths, keys in
+ * C++ Store::watchKey, never from init_process_group or a barrier) and
+ * torch 2.x's queue queries are refused with a reason. Everything is bounded: key and value lengths, keys in
  * one WAIT/CHECK, and the bytes the whole store holds: --max-store counts the
  * values and everything held for a client besides (the key list of a parked
  * WAIT, an unfinished request, replies not yet sent), so many clients that
@@ -49,6 +59,13 @@ enum dlrt_tcpstore_query {
 	DLRT_TCPSTORE_GETNUMKEYS,
 	DLRT_TCPSTORE_WATCH_KEY,
 	DLRT_TCPSTORE_DELETE_KEY,
+	/* torch 2.x's own (its wire numbers differ: see tcpstore.c, torch2_query) */
+	DLRT_TCPSTORE_VALIDATE,
+	DLRT_TCPSTORE_APPEND,
+	DLRT_TCPSTORE_MULTI_GET,
+	DLRT_TCPSTORE_MULTI_SET,
+	DLRT_TCPSTORE_CANCEL_WAIT,
+	DLRT_TCPSTORE_PING,
 };
 
 #define DLRT_TCPSTORE_DEFAULT_MAX_KEY       4096u
@@ -80,6 +97,7 @@ struct dlrt_tcpstore_client {
 	size_t held;          /* what this client holds, as last counted */
 	size_t skip;          /* the request being executed: counted as done */
 	bool waiting;
+	bool torch2;          /* the client opened with torch 2.x's VALIDATE */
 	const char *error;    /* why feed asked to close */
 };
 

@@ -91,6 +91,7 @@ const struct dlrt_runtime dlrt_runtime_torch = {
 	.summary = "PyTorch torch.distributed (env://): torchrun's worker variables",
 	.program_uses_pmix = false,
 	.needs_root_addr = true,  /* MASTER_ADDR/PORT from the address exchange */
+	.python_shim = true,
 	.service = torch_service,
 	.user_service_var = TORCH_USER_VARS,
 	.assign = torch_assign,

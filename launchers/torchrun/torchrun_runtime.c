@@ -106,6 +106,7 @@ static bool torchrun_service(const struct dlrt_plan *plan, struct dlrt_service_s
 
 const struct dlrt_runtime dlrt_runtime_torchrun = {
 	.name = "torchrun",
+	.python_shim = true,
 	.summary = "torchrun agents, one per node (c10d rendezvous on dlrt's store, --dl-elastic)",
 	.program_uses_pmix = false,
 	.needs_root_addr = true, /* the store's address through the exchange */

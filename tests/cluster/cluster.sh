@@ -36,6 +36,8 @@ TEST_USER=${DLRT_TEST_USER:-dlrtu}
 # A second unprivileged user: tests check that its processes are refused.
 STRANGER_USER=${DLRT_STRANGER_USER:-dlrtu2}
 UP_TIMEOUT=${DLRT_CLUSTER_TIMEOUT:-90}
+# How long a just-started daemon may take to write its pid file (a loaded 2-core machine).
+STARTUP_TIMEOUT=${DLRT_CLUSTER_STARTUP_TIMEOUT:-30}
 # The PMIx security the nodes' PMIx servers (Slurm's mpi/pmix, in slurmstepd)
 # accept from their clients, as a site would set it: slurmd's environment,
 # which every slurmstepd inherits (docs/ADMIN.md, "Slurm's PMIx and other
@@ -289,6 +291,24 @@ start_daemons() {
 	rm -f "$DIR/state/clustername"
 	slurmctld -c -f "$conf"
 	for n in $(nodes); do start_slurmd "$n"; done
+	wait_started "$DIR/run/slurmctld.pid" $(for n in $(nodes); do echo "$DIR/run/slurmd-$n.pid"; done)
+}
+
+# The daemon commands return once they have forked; 22.05's have written their
+# pid file by then, 24.11's slurmd may write it a moment later. A pid file not
+# (yet) naming a live daemon is "not yet" until STARTUP_TIMEOUT, then a failed start.
+wait_started() {
+	local deadline=$((SECONDS + STARTUP_TIMEOUT)) f missing
+	while :; do
+		missing=""
+		for f in "$@"; do pid_alive "$f" || missing="$missing $(basename "$f" .pid)"; done
+		[ -z "$missing" ] && return 0
+		if [ $SECONDS -ge $deadline ]; then
+			echo "cluster.sh:${missing} not running ${STARTUP_TIMEOUT}s after its start (no live pid file): see its log" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
 }
 
 start_slurmd() {
@@ -326,7 +346,7 @@ cmd_stop_node() {
 cmd_start_node() {
 	local n=${1:?usage: cluster.sh start-node NODE}
 	export_env
-	pid_alive "$DIR/run/slurmd-$n.pid" || start_slurmd "$n"
+	pid_alive "$DIR/run/slurmd-$n.pid" || { start_slurmd "$n" && wait_started "$DIR/run/slurmd-$n.pid"; }
 }
 
 daemons_alive() {

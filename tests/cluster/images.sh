@@ -23,7 +23,7 @@
 IMAGES=$DLRT_CLUSTER_DIR/images
 IMAGE=$IMAGES/rootfs
 # Bumped when image_build changes: an image built by an older one is rebuilt.
-IMAGE_STAMP="dlrt test image 3"
+IMAGE_STAMP="dlrt test image 4"
 # shellcheck disable=SC2034 # used by the tests that source this
 CH_RUN=(ch-run -b /usr:/usr -b /var/tmp:/var/tmp)
 
@@ -31,7 +31,10 @@ image_build() {
 	local tmp=$IMAGES/rootfs.new d l f
 	rm -rf "$tmp"
 	mkdir -p "$tmp"
-	for d in usr etc dev proc sys tmp var/tmp run home mnt root; do mkdir -p "$tmp/$d"; done
+	# var/run/slurm: Slurm 24.11 binds the task's spool folder there in every container
+	# (oci.conf's MountSpoolDir, default /var/run/slurm/), and a read-only root with no
+	# such folder makes crun fail the task; 22.05 binds nothing there.
+	for d in usr etc dev proc sys tmp var/tmp run var/run/slurm home mnt root; do mkdir -p "$tmp/$d"; done
 	for l in bin sbin lib lib32 lib64 libx32; do
 		[ -L "/$l" ] && ln -s "usr/$l" "$tmp/$l"
 	done

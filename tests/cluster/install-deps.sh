@@ -2,12 +2,21 @@
 # install-deps.sh - install every Debian package dlrt needs to build, test and demo.
 #
 # Idempotent: packages already present are skipped, so `make check` can call it every time.
-# Needs root on Debian 12 (bookworm). This is the only place that installs anything.
+# Needs root on Debian 12 (bookworm) or 13 (trixie: tests/debian13/root.sh runs it in its root).
+# This is the only place that installs anything.
 set -euo pipefail
+
+. /etc/os-release
+case "${VERSION_CODENAME:-}" in
+bookworm) CLANG_RT=libclang-rt-14-dev RELEASE_EXTRA=() ;;
+# Podman 5's rootless network is pasta (passt); clang 19 is trixie's default.
+trixie) CLANG_RT=libclang-rt-19-dev RELEASE_EXTRA=(passt) ;;
+*) echo "install-deps.sh: Debian ${VERSION_CODENAME:-?} is not one dlrt is tested on (bookworm, trixie)" >&2; exit 1 ;;
+esac
 
 PACKAGES=(
 	# build
-	build-essential pkg-config clang llvm libclang-rt-14-dev
+	build-essential pkg-config clang llvm "$CLANG_RT"
 	libslurm-dev libpmix-dev libhwloc-dev libmunge-dev zlib1g-dev libhiredis-dev nettle-dev
 	# the local cluster
 	slurm-wlm slurmctld slurmd slurm-client munge
@@ -18,7 +27,8 @@ PACKAGES=(
 	# containers (t/89): Slurm's OCI runtime, Charliecloud, rootless Podman
 	crun charliecloud charliecloud-runtime podman uidmap slirp4netns fuse-overlayfs debootstrap
 	# packages: make deb (dpkg-buildpackage, lintian) and make rpm (rpmbuild)
-	devscripts debhelper dpkg-dev lintian rpm
+	devscripts debhelper dpkg-dev lintian rpm git
+	"${RELEASE_EXTRA[@]}"
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -35,6 +35,29 @@ static char *nogpu_with(const char *from, const char *to, size_t *len)
 	return out;
 }
 
+/* XML version 3.0 (hwloc 3's export): hwloc 2.9 (Debian 12) refuses it,
+ * 2.12 (Debian 13) loads it. Either is sound, as long as a refusal says why
+ * and a load is the machine the file describes. */
+static void test_xml_v3(void)
+{
+	struct dlrt_err err = { "" };
+	size_t len = 0;
+	char *x = nogpu_with("<topology version=\"2.0\">", "<topology version=\"3.0\">", &len);
+	struct dlrt_gpuplan_topo *t = x ? dlrt_gpuplan_topology_load_xml(x, len, "job.xml", &err)
+					: NULL;
+	unsigned api = hwloc_get_api_version();
+
+	if (t)
+		TAP_OK(hwloc_bitmap_weight(dlrt_gpuplan_topology_cpus(t)) > 0, "hwloc (API %u.%u) loads XML version 3.0: "
+		       "a machine with CPUs", api >> 16, (api >> 8) & 0xff);
+	else
+		TAP_OK(x && strstr(err.msg, "hwloc XML version 3.0, newer than this hwloc") &&
+		       err_is_one_line(&err), "hwloc (API %u.%u) refuses XML version 3.0 and says "
+		       "why: %s", api >> 16, (api >> 8) & 0xff, err.msg);
+	dlrt_gpuplan_topology_free(t);
+	free(x);
+}
+
 /* hwloc refuses these files with "Invalid argument" or errno 0 ("Success")
  * and says why only on stderr: the error must name the cause itself. */
 static void test_load_errors(void)
@@ -42,8 +65,8 @@ static void test_load_errors(void)
 	static const struct {
 		const char *from, *to, *want, *desc;
 	} cases[] = {
-		{ "<topology version=\"2.0\">", "<topology version=\"3.0\">",
-		  "hwloc XML version 3.0 and this hwloc", "newer XML version" },
+		{ "<topology version=\"2.0\">", "<topology version=\"4.0\">",
+		  "hwloc XML version 4.0, newer than this hwloc", "newer XML version" },
 		{ "allowed_cpuset=\"0x0000000f\"", "allowed_cpuset=\"0x000000f0\"",
 		  "allowed_cpuset=\"0x000000f0\" holds none of the machine's CPUs",
 		  "allowed_cpuset without the machine's CPUs" },
@@ -85,6 +108,7 @@ static void test_load_errors(void)
 		close(fd);
 		unlink(tmp);
 	}
+	test_xml_v3();
 	{
 		char why[256] = "";
 		static const char good[] = "<topology version=\"2.0\"><object type=\"Machine\" "

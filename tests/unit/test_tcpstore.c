@@ -188,6 +188,62 @@ static void test_held(const struct dlrt_tcpstore_limits *lim)
 	dlrt_tcpstore_destroy(s);
 }
 
+/* torch 2.x (Debian 13's 2.6): VALIDATE and PING open the connection, the
+ * query numbers are shifted by one, and APPEND, MULTI_GET, MULTI_SET and
+ * CANCEL_WAIT are new. The bytes are what its client sends. */
+static void test_torch2(void)
+{
+	struct dlrt_tcpstore *s = dlrt_tcpstore_create(NULL, on_wake, NULL);
+	struct cl a, b;
+
+	cl_init(s, &a);
+	cl_init(s, &b);
+	TAP_IS_STR(sendx(&a, "00 cef7853c", 0), "", "VALIDATE with torch's magic number: no reply");
+	TAP_OK(a.c.torch2 && !a.closed, "the connection speaks torch 2.x from then on");
+	TAP_IS_STR(sendx(&a, "0d 39300000", 2), "39300000", "PING: the nonce comes back");
+	TAP_IS_STR(sendx(&a, "04 0500000000000000 696e69742f 0100000000000000", 0),
+		   "0100000000000000", "ADD (4) init/ 1 answers 1");
+	TAP_IS_STR(sendx(&a, "01 0200000000000000 2f6b 0100000000000000 76", 0), "", "SET (1)");
+	TAP_IS_STR(sendx(&a, "06 0100000000000000 0200000000000000 2f6b"
+			 "03 0200000000000000 2f6b", 0),
+		   "00" "0100000000000000" "76", "WAIT (6) then GET (3)");
+	TAP_IS_STR(sendx(&a, "09 0200000000000000 2f6b 0200000000000000 7778", 0), "",
+		   "APPEND (9) to /k");
+	TAP_IS_STR(sendx(&a, "09 0200000000000000 2f61 0100000000000000 7a", 0), "",
+		   "APPEND to a missing /a creates it");
+	TAP_IS_STR(sendx(&a, "0b 0100000000000000 0200000000000000 2f6d 0100000000000000 6d", 0),
+		   "", "MULTI_SET (11) /m");
+	TAP_IS_STR(sendx(&a, "0a 0300000000000000 0200000000000000 2f6b 0200000000000000 2f61"
+			 "0200000000000000 2f6d", 0),
+		   "0300000000000000" "767778" "0100000000000000" "7a" "0100000000000000" "6d",
+		   "MULTI_GET (10) /k /a /m: each value, in order");
+	TAP_IS_STR(sendx(&a, "05 0100000000000000 0200000000000000 2f6d", 0), "00", "CHECK (5) READY");
+	TAP_IS_STR(sendx(&a, "07", 0), "0400000000000000", "GETNUMKEYS (7): 4");
+	TAP_IS_STR(sendx(&a, "08 0200000000000000 2f61", 0), "0100000000000000", "DELETE_KEY (8)");
+	TAP_IS_STR(sendx(&a, "02 0200000000000000 2f6d 0100000000000000 6d 0100000000000000 6e", 0),
+		   "0100000000000000" "6e", "COMPARE_SET (2) swaps");
+
+	/* A WAIT that times out on the client's side: CANCEL_WAIT while parked. */
+	TAP_IS_STR(sendx(&b, "00 cef7853c 06 0100000000000000 0200000000000000 2f7a", 0), "",
+		   "a second client WAITs on a missing /z");
+	TAP_OK(b.c.waiting, "it is parked");
+	TAP_IS_STR(sendx(&b, "0c", 0), "01", "CANCEL_WAIT (12): WAIT_CANCELED");
+	TAP_OK(!b.c.waiting && !b.closed, "no longer parked, still connected");
+	TAP_IS_STR(sendx(&a, "01 0200000000000000 2f7a 0000000000000000", 0), "", "SET /z");
+	TAP_IS_STR(sendx(&b, "", 0), "", "the cancelled waiter is not answered again");
+	TAP_IS_STR(sendx(&b, "0e", 0), "", "a queue query (14)...");
+	TAP_OK(b.closed && strstr(b.c.error, "queue"), "...is refused with a reason: %s",
+	       b.c.error ? b.c.error : "");
+	cl_free(&a);
+	cl_free(&b);
+	cl_init(s, &a);
+	TAP_IS_STR(sendx(&a, "00 cef7853c 07 00 00000000", 0), "0400000000000000", "VALIDATE, GETNUMKEYS");
+	TAP_OK(a.closed, "then 0, a second VALIDATE with a wrong number, closes: %s",
+	       a.c.error ? a.c.error : "");
+	cl_free(&a);
+	dlrt_tcpstore_destroy(s);
+}
+
 /* Lengths and integers as torch writes them (little-endian on x86/arm64). */
 #define L(n) #n "00000000000000"
 
@@ -265,9 +321,8 @@ int main(void)
 	TAP_OK(a.closed, "an unknown query type closes the client");
 	cl_free(&a);
 	cl_init(s, &a);
-	/* torch 2.x: VALIDATE (0) and its magic number, then more. */
-	sendx(&a, "00 cef7853c", 0);
-	TAP_OK(a.closed && strstr(a.c.error, "2.x"), "torch 2.x's VALIDATE is named in the refusal");
+	sendx(&a, "00 cef7853d", 0);
+	TAP_OK(!a.closed, "torch 1.x: query 0 with another number is a SET (of a long key)...");
 	cl_free(&a);
 	cl_free(&b);
 	dlrt_tcpstore_destroy(s);
@@ -322,5 +377,6 @@ int main(void)
 	cl_free(&c);
 	dlrt_tcpstore_destroy(s);
 	test_held(&lim);
+	test_torch2();
 	return tap_done();
 }

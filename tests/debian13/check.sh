@@ -1,0 +1,35 @@
+#!/bin/bash
+# check.sh core|all|TEST... - dlrt's checks on Debian 13, run by `root.sh run` inside the root
+# (make check-debian13-core, make check-debian13): build warning-free against Slurm 24.11,
+# PMIx 5, Open MPI 5, hwloc 2.12 and gcc 14, then bring up the root's own test cluster and run
+# the cluster tests on it. Every wait is the cluster scripts' own (bounded).
+#
+#   core   the unit tests and the core set below (make check runs it after Debian 12's suite)
+#   all    the unit tests and every cluster test
+#   TEST   those cluster tests only (t/NN-name.t)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+# Every runtime (mxnet, horovod gloo and mpi, caffe2, torch, torchrun, jax, tensorflow,
+# infer), both exchanges (Slurm's PMIx and srun's rendezvous), MPI under --mpi=pmix, the
+# PMIx key/value store, Slurm's containers and the packages.
+CORE=(t/01-cluster.t t/02-plugin.t t/04-roles.t t/06-mpi.t t/10-exchange.t t/11-mxnet-pslite.t
+	t/12-dlrt-kv.t t/20-hvd-gloo.t t/22-hvd-mpi.t t/30-torch-ddp.t t/32-caffe2-store.t
+	t/36-torch-store.t t/37-torchrun.t t/38-jax.t t/39-tf.t t/50-infer-pool.t t/67-packages.t
+	t/88-exchanges.t t/89-containers.t)
+
+what=${1:-core}
+case "$what" in
+core) tests=("${CORE[@]}") unit=1 ;;
+all) tests=() unit=1 ;;
+*) tests=("$@") unit=0 ;;
+esac
+
+echo "check.sh: $(. /etc/os-release && echo "$PRETTY_NAME"), Slurm $(dpkg-query -W -f '${Version}' slurmd)," \
+	"PMIx $(dpkg-query -W -f '${Version}' libpmix-dev), Open MPI $(dpkg-query -W -f '${Version}' openmpi-bin)," \
+	"torch $(dpkg-query -W -f '${Version}' python3-torch)"
+make -j2 all
+[ "$unit" -eq 0 ] || make unit
+trap 'tests/cluster/cluster.sh down >/dev/null 2>&1 || true' EXIT
+make cluster-up
+tests/cluster/run-tests.sh "${tests[@]}"

@@ -1,0 +1,144 @@
+#!/bin/bash
+# root.sh - a Debian 13 (trixie: Slurm 24.11, PMIx 5, Open MPI 5, torch 2.6) root for dlrt's
+# tests, made with debootstrap from the same package registry as the host, and commands run in it.
+#
+#   root.sh build          make the cached root, or bring its packages up to date (needs network)
+#   root.sh run CMD...     run CMD (a bash command line) in a fresh copy of the root: the
+#                          working tree's clean copy is at /src; own mount, network, PID and
+#                          UTS namespaces; nothing is mounted on the host, and when CMD ends
+#                          every process it started ends with it (the PID namespace's init dies)
+#   root.sh shell          an interactive shell there (run bash)
+#   root.sh clean          remove the cache
+#
+# The cache ($DLRT_D13_CACHE, default /var/cache/dlrt/debian13) holds root/, made once by
+# debootstrap and then tests/cluster/install-deps.sh run inside it (the same list of packages as
+# the host's, with the names trixie changed); it is rebuilt only when install-deps.sh changes.
+# `run` never writes to it: the root is mounted read-only under an overlay whose writable layer
+# is a scratch folder removed on every exit path, so every run starts from the same root.
+set -euo pipefail
+
+SUITE=trixie
+MIRROR=${DLRT_D13_MIRROR:-http://deb.debian.org/debian}
+CACHE=${DLRT_D13_CACHE:-/var/cache/dlrt/debian13}
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+DEPS=$TOP/tests/cluster/install-deps.sh
+MODELS=${DLRT_D13_MODELS:-$TOP/build/models}
+die() { echo "root.sh: $*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, namespaces, mounts): re-run with sudo"
+
+stamp() { sha256sum "$DEPS" | cut -d' ' -f1; }
+
+# Run a bash command chrooted into $1 with /proc, /sys, /dev and a private /tmp, in a new
+# mount and PID namespace (the host's network: apt needs it). Only for `build`.
+chroot_cmd() {
+	local root=$1
+	shift
+	unshare --mount --pid --fork --propagation private -- bash -euc '
+		r=$1; shift
+		mount -t proc proc "$r/proc"
+		mount --rbind /sys "$r/sys"
+		mount --rbind /dev "$r/dev"
+		mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+		cp /etc/resolv.conf "$r/etc/resolv.conf"
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 bash -euc "$*"
+	' chroot_cmd "$root" "$@"
+}
+
+cmd_build() {
+	local root=$CACHE/root want
+	want=$(stamp)
+	if [ -f "$CACHE/stamp" ] && [ "$(cat "$CACHE/stamp")" = "$want" ] && [ -x "$root/usr/sbin/slurmd" ]; then
+		echo "root.sh: $root is up to date"
+		return 0
+	fi
+	mkdir -p "$CACHE"
+	if [ ! -x "$root/usr/bin/apt-get" ]; then
+		command -v debootstrap >/dev/null || die "debootstrap is not installed: run tests/cluster/install-deps.sh"
+		rm -rf "$root.new"
+		echo "root.sh: debootstrap $SUITE from $MIRROR into $root (a few minutes)"
+		debootstrap --variant=minbase --include=ca-certificates "$SUITE" "$root.new" "$MIRROR" \
+			>"$CACHE/debootstrap.log" 2>&1 ||
+			die "debootstrap failed: see $CACHE/debootstrap.log (the mirror is DLRT_D13_MIRROR=$MIRROR)"
+		mv "$root.new" "$root"
+	fi
+	# Packages' scripts start no daemon in the root: the tests start their own.
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 0755 "$root/usr/sbin/policy-rc.d"
+	install -m 0755 "$DEPS" "$root/usr/local/sbin/dlrt-install-deps"
+	chroot_cmd "$root" /usr/local/sbin/dlrt-install-deps
+	apt_clean "$root"
+	echo "$want" >"$CACHE/stamp"
+	echo "root.sh: $root ready ($(chroot_cmd "$root" 'dpkg-query -W -f "\${Version}" slurmd') Slurm)"
+}
+
+apt_clean() { rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*_Packages; }
+
+# The working tree as a clean clone would have it: tracked files and untracked ones git does
+# not ignore (no build output, no host's state).
+copy_tree() {
+	(cd "$TOP" && git ls-files -z --cached --others --exclude-standard |
+		xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+		tar --null -T - -cf -) | tar -xf - -C "$1"
+}
+
+cmd_run() {
+	[ $# -gt 0 ] || die "usage: root.sh run CMD..."
+	[ -f "$CACHE/stamp" ] || die "no root at $CACHE/root yet: run 'root.sh build' first"
+	[ "$(cat "$CACHE/stamp")" = "$(stamp)" ] ||
+		echo "root.sh: warning: $CACHE/root predates the current install-deps.sh: run 'root.sh build'" >&2
+	# Global: the EXIT trap runs after this function has returned.
+	SCRATCH=$(mktemp -d "${DLRT_D13_SCRATCH:-/var/tmp}/dlrt-d13.XXXXXX")
+	local scratch=$SCRATCH
+	# Every exit path (CMD's status, a signal, a failure here) removes the scratch folder; the
+	# mounts live only in the namespace, which ends with its last process.
+	trap 'rm -rf --one-file-system "$SCRATCH"' EXIT
+	mkdir -p "$scratch"/{upper,work,merged,upper/src}
+	copy_tree "$scratch/upper/src"
+	# A repository of its own, as a clone has: make dist (deb, rpm) packs what git knows.
+	git -C "$scratch/upper/src" init -q &&
+		git -C "$scratch/upper/src" add -A &&
+		git -C "$scratch/upper/src" -c user.name=dlrt -c user.email=dlrt@localhost \
+			commit -qm "the working tree" || die "cannot make the copy a git repository"
+	# The built-in models take minutes to train (make models): the host's, trained from
+	# the same sources, are taken when present (with their times, so make keeps them).
+	if [ -f "$MODELS/lenet5.dlrtw" ] && [ -f "$MODELS/deepcnn.dlrtw" ]; then
+		mkdir -p "$scratch/upper/src/build"
+		cp -a "$MODELS" "$scratch/upper/src/build/models"
+	fi
+	# --kill-child: if unshare goes, the namespace's first process (and with it every
+	# process in the namespace) goes too. In the background, so that a signal to this
+	# script is handled at once: it ends the namespace, then the EXIT trap cleans up.
+	unshare --mount --net --pid --uts --ipc --fork --kill-child --propagation private -- bash -euc '
+		s=$1 lower=$2; shift 2
+		r=$s/merged
+		mount -t overlay -o "lowerdir=$lower,upperdir=$s/upper,workdir=$s/work" dlrt-d13 "$r"
+		mount -t proc proc "$r/proc"
+		mount -t sysfs sysfs "$r/sys"
+		mount --rbind /sys/fs/cgroup "$r/sys/fs/cgroup" 2>/dev/null || true
+		mount --rbind /dev "$r/dev"
+		mount -t tmpfs -o mode=1777,size=512m tmpfs "$r/dev/shm"
+		mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+		mount -t tmpfs -o mode=0755 tmpfs "$r/run"
+		mkdir -p "$r/run/lock" "$r/run/netns"
+		ln -sfn /run "$r/var/run" 2>/dev/null || true
+		hostname dlrt-d13
+		printf "127.0.0.1 localhost\n127.0.1.1 dlrt-d13\n" >"$r/etc/hosts"
+		ip link set lo up 2>/dev/null || true
+		exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+			HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DLRT_CLUSTER_ID="${DLRT_D13_CLUSTER_ID:-1}" \
+			bash -c "cd /src && $*"
+	' root_run "$scratch" "$CACHE/root" "$@" <&0 &
+	NS_PID=$!
+	trap 'kill -KILL "$NS_PID" 2>/dev/null; wait "$NS_PID"; exit 130' INT TERM HUP
+	wait "$NS_PID"
+}
+
+case "${1:-}" in
+build) cmd_build ;;
+run) shift; cmd_run "$*" ;;
+shell) TERM=${TERM:-dumb} cmd_run "exec bash -i" ;;
+clean) rm -rf --one-file-system "$CACHE" ;;
+*) echo "usage: $0 build|run CMD...|shell|clean" >&2; exit 2 ;;
+esac
