@@ -3,5 +3,6 @@
 # table, the fail-fast rule and the check of a container's command line
 # (contcheck.c). The list of runtimes is launchers/runtimes.c.
 LIB_SRCS   += $(wildcard runtime/*.c)
-UNIT_TESTS += $(BUILD)/tests/test_roles $(BUILD)/tests/test_opts $(BUILD)/tests/test_contcheck
+UNIT_TESTS += $(BUILD)/tests/test_roles $(BUILD)/tests/test_opts $(BUILD)/tests/test_contcheck \
+              $(BUILD)/tests/test_lifecycle
 FUZZERS    += contcheck # the task's srun command (spank/stepd.c)

@@ -138,6 +138,11 @@ struct dlrt_runtime {
 	/* Its roles wait forever for a peer that died (ps-lite): the first task
 	 * that fails ends the whole step, naming its role (spank/failfast.c). */
 	bool end_step_on_failure;
+	/* Its tasks are agents that start the real workers (torchrun): the
+	 * warning of --dl-signal goes to each task's children, the workers, and
+	 * not to the agent, which a signal it does not handle would end
+	 * (spank/lifecycle.c). */
+	bool warn_children;
 	/* Its --dl-* options, ended by { NULL } (at most 32), parsed into the
 	 * runtime's own options block (opts.h: dlrt_rt_opts); opts_init sets that
 	 * block's defaults from the runtime's site keys (its config block).

@@ -1,0 +1,246 @@
+/* lifecycle.c - a job that outlives its time limit and preemption
+ * (--dl-signal, --dl-requeue, DLRT_CHECKPOINT_DIR; docs/checkpoint.md).
+ *
+ *  - user_init of every dlrt step, on every node: a page for the node's task
+ *    pids (a memfd the tasks inherit mapped) and dlrt-lifecycle, the watcher,
+ *    started like a node service (as the job user, ended with the step). It
+ *    asks slurmctld for the job's end and preemption time and signals the
+ *    tasks once the warning is due (runtime/lifecycle.h).
+ *  - user_init of the batch step of a job with --dl-requeue: the same watcher
+ *    without tasks; it records the warning (the batch step's decision at the
+ *    script's end reads it: spank/requeue.c) and requeues a job still running
+ *    just before its limit.
+ *  - task_init, in each task as the user: its pid into the page (after the
+ *    log relay's and the companion's forks, so it is the program's), and
+ *    DLRT_CHECKPOINT_DIR, created here as the user (common/privdir.h).
+ * Slurm's own --signal is not used: it must be given at submission (a plugin
+ * cannot add it), it goes to every process of the step (dlrt's services and a
+ * torchrun agent included, which die of a signal they do not handle), and on
+ * 22.05 a preemption sends it only with PreemptParameters=send_user_signal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/privdir.h"
+#include "plugin.h"
+#include "runtime/lifecycle.h"
+
+#define CKPT_ENV "DLRT_CHECKPOINT_DIR"
+
+static int job_env(spank_t sp, const char *name, char *buf, size_t len)
+{
+	if (spank_getenv(sp, name, buf, (int)len) != ESPANK_SUCCESS) {
+		buf[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* `dir` made absolute against the job's working folder; "" stays "". */
+static int absolute(spank_t sp, const char *dir, char *out, size_t len)
+{
+	char pwd[2048];
+	int n;
+
+	if (!dir[0] || dir[0] == '/')
+		n = snprintf(out, len, "%s", dir);
+	else if (job_env(sp, "PWD", pwd, sizeof(pwd)) == 0 && pwd[0] == '/')
+		n = snprintf(out, len, "%s/%s", pwd, dir);
+	else
+		return -1;
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int dlrt_lifecycle_record_base(spank_t sp, char *out, size_t len)
+{
+	char home[2048];
+	int n;
+
+	if (dlrt_plugin.opts.log_dir[0])
+		return absolute(sp, dlrt_plugin.opts.log_dir, out, len);
+	if (job_env(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
+		return -1;
+	n = snprintf(out, len, "%s/.dlrt/jobs", home);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int dlrt_lifecycle_ckpt_path(spank_t sp, char *base, size_t blen, char *out, size_t len)
+{
+	char home[2048];
+	uint32_t job = 0;
+	int n;
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return -1;
+	if (dlrt_plugin.opts.checkpoint_dir[0]) {
+		if (absolute(sp, dlrt_plugin.opts.checkpoint_dir, base, blen) < 0)
+			return -1;
+	} else {
+		if (job_env(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
+			return -1;
+		n = snprintf(base, blen, "%s/.dlrt/checkpoints", home);
+		if (n < 0 || (size_t)n >= blen)
+			return -1;
+	}
+	n = snprintf(out, len, "%s/%u", base, job);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* The node's task page, shared with the tasks (fork) and the watcher (fd). */
+static int make_page(uint32_t ntasks)
+{
+	int fd = memfd_create("dlrt-lifecycle", MFD_CLOEXEC), hi;
+	void *m;
+
+	if (fd < 0)
+		return -1;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	close(fd);
+	if (hi < 0 || ftruncate(hi, sizeof(struct dlrt_lc_page)) < 0)
+		goto fail;
+	m = mmap(NULL, sizeof(struct dlrt_lc_page), PROT_READ | PROT_WRITE, MAP_SHARED, hi, 0);
+	if (m == MAP_FAILED)
+		goto fail;
+	dlrt_plugin.lc_page = m;
+	dlrt_plugin.lc_page->ntasks = ntasks < DLRT_LC_MAX_TASKS ? ntasks : DLRT_LC_MAX_TASKS;
+	dlrt_plugin.lc_page->magic = DLRT_LC_MAGIC;
+	return hi;
+fail:
+	if (hi >= 0)
+		close(hi);
+	return -1;
+}
+
+void dlrt_lifecycle_user_init(spank_t sp)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	char sig[32], job_s[16], step_s[16], att_s[16], rq_s[16], node[256] = "", base[2048];
+	char name[16];
+	char *args[24];
+	uint32_t step = 0, job = 0;
+	struct dlrt_err err;
+	size_t n = 0;
+	int fd = -1;
+	bool batch;
+
+	if (!o->warn_sig || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return;
+	batch = step == SLURM_BATCH_SCRIPT;
+	if (batch ? !o->requeue : (!dlrt_plugin.active || dlrt_plugin.refused ||
+				   dlrt_plugin.deferred_rc || o->dry_run || !o->runtime))
+		return;
+	if (!batch) {
+		fd = make_page(dlrt_plugin.layout.node_ntasks[dlrt_plugin.node_id]);
+		if (fd < 0) {
+			slurm_error("dlrt: job %u step %u: cannot make the task page for --dl-signal: "
+				    "%s; this node's tasks get no warning", job, step, strerror(errno));
+			return;
+		}
+		snprintf(node, sizeof(node), "%s", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id]);
+	} else {
+		job_env(sp, "SLURMD_NODENAME", node, sizeof(node));
+	}
+	snprintf(sig, sizeof(sig), "%s@%u", dlrt_signal_name(o->warn_sig, name, sizeof(name)),
+		 o->warn_secs);
+	snprintf(job_s, sizeof(job_s), "%u", job);
+	snprintf(step_s, sizeof(step_s), "%u", step);
+	snprintf(att_s, sizeof(att_s), "%u", dlrt_restart_count(sp));
+	args[n++] = "--job", args[n++] = job_s, args[n++] = "--step", args[n++] = step_s;
+	args[n++] = "--attempt", args[n++] = att_s, args[n++] = "--signal", args[n++] = sig;
+	args[n++] = "--node", args[n++] = node[0] ? node : "?";
+	if (dlrt_lifecycle_record_base(sp, base, sizeof(base)) == 0)
+		args[n++] = "--record-base", args[n++] = base;
+	if (batch) {
+		snprintf(rq_s, sizeof(rq_s), "%u", o->requeue);
+		args[n++] = "--batch", args[n++] = "--requeue", args[n++] = rq_s;
+	} else {
+		args[n++] = "--pids-fd";
+		snprintf(rq_s, sizeof(rq_s), "%d", fd);
+		args[n++] = rq_s;
+		if (o->runtime->warn_children)
+			args[n++] = "--children";
+		if (o->verbose)
+			args[n++] = "--verbose";
+	}
+	args[n] = NULL;
+	if (dlrt_watcher_start(sp, "dlrt-lifecycle", "the --dl-signal watcher (dlrt-lifecycle)",
+			       args, fd, &dlrt_plugin.watcher, &err) < 0)
+		slurm_error("dlrt: job %u step %u: %s; this node gets no --dl-signal warning%s", job,
+			    step, err.msg, batch ? " and no requeue before the time limit" : "");
+	if (fd >= 0)
+		close(fd);
+}
+
+/* DLRT_CHECKPOINT_DIR: BASE/<job>, created (or taken, if it is the user's own
+ * and no one else can write it) as the user, mode 0700. Never the fallback
+ * folder of the logs: every node and attempt must find the same one. */
+static int checkpoint_env(spank_t sp, struct dlrt_err *err)
+{
+	char base[2048], path[2200], job[16];
+	uid_t uid = getuid();
+	int bfd, dfd;
+
+	if (uid == 0)
+		return 0; /* never as root: the caller is the task, as the user */
+	if (dlrt_lifecycle_ckpt_path(sp, base, sizeof(base), path, sizeof(path)) < 0)
+		return dlrt_err_set(err, "--dl-checkpoint-dir: cannot tell where the job's "
+				    "checkpoint folder goes (no HOME or working folder in the job's "
+				    "environment): give --dl-checkpoint-dir=/absolute/folder");
+	snprintf(job, sizeof(job), "%s", strrchr(path, '/') + 1);
+	bfd = dlrt_privdir_base(base, "--dl-checkpoint-dir", err);
+	if (bfd < 0)
+		return -1;
+	dfd = dlrt_privdir_sub(bfd, job, path, "--dl-checkpoint-dir", err);
+	close(bfd);
+	if (dfd < 0)
+		return -1;
+	if (fchmod(dfd, 0700) < 0) {
+		close(dfd);
+		return dlrt_err_errno(err, errno, "--dl-checkpoint-dir: cannot make %s private (0700)",
+				      path);
+	}
+	close(dfd);
+	if (spank_setenv(sp, CKPT_ENV, path, 1) != ESPANK_SUCCESS)
+		return dlrt_err_set(err, "cannot set %s in the task environment", CKPT_ENV);
+	return 0;
+}
+
+int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
+{
+	if (dlrt_plugin.lc_page && local >= 0 && (uint32_t)local < dlrt_plugin.lc_page->ntasks)
+		dlrt_plugin.lc_page->pid[local] = (int32_t)getpid();
+	if (dlrt_plugin.opts.dry_run)
+		return 0;
+	return checkpoint_env(sp, err);
+}
+
+int dlrt_lifecycle_batch_task_init(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	uint32_t step = 0;
+	char att[16];
+
+	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || step != SLURM_BATCH_SCRIPT)
+		return 0;
+	if (!o->runtime && !o->requeue && !o->retries)
+		return 0;
+	snprintf(att, sizeof(att), "%u", dlrt_restart_count(sp));
+	spank_setenv(sp, "DLRT_ATTEMPT", att, 1);
+	return checkpoint_env(sp, err);
+}
+
+void dlrt_lifecycle_exit(void)
+{
+	dlrt_service_stop(&dlrt_plugin.watcher);
+	if (dlrt_plugin.lc_page)
+		munmap(dlrt_plugin.lc_page, sizeof(struct dlrt_lc_page));
+	dlrt_plugin.lc_page = NULL;
+}

@@ -1,0 +1,364 @@
+/* dlrt-lifecycle - the per-node watcher of a job's time limit and preemption
+ * (--dl-signal, --dl-requeue; docs/checkpoint.md).
+ *
+ * Started by the plugin in slurmstepd (spank/lifecycle.c), as the job user,
+ * like a node service: on every node of a dlrt step, and in the batch step of
+ * a job with --dl-requeue. It asks slurmctld for the job (slurm_load_job)
+ * every 10 s, and at the moments that matter, so a limit changed with
+ * scontrol update and a preemption (preempt_time) are seen. Once the warning
+ * is due it signals the node's tasks once (their pids are on --pids-fd's
+ * page, written by each task at the end of task_init), records it in the
+ * job's record (the --dl-retries record, read back by the batch step's
+ * requeue decision), and with --verbose prints a line on each task's stderr.
+ * The batch node's watcher (--requeue N) requeues a job still running a few
+ * seconds before its time limit (a job that reaches it is TIMEOUT, which
+ * Slurm never requeues). It exits when --lifetime-fd reaches end of file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <slurm/slurm.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/parse.h"
+#include "common/privdir.h"
+#include "logs/logline.h"
+#include "runtime/lifecycle.h"
+#include "runtime/opts.h"
+
+#define PROG "dlrt-lifecycle"
+#define RECORD "dlrt-retries.log"
+
+struct watch {
+	uint32_t job, step, attempt;
+	int sig;
+	struct dlrt_lc_policy pol;
+	const char *node, *record_base;
+	bool children, verbose, batch;
+	struct dlrt_lc_page *page;
+	int life_fd;
+	bool warned, requeue_done, load_failed;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: " PROG " --lifetime-fd FD --ready-fd FD --job J --step S --attempt A\n"
+"                      --signal SIG@SECS [options]\n"
+"Warns a job's tasks on this node before its time limit or when it is preempted.\n"
+"\n"
+"  --pids-fd FD         the node's task page (the tasks to signal)\n"
+"  --children           signal each task's children (an agent's workers), not the task\n"
+"  --requeue N          batch step: requeue a job still running just before its limit,\n"
+"                       while its restart count is below N\n"
+"  --node NAME          this node, for the record\n"
+"  --record-base DIR    the job's record is DIR/<job>/" RECORD "\n"
+"  --verbose            one line on each task's stderr when the warning is sent\n"
+"Started by dlrt's plugin; see dlrt(7), --dl-signal and --dl-requeue.\n");
+}
+
+/* One line in the job's record (the folder is created and checked as the
+ * user, common/privdir.h). Nothing when there is no base. */
+static void record(const struct watch *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void record(const struct watch *w, const char *fmt, ...)
+{
+	char line[1024], stamp[DLRT_LOGSTAMP_LEN + 1], name[16], shown[2400];
+	struct dlrt_privdir_jobdir jd;
+	struct dlrt_err err = { "" };
+	struct timespec ts;
+	va_list ap;
+	int base, dir, fd, n;
+
+	if (!w->record_base || !w->record_base[0])
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	dlrt_logline_stamp(stamp, &ts);
+	n = snprintf(line, sizeof(line), "%s ", stamp);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n >= (int)sizeof(line) - 1)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	snprintf(name, sizeof(name), "%u", w->job);
+	base = dlrt_privdir_base(w->record_base, "--dl-signal", &err);
+	dir = base < 0 ? -1 : dlrt_privdir_job(base, w->record_base, name, "--dl-signal", &jd,
+					      &err);
+	snprintf(shown, sizeof(shown), "%s/%s/" RECORD, w->record_base, name);
+	fd = dir < 0 ? -1 : dlrt_privdir_append(dir, RECORD, shown, "--dl-signal", &err);
+	if (fd < 0 || write(fd, line, (size_t)n) != n)
+		fprintf(stderr, PROG ": cannot record \"%.*s\": %s\n", n - 1, line,
+			err.msg[0] ? err.msg : strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	if (dir >= 0)
+		close(dir);
+	if (base >= 0)
+		close(base);
+}
+
+/* The job as slurmctld sees it now; -1 if it cannot tell. */
+static int load_job(struct watch *w, struct dlrt_lc_job *j)
+{
+	job_info_msg_t *msg = NULL;
+	int rc = -1;
+
+	j->now = time(NULL);
+	if (slurm_load_job(&msg, w->job, SHOW_ALL) == SLURM_SUCCESS && msg &&
+	    msg->record_count >= 1) {
+		const job_info_t *ji = &msg->job_array[0];
+
+		j->end_time = ji->end_time;
+		j->preempt_time = ji->preempt_time;
+		j->running = (ji->job_state & JOB_STATE_BASE) == JOB_RUNNING;
+		j->restart_cnt = ji->restart_cnt;
+		rc = 0;
+	}
+	if (msg)
+		slurm_free_job_info_msg(msg);
+	if (rc < 0 && !w->load_failed)
+		fprintf(stderr, PROG ": job %u: slurmctld does not answer (%s); asking again\n",
+			w->job, slurm_strerror(slurm_get_errno()));
+	w->load_failed = rc < 0;
+	return rc;
+}
+
+/* With --verbose, the line goes to the task's own stderr (a process of the
+ * job's user, like this one). */
+static void tell_task(pid_t pid, const char *line)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)pid);
+	fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, line, strlen(line)) < 0) {
+		/* a task that closed its stderr does not get the line */
+	}
+	close(fd);
+}
+
+/* Signals the children of `parent` (an agent's workers); their number. */
+static int signal_children(pid_t parent, int sig)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		char path[64], buf[512], *rp;
+		uint32_t pid;
+		long ppid;
+		ssize_t len;
+		int fd;
+
+		if (dlrt_parse_u32(e->d_name, 1, 1u << 30, &pid) < 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		/* "pid (comm) state ppid ...": comm may hold spaces and ')' */
+		rp = strrchr(buf, ')');
+		if (rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == parent &&
+		    kill((pid_t)pid, sig) == 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void send_warning(struct watch *w, const struct dlrt_lc_job *j, const char *why)
+{
+	char name[16], line[512];
+	const char *sn = dlrt_signal_name(w->sig, name, sizeof(name));
+	long left = j->end_time > 0 ? (long)(j->end_time - j->now) : -1;
+	int ntasks = 0, nsent = 0;
+
+	w->warned = true;
+	for (uint32_t t = 0; w->page && t < w->page->ntasks && t < DLRT_LC_MAX_TASKS; t++) {
+		pid_t pid = w->page->pid[t];
+
+		if (pid <= 0)
+			continue;
+		ntasks++;
+		if (w->children)
+			nsent += signal_children(pid, w->sig);
+		else if (kill(pid, w->sig) == 0)
+			nsent++;
+	}
+	snprintf(line, sizeof(line), "dlrt: %s: SIG%s to %d process%s of %d task%s of step %u: "
+		 "%s (the time limit is in %ld s; --dl-signal=%s@%u)\n", w->node, sn, nsent,
+		 nsent == 1 ? "" : "es", ntasks, ntasks == 1 ? "" : "s", w->step, why, left, sn,
+		 w->pol.before);
+	if (w->batch)
+		record(w, "attempt=%u warning signal=%s reason=%s left=%lds batch node=%s",
+		       w->attempt, sn, why, left, w->node);
+	else
+		record(w, "attempt=%u warning signal=%s reason=%s left=%lds node=%s step=%u "
+		       "processes=%d", w->attempt, sn, why, left, w->node, w->step, nsent);
+	for (uint32_t t = 0; w->verbose && w->page && t < w->page->ntasks &&
+	     t < DLRT_LC_MAX_TASKS; t++)
+		if (w->page->pid[t] > 0)
+			tell_task(w->page->pid[t], line);
+}
+
+static void requeue_now(struct watch *w, const struct dlrt_lc_job *j)
+{
+	enum dlrt_lc_requeue r = dlrt_lc_requeue_due(j, &w->pol);
+
+	if (r == DLRT_LC_WAIT || w->requeue_done)
+		return;
+	w->requeue_done = true;
+	if (r == DLRT_LC_NO_MORE) {
+		record(w, "attempt=%u still running %ld s before its time limit: no requeue left "
+		       "(--dl-requeue=%u)", w->attempt, (long)(j->end_time - j->now), w->pol.requeue);
+		return;
+	}
+	if (slurm_requeue(w->job, 0) != SLURM_SUCCESS) {
+		record(w, "attempt=%u requeue refused: %s (was the job submitted with "
+		       "--no-requeue?)", w->attempt, slurm_strerror(slurm_get_errno()));
+		return;
+	}
+	record(w, "attempt=%u requeued reason=time-limit left=%lds next-attempt=%u", w->attempt,
+	       (long)(j->end_time - j->now), w->attempt + 1);
+}
+
+/* Sleeps `s` seconds or until the lifetime pipe closes; false then. */
+static bool wait_life(int fd, int s)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+
+	do
+		rc = poll(&p, 1, s * 1000);
+	while (rc < 0 && errno == EINTR);
+	if (rc > 0) {
+		char c;
+
+		if (read(fd, &c, 1) <= 0)
+			return false;
+	}
+	return true;
+}
+
+static void watch_loop(struct watch *w)
+{
+	for (;;) {
+		struct dlrt_lc_job j = { 0 };
+		const char *why = "";
+		int sleep_s = 10;
+
+		if (load_job(w, &j) == 0) {
+			if (!w->warned && dlrt_lc_warn_due(&j, &w->pol, &why))
+				send_warning(w, &j, why);
+			if (w->batch && w->warned)
+				requeue_now(w, &j);
+			sleep_s = dlrt_lc_next_poll(&j, &w->pol, w->warned);
+		}
+		if (!wait_life(w->life_fd, sleep_s))
+			return;
+	}
+}
+
+static int parse_fd(const char *v, int *fd)
+{
+	uint32_t n;
+
+	if (dlrt_parse_u32(v, 0, 1u << 20, &n) < 0)
+		return -1;
+	*fd = (int)n;
+	return 0;
+}
+
+/* The options into w; the ready and pids descriptors into *ready, *pids. */
+static int parse_args(int argc, char **argv, struct watch *w, int *ready, int *pids)
+{
+	static const struct option lo[] = {
+		{ "lifetime-fd", 1, NULL, 'l' }, { "ready-fd", 1, NULL, 'r' },
+		{ "job", 1, NULL, 'j' },         { "step", 1, NULL, 's' },
+		{ "attempt", 1, NULL, 'a' },     { "signal", 1, NULL, 'g' },
+		{ "pids-fd", 1, NULL, 'p' },     { "children", 0, NULL, 'c' },
+		{ "requeue", 1, NULL, 'q' },     { "node", 1, NULL, 'n' },
+		{ "record-base", 1, NULL, 'b' }, { "verbose", 0, NULL, 'v' },
+		{ "batch", 0, NULL, 'B' },       { "help", 0, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct dlrt_err err;
+	int c, bad = 0;
+
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'l': bad |= parse_fd(optarg, &w->life_fd); break;
+		case 'r': bad |= parse_fd(optarg, ready); break;
+		case 'p': bad |= parse_fd(optarg, pids); break;
+		case 'j': bad |= dlrt_parse_u32(optarg, 1, UINT32_MAX - 1, &w->job); break;
+		case 's': bad |= dlrt_parse_u32(optarg, 0, UINT32_MAX, &w->step); break;
+		case 'a': bad |= dlrt_parse_u32(optarg, 0, 1u << 30, &w->attempt); break;
+		case 'q': bad |= dlrt_parse_u32(optarg, 0, 100, &w->pol.requeue); break;
+		case 'g':
+			if (dlrt_opts_parse_signal(optarg, &w->sig, &w->pol.before, &err) < 0) {
+				fprintf(stderr, PROG ": %s\n", err.msg);
+				bad = -1;
+			}
+			break;
+		case 'c': w->children = true; break;
+		case 'v': w->verbose = true; break;
+		case 'B': w->batch = true; break;
+		case 'n': w->node = optarg; break;
+		case 'b': w->record_base = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		default: bad = -1;
+		}
+	}
+	return bad || optind != argc || w->life_fd < 0 || !w->job ? -1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct watch w = { .life_fd = -1, .node = "?" };
+	int ready = -1, pids = -1;
+
+	if (parse_args(argc, argv, &w, &ready, &pids) < 0) {
+		usage(stderr);
+		return 2;
+	}
+	w.pol.attempt = w.attempt;
+	signal(SIGPIPE, SIG_IGN);
+	if (pids >= 0) {
+		w.page = mmap(NULL, sizeof(*w.page), PROT_READ, MAP_SHARED, pids, 0);
+		if (w.page == MAP_FAILED || w.page->magic != DLRT_LC_MAGIC) {
+			fprintf(stderr, PROG ": --pids-fd %d is not the node's task page\n", pids);
+			return 2;
+		}
+		close(pids);
+	}
+	/* The plugin waits for this line (its service start): the watcher runs. */
+	if (ready >= 0) {
+		if (write(ready, "1\n", 2) != 2)
+			return 4;
+		close(ready);
+	}
+	if (w.sig == 0 && !w.batch)
+		return 0;
+	watch_loop(&w);
+	return 0;
+}
