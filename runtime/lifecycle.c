@@ -17,7 +17,7 @@ bool dlrt_lc_warn_due(const struct dlrt_lc_job *j, const struct dlrt_lc_policy *
 		return true;
 	}
 	if (j->end_time > 0 && j->now + (time_t)p->before >= j->end_time) {
-		*why = "time limit";
+		*why = "time-limit";
 		return true;
 	}
 	return false;

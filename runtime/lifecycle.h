@@ -42,7 +42,7 @@ struct dlrt_lc_policy {
 uint32_t dlrt_lc_requeue_lead(uint32_t before);
 
 /* Whether the warning is due: Slurm preempts the job, or the time limit is
- * at most `before` seconds away. *why gets "time limit" or "preemption". */
+ * at most `before` seconds away. *why gets "time-limit" or "preemption". */
 bool dlrt_lc_warn_due(const struct dlrt_lc_job *j, const struct dlrt_lc_policy *p,
 		      const char **why);
 

@@ -145,8 +145,6 @@ void dlrt_lifecycle_user_init(spank_t sp)
 			return;
 		}
 		snprintf(node, sizeof(node), "%s", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id]);
-	} else {
-		job_env(sp, "SLURMD_NODENAME", node, sizeof(node));
 	}
 	snprintf(sig, sizeof(sig), "%s@%u", dlrt_signal_name(o->warn_sig, name, sizeof(name)),
 		 o->warn_secs);
@@ -154,8 +152,11 @@ void dlrt_lifecycle_user_init(spank_t sp)
 	snprintf(step_s, sizeof(step_s), "%u", step);
 	snprintf(att_s, sizeof(att_s), "%u", dlrt_restart_count(sp));
 	args[n++] = "--job", args[n++] = job_s, args[n++] = "--step", args[n++] = step_s;
-	args[n++] = "--attempt", args[n++] = att_s, args[n++] = "--signal", args[n++] = sig;
-	args[n++] = "--node", args[n++] = node[0] ? node : "?";
+	if (!batch) /* the batch step's is not known yet: the watcher asks */
+		args[n++] = "--attempt", args[n++] = att_s;
+	args[n++] = "--signal", args[n++] = sig;
+	if (node[0])
+		args[n++] = "--node", args[n++] = node;
 	if (dlrt_lifecycle_record_base(sp, base, sizeof(base)) == 0)
 		args[n++] = "--record-base", args[n++] = base;
 	if (batch) {

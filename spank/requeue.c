@@ -310,17 +310,22 @@ static int run_retry(const struct rq_job *j, char *buf, size_t len, char *const 
  * case (requeued or not), so no node is blamed. */
 static bool requeue_after_warning(const struct rq_job *j, char *buf, size_t len)
 {
-	char jid[16], restarts[16];
+	char jid[16], restarts[16], preempt[64];
 	char *show_job[] = { "scontrol", "show", "job", "-o", jid, NULL };
 	char *requeue[] = { "scontrol", "requeue", jid, NULL };
 	uint32_t n = dlrt_plugin.opts.requeue, r = 0;
+	bool warned;
 
 	rq_read(j, buf, len);
-	if (!dlrt_retry_log_warned(buf, j->attempt))
-		return false;
+	warned = dlrt_retry_log_warned(buf, j->attempt);
 	snprintf(jid, sizeof(jid), "%u", j->job_id);
 	if (run(j, buf, len, show_job) != 0)
-		return true;
+		return warned;
+	/* Slurm's SIGTERM at the start of a preemption's grace time may end the
+	 * script before the watcher's next look recorded the warning. */
+	dlrt_retry_field(buf, "PreemptTime=", preempt, sizeof(preempt));
+	if (!warned && (!preempt[0] || !strcmp(preempt, "None")))
+		return false;
 	dlrt_retry_field(buf, "Restarts=", restarts, sizeof(restarts));
 	if (dlrt_parse_u32(restarts, 0, 1u << 30, &r) < 0 || r != j->attempt)
 		return true; /* requeued already by someone else */
@@ -334,8 +339,8 @@ static bool requeue_after_warning(const struct rq_job *j, char *buf, size_t len)
 			"--no-requeue?)", j->attempt, buf);
 		return true;
 	}
-	rq_note(j, "attempt=%u requeued reason=ended-after-warning next-attempt=%u", j->attempt,
-		j->attempt + 1);
+	rq_note(j, "attempt=%u requeued reason=ended-after-%s next-attempt=%u", j->attempt,
+		warned ? "warning" : "preemption", j->attempt + 1);
 	return true;
 }
 

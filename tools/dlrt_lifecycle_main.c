@@ -46,16 +46,20 @@ struct watch {
 	bool children, verbose, batch;
 	struct dlrt_lc_page *page;
 	int life_fd;
+	char hostname[256];
 	bool warned, requeue_done, load_failed;
+	bool attempt_known; /* --attempt given, else the first answer's restart count */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: " PROG " --lifetime-fd FD --ready-fd FD --job J --step S --attempt A\n"
+"usage: " PROG " --lifetime-fd FD --ready-fd FD --job J --step S [--attempt A]\n"
 "                      --signal SIG@SECS [options]\n"
 "Warns a job's tasks on this node before its time limit or when it is preempted.\n"
 "\n"
+"  --attempt A          the job's restart count of this run (default: slurmctld's\n"
+"                       answer, read once)\n"
 "  --pids-fd FD         the node's task page (the tasks to signal)\n"
 "  --children           signal each task's children (an agent's workers), not the task\n"
 "  --requeue N          batch step: requeue a job still running just before its limit,\n"
@@ -268,6 +272,13 @@ static void watch_loop(struct watch *w)
 		int sleep_s = 10;
 
 		if (load_job(w, &j) == 0) {
+			/* The batch step cannot tell its attempt in user_init (Slurm sets
+			 * SLURM_RESTART_COUNT only when the script starts): while its
+			 * step runs, the job's restart count is this run's. */
+			if (!w->attempt_known) {
+				w->attempt = w->pol.attempt = j.restart_cnt;
+				w->attempt_known = true;
+			}
 			if (!w->warned && dlrt_lc_warn_due(&j, &w->pol, &why))
 				send_warning(w, &j, why);
 			if (w->batch && w->warned)
@@ -312,7 +323,10 @@ static int parse_args(int argc, char **argv, struct watch *w, int *ready, int *p
 		case 'p': bad |= parse_fd(optarg, pids); break;
 		case 'j': bad |= dlrt_parse_u32(optarg, 1, UINT32_MAX - 1, &w->job); break;
 		case 's': bad |= dlrt_parse_u32(optarg, 0, UINT32_MAX, &w->step); break;
-		case 'a': bad |= dlrt_parse_u32(optarg, 0, 1u << 30, &w->attempt); break;
+		case 'a':
+			bad |= dlrt_parse_u32(optarg, 0, 1u << 30, &w->attempt);
+			w->attempt_known = true;
+			break;
 		case 'q': bad |= dlrt_parse_u32(optarg, 0, 100, &w->pol.requeue); break;
 		case 'g':
 			if (dlrt_opts_parse_signal(optarg, &w->sig, &w->pol.before, &err) < 0) {
@@ -342,6 +356,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	w.pol.attempt = w.attempt;
+	if (!strcmp(w.node, "?") && gethostname(w.hostname, sizeof(w.hostname) - 1) == 0)
+		w.node = w.hostname;
 	signal(SIGPIPE, SIG_IGN);
 	if (pids >= 0) {
 		w.page = mmap(NULL, sizeof(*w.page), PROT_READ, MAP_SHARED, pids, 0);
