@@ -32,4 +32,5 @@ $(BUILD)/tests/test_ocitask $(SAN_BUILD)/tests/test_ocitask: | $(BUILD)/libexec/
 # dlrt-lifecycle: the per-node watcher of --dl-signal and --dl-requeue (asks
 # slurmctld for the job's end and preemption; started by spank/lifecycle.c).
 LIBEXEC    += $(BUILD)/libexec/dlrt-lifecycle
+MANPAGES   += docs/man/dlrt-lifecycle.8
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,tools/dlrt_lifecycle_main.c,-lslurm))
