@@ -41,10 +41,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--sleep", type=float, default=0.0, help="seconds per step (tests)")
+    ap.add_argument("--only-usr1", action="store_true",
+                    help="save on SIGUSR1 only and ignore SIGTERM (a test of dlrt's warning)")
     args = ap.parse_args()
 
     signal.signal(signal.SIGUSR1, save_when_told)
-    signal.signal(signal.SIGTERM, save_when_told)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if args.only_usr1 else save_when_told)
     dist.init_process_group("gloo")  # env://: dlrt set MASTER_ADDR, RANK, ...
     rank, world = dist.get_rank(), dist.get_world_size()
     attempt = int(os.environ.get("DLRT_ATTEMPT", "0"))

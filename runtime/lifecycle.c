@@ -30,7 +30,10 @@ enum dlrt_lc_requeue dlrt_lc_requeue_due(const struct dlrt_lc_job *j,
 	 * maybe running again: that run has its own watcher. */
 	if (!p->requeue || !j->running || j->restart_cnt != p->attempt || j->end_time <= 0)
 		return DLRT_LC_WAIT;
-	if (j->now + (time_t)dlrt_lc_requeue_lead(p->before) < j->end_time)
+	/* A preemption's grace time replaces the end time: the program had the
+	 * warning at its start, Slurm's PreemptMode=REQUEUE requeues at its end
+	 * anyway, so dlrt waits until 5 s before it (for PreemptMode=CANCEL). */
+	if (j->now + (time_t)(j->preempt_time ? 5 : dlrt_lc_requeue_lead(p->before)) < j->end_time)
 		return DLRT_LC_WAIT;
 	return p->attempt < p->requeue ? DLRT_LC_REQUEUE : DLRT_LC_NO_MORE;
 }
@@ -54,4 +57,9 @@ int dlrt_lc_next_poll(const struct dlrt_lc_job *j, const struct dlrt_lc_policy *
 	if (next == 0 || next - j->now > 10)
 		return 10;
 	return next - j->now < 1 ? 1 : (int)(next - j->now);
+}
+
+bool dlrt_lc_hung(time_t last, time_t now, uint32_t timeout)
+{
+	return timeout > 0 && last > 0 && now >= last && (uint64_t)(now - last) >= timeout;
 }

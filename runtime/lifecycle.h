@@ -19,7 +19,13 @@ struct dlrt_lc_page {
 	uint32_t magic;
 	uint32_t ntasks;
 	volatile int32_t pid[DLRT_LC_MAX_TASKS];
+	volatile int32_t rank[DLRT_LC_MAX_TASKS]; /* the task's rank in the step */
+	char role[DLRT_LC_MAX_TASKS][16];         /* its role ("worker"), for the hang report */
 };
+
+/* --dl-hang-timeout: whether a step whose last progress anywhere was at
+ * `last` has hung at `now` (no progress for `timeout` seconds). */
+bool dlrt_lc_hung(time_t last, time_t now, uint32_t timeout);
 
 /* What slurmctld said about the job (slurm_load_job), as of `now`. */
 struct dlrt_lc_job {
@@ -53,7 +59,8 @@ enum dlrt_lc_requeue {
 };
 
 /* The batch node's watcher, before the time limit: requeue a running job of
- * this attempt once the limit is dlrt_lc_requeue_lead() away. */
+ * this attempt once the limit is dlrt_lc_requeue_lead() away (5 s before the
+ * end of a preemption's grace time, which Slurm makes the job's end time). */
 enum dlrt_lc_requeue dlrt_lc_requeue_due(const struct dlrt_lc_job *j,
 					 const struct dlrt_lc_policy *p);
 

@@ -37,6 +37,8 @@ static const struct dlrt_opt_desc generic_opts[DLRT_OPT_GENERIC_COUNT] = {
 			       "[dlrt] requeue after the warning, N times", NULL },
 	[DLRT_OPT_CHECKPOINT_DIR] = { "dl-checkpoint-dir", "DIR",
 				      "[dlrt] DLRT_CHECKPOINT_DIR is DIR/<job>", NULL },
+	[DLRT_OPT_HANG_TIMEOUT] = { "dl-hang-timeout", "SECS",
+				    "[dlrt] end a step without progress for SECS", NULL },
 };
 
 /* Signals a program may sensibly be warned with; names as Slurm's --signal
@@ -569,6 +571,12 @@ int dlrt_opts_set(struct dlrt_opts *o, const struct dlrt_config *cfg, int id, co
 					    "most %zu bytes on a filesystem every node shares",
 					    arg ? arg : "", sizeof(o->checkpoint_dir) - 64);
 		snprintf(o->checkpoint_dir, sizeof(o->checkpoint_dir), "%s", arg);
+		return 0;
+	case DLRT_OPT_HANG_TIMEOUT:
+		if (dlrt_parse_u32(arg, 0, 30 * 24 * 3600, &v) < 0 || (v > 0 && v < 10))
+			return dlrt_err_set(err, "--dl-hang-timeout=%s: give seconds, at least 10 "
+					    "(0: no hang detection)", arg ? arg : "");
+		o->hang_timeout = v;
 		return 0;
 	case DLRT_OPT_GENERIC_COUNT:
 		break;

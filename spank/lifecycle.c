@@ -122,7 +122,7 @@ void dlrt_lifecycle_user_init(spank_t sp)
 {
 	const struct dlrt_opts *o = &dlrt_plugin.opts;
 	char sig[32], job_s[16], step_s[16], att_s[16], rq_s[16], node[256] = "", base[2048];
-	char name[16];
+	char name[16], hang_s[16], ckbase[2048], ckpt[2200];
 	char *args[24];
 	uint32_t step = 0, job = 0;
 	struct dlrt_err err;
@@ -130,12 +130,13 @@ void dlrt_lifecycle_user_init(spank_t sp)
 	int fd = -1;
 	bool batch;
 
-	if (!o->warn_sig || spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
 		return;
 	batch = step == SLURM_BATCH_SCRIPT;
-	if (batch ? !o->requeue : (!dlrt_plugin.active || dlrt_plugin.refused ||
-				   dlrt_plugin.deferred_rc || o->dry_run || !o->runtime))
+	if (batch ? (!o->requeue || !o->warn_sig) :
+		    (!dlrt_plugin.active || dlrt_plugin.refused || dlrt_plugin.deferred_rc ||
+		     o->dry_run || !o->runtime || (!o->warn_sig && !o->hang_timeout)))
 		return;
 	if (!batch) {
 		fd = make_page(dlrt_plugin.layout.node_ntasks[dlrt_plugin.node_id]);
@@ -146,8 +147,11 @@ void dlrt_lifecycle_user_init(spank_t sp)
 		}
 		snprintf(node, sizeof(node), "%s", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id]);
 	}
-	snprintf(sig, sizeof(sig), "%s@%u", dlrt_signal_name(o->warn_sig, name, sizeof(name)),
-		 o->warn_secs);
+	if (o->warn_sig)
+		snprintf(sig, sizeof(sig), "%s@%u", dlrt_signal_name(o->warn_sig, name,
+								       sizeof(name)), o->warn_secs);
+	else
+		snprintf(sig, sizeof(sig), "none");
 	snprintf(job_s, sizeof(job_s), "%u", job);
 	snprintf(step_s, sizeof(step_s), "%u", step);
 	snprintf(att_s, sizeof(att_s), "%u", dlrt_restart_count(sp));
@@ -170,6 +174,12 @@ void dlrt_lifecycle_user_init(spank_t sp)
 			args[n++] = "--children";
 		if (o->verbose)
 			args[n++] = "--verbose";
+		if (o->hang_timeout &&
+		    dlrt_lifecycle_ckpt_path(sp, ckbase, sizeof(ckbase), ckpt, sizeof(ckpt)) == 0) {
+			snprintf(hang_s, sizeof(hang_s), "%u", o->hang_timeout);
+			args[n++] = "--hang-timeout", args[n++] = hang_s;
+			args[n++] = "--progress-dir", args[n++] = ckpt;
+		}
 	}
 	args[n] = NULL;
 	if (dlrt_watcher_start(sp, "dlrt-lifecycle", "the --dl-signal watcher (dlrt-lifecycle)",
@@ -214,13 +224,41 @@ static int checkpoint_env(spank_t sp, struct dlrt_err *err)
 	return 0;
 }
 
+/* --dl-hang-timeout: DLRT_HEARTBEAT, a file in the job's checkpoint folder
+ * the program may touch, and Python's faulthandler, so that the hang report
+ * has each Python task's traceback (dlrt sends SIGABRT; docs/checkpoint.md). */
+static int hang_env(spank_t sp, uint32_t rank, struct dlrt_err *err)
+{
+	char base[2048], path[2200], hb[2400];
+
+	if (!dlrt_plugin.opts.hang_timeout ||
+	    dlrt_lifecycle_ckpt_path(sp, base, sizeof(base), path, sizeof(path)) < 0)
+		return 0;
+	snprintf(hb, sizeof(hb), "%s/.heartbeat.%u.%u", path, dlrt_plugin.step.step_id, rank);
+	if (spank_setenv(sp, "DLRT_HEARTBEAT", hb, 1) != ESPANK_SUCCESS ||
+	    spank_setenv(sp, "PYTHONFAULTHANDLER", "1", 0) != ESPANK_SUCCESS)
+		return dlrt_err_set(err, "cannot set DLRT_HEARTBEAT in the task environment");
+	return 0;
+}
+
 int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
 {
-	if (dlrt_plugin.lc_page && local >= 0 && (uint32_t)local < dlrt_plugin.lc_page->ntasks)
-		dlrt_plugin.lc_page->pid[local] = (int32_t)getpid();
+	struct dlrt_lc_page *pg = dlrt_plugin.lc_page;
+	uint32_t rank = 0;
+
+	spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
+	if (pg && local >= 0 && (uint32_t)local < pg->ntasks) {
+		pg->rank[local] = (int32_t)rank;
+		if (rank < dlrt_plugin.layout.ntasks)
+			snprintf(pg->role[local], sizeof(pg->role[local]), "%s",
+				 dlrt_role_name(dlrt_plugin.plan.task[rank].role));
+		pg->pid[local] = (int32_t)getpid();
+	}
 	if (dlrt_plugin.opts.dry_run)
 		return 0;
-	return checkpoint_env(sp, err);
+	if (checkpoint_env(sp, err) < 0)
+		return -1;
+	return hang_env(sp, rank, err);
 }
 
 int dlrt_lifecycle_batch_task_init(spank_t sp, struct dlrt_err *err)

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -49,6 +51,12 @@ struct watch {
 	char hostname[256];
 	bool warned, requeue_done, load_failed;
 	bool attempt_known; /* --attempt given, else the first answer's restart count */
+	/* --dl-hang-timeout */
+	uint32_t hang;
+	const char *progress_dir; /* the job's checkpoint folder: heartbeats, nodes' progress */
+	uint64_t io[DLRT_LC_MAX_TASKS]; /* each task's (and its children's) bytes written */
+	time_t node_last, written_last; /* this node's last progress; what its file says */
+	bool hung;
 };
 
 static void usage(FILE *f)
@@ -67,6 +75,9 @@ static void usage(FILE *f)
 "  --node NAME          this node, for the record\n"
 "  --record-base DIR    the job's record is DIR/<job>/" RECORD "\n"
 "  --verbose            one line on each task's stderr when the warning is sent\n"
+"  --hang-timeout SECS  end the step when no task of it made progress for SECS\n"
+"                       (output, files, DLRT_HEARTBEAT), with each task's stacks\n"
+"  --progress-dir DIR   the job's checkpoint folder: heartbeats and each node's progress\n"
 "Started by dlrt's plugin; see dlrt(7), --dl-signal and --dl-requeue.\n");
 }
 
@@ -246,6 +257,245 @@ static void requeue_now(struct watch *w, const struct dlrt_lc_job *j)
 	       (long)(j->end_time - j->now), w->attempt + 1);
 }
 
+/* Bytes a process wrote (write(2) to its output, files, sockets): its
+ * "wchar" in /proc/PID/io, readable for a process of the same user. */
+static uint64_t proc_wchar(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	p = strstr(buf, "wchar: ");
+	if (p)
+		sscanf(p + 7, "%llu", &v);
+	return v;
+}
+
+/* The parent of pid, from /proc/PID/stat; -1 if gone. */
+static long proc_ppid(const char *pid)
+{
+	char path[300], buf[512], *rp;
+	long ppid = -1;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	rp = strrchr(buf, ')');
+	if (!rp || sscanf(rp + 1, " %*c %ld", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+/* This node's progress: a task (or a child of it: a shell's program, an
+ * agent's workers) wrote something, or touched its DLRT_HEARTBEAT file. */
+static void node_progress(struct watch *w, time_t now)
+{
+	uint64_t sum[DLRT_LC_MAX_TASKS] = { 0 };
+	uint32_t nt = w->page->ntasks < DLRT_LC_MAX_TASKS ? w->page->ntasks : DLRT_LC_MAX_TASKS;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	for (uint32_t t = 0; t < nt; t++)
+		if (w->page->pid[t] > 0)
+			sum[t] = proc_wchar(w->page->pid[t]);
+	while (d && (e = readdir(d))) {
+		long ppid;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		ppid = proc_ppid(e->d_name);
+		for (uint32_t t = 0; ppid > 0 && t < nt; t++)
+			if (w->page->pid[t] == ppid)
+				sum[t] += proc_wchar((pid_t)atoi(e->d_name));
+	}
+	if (d)
+		closedir(d);
+	for (uint32_t t = 0; t < nt; t++) {
+		char hb[4200];
+		struct stat st;
+
+		if (w->page->pid[t] <= 0)
+			continue;
+		if (sum[t] != w->io[t]) {
+			w->io[t] = sum[t];
+			w->node_last = now;
+		}
+		snprintf(hb, sizeof(hb), "%s/.heartbeat.%u.%d", w->progress_dir, w->step,
+			 (int)w->page->rank[t]);
+		if (lstat(hb, &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime > w->node_last)
+			w->node_last = st.st_mtime > now ? now : st.st_mtime;
+	}
+}
+
+/* Every node of the step writes its last progress into the job's checkpoint
+ * folder (the user's, 0700, on a filesystem the nodes share) and reads the
+ * others': the step's last progress is the latest of them. */
+static time_t step_progress(struct watch *w)
+{
+	char name[512], tmp[4500], path[4400], buf[32], prefix[64];
+	time_t last = w->node_last;
+	DIR *d;
+	struct dirent *e;
+	int fd;
+
+	snprintf(prefix, sizeof(prefix), ".progress.%u.", w->step);
+	if (w->node_last != w->written_last) {
+		snprintf(name, sizeof(name), "%s%s", prefix, w->node);
+		snprintf(path, sizeof(path), "%s/%s", w->progress_dir, name);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			int n = snprintf(buf, sizeof(buf), "%lld\n", (long long)w->node_last);
+
+			if (write(fd, buf, (size_t)n) == n && close(fd) == 0 && rename(tmp, path) == 0)
+				w->written_last = w->node_last;
+			else
+				close(fd);
+		}
+	}
+	d = opendir(w->progress_dir);
+	while (d && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		long long v = 0;
+		ssize_t n;
+
+		if (strncmp(e->d_name, prefix, strlen(prefix)) || (len > 4 &&
+		    !strcmp(e->d_name + len - 4, ".tmp")))
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		if (sscanf(buf, "%lld", &v) == 1 && v > (long long)last)
+			last = (time_t)v;
+	}
+	if (d)
+		closedir(d);
+	return last;
+}
+
+/* The native stack of pid (gdb, where the node has it) onto fd. Bounded. */
+static void native_stack(pid_t pid, int fd)
+{
+	static const char *const gdbs[] = { "/usr/bin/gdb", "/usr/local/bin/gdb" };
+	char p[16];
+	pid_t c;
+	int status;
+
+	for (size_t i = 0; i < sizeof(gdbs) / sizeof(*gdbs); i++) {
+		if (access(gdbs[i], X_OK) < 0)
+			continue;
+		snprintf(p, sizeof(p), "%d", (int)pid);
+		c = fork();
+		if (c == 0) {
+			char *argv[] = { (char *)gdbs[i], "-nx", "-batch", "-p", p, "-ex",
+					 "thread apply all bt 12", NULL };
+			char *envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", NULL };
+			int nul = open("/dev/null", O_RDONLY);
+
+			dup2(nul, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+			alarm(20);
+			execve(argv[0], argv, envp);
+			_exit(127);
+		}
+		while (c > 0 && waitpid(c, &status, 0) < 0 && errno == EINTR)
+			;
+		return;
+	}
+}
+
+/* The step made no progress for --dl-hang-timeout. Task 0's node says so in
+ * one line on task 0's stderr first (the stacks below it; once the first
+ * task is aborted Slurm may end the step, and this watcher with it), the
+ * other nodes start 2 s later. Then each task's stacks on its own stderr:
+ * gdb's native one, then Python's through faulthandler (SIGABRT, with the
+ * PYTHONFAULTHANDLER=1 dlrt set). The record makes --dl-requeue run the job
+ * again. */
+static void report_hang(struct watch *w, time_t last, time_t now)
+{
+	uint32_t nt = w->page->ntasks < DLRT_LC_MAX_TASKS ? w->page->ntasks : DLRT_LC_MAX_TASKS;
+	int fds[DLRT_LC_MAX_TASKS];
+	char line[512];
+	bool has0 = false;
+
+	w->hung = true;
+	record(w, "attempt=%u warning signal=none reason=hang step=%u node=%s no-progress=%llds",
+	       w->attempt, w->step, w->node, (long long)(now - last));
+	for (uint32_t t = 0; t < nt; t++) {
+		char path[64];
+
+		fds[t] = -1;
+		if (w->page->pid[t] <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)w->page->pid[t]);
+		fds[t] = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+		if (w->page->rank[t] == 0 && fds[t] >= 0) {
+			has0 = true;
+			snprintf(line, sizeof(line), "dlrt: step %u.%u: no task showed progress (output, "
+				 "or a touch of DLRT_HEARTBEAT) for %lld s (--dl-hang-timeout=%u): "
+				 "ending the step; each task's stacks follow\n", w->job, w->step,
+				 (long long)(now - last), w->hang);
+			if (write(fds[t], line, strlen(line)) < 0) {
+				/* nothing more to do */
+			}
+		}
+	}
+	if (!has0)
+		sleep(2);
+	for (uint32_t t = 0; t < nt; t++) {
+		pid_t pid = w->page->pid[t];
+
+		if (pid <= 0)
+			continue;
+		snprintf(line, sizeof(line), "dlrt: hang: task %d (%s) on %s, pid %d: no progress in "
+			 "the step for %lld s; its stacks follow\n", (int)w->page->rank[t],
+			 w->page->role[t], w->node, (int)pid, (long long)(now - last));
+		if (fds[t] >= 0 && write(fds[t], line, strlen(line)) >= 0)
+			native_stack(pid, fds[t]);
+		kill(pid, SIGABRT);
+		if (fds[t] >= 0)
+			close(fds[t]);
+	}
+	if (!has0)
+		return;
+	sleep(3); /* the tracebacks first */
+	slurm_signal_job_step(w->job, w->step, SIGKILL);
+}
+
+static void watch_hang(struct watch *w)
+{
+	time_t now = time(NULL), last;
+
+	if (!w->hang || !w->page || w->hung || !w->progress_dir)
+		return;
+	if (!w->node_last)
+		w->node_last = w->written_last = now;
+	node_progress(w, now);
+	last = step_progress(w);
+	if (dlrt_lc_hung(last, now, w->hang))
+		report_hang(w, last, now);
+}
+
 /* Sleeps `s` seconds or until the lifetime pipe closes; false then. */
 static bool wait_life(int fd, int s)
 {
@@ -271,7 +521,8 @@ static void watch_loop(struct watch *w)
 		const char *why = "";
 		int sleep_s = 10;
 
-		if (load_job(w, &j) == 0) {
+		watch_hang(w);
+		if ((w->sig || w->batch) && load_job(w, &j) == 0) {
 			/* The batch step cannot tell its attempt in user_init (Slurm sets
 			 * SLURM_RESTART_COUNT only when the script starts): while its
 			 * step runs, the job's restart count is this run's. */
@@ -279,11 +530,16 @@ static void watch_loop(struct watch *w)
 				w->attempt = w->pol.attempt = j.restart_cnt;
 				w->attempt_known = true;
 			}
-			if (!w->warned && dlrt_lc_warn_due(&j, &w->pol, &why))
+			if (w->sig && !w->warned && dlrt_lc_warn_due(&j, &w->pol, &why))
 				send_warning(w, &j, why);
 			if (w->batch && w->warned)
 				requeue_now(w, &j);
 			sleep_s = dlrt_lc_next_poll(&j, &w->pol, w->warned);
+		}
+		if (w->hang && !w->hung) {
+			int h = (int)(w->hang / 5) < 2 ? 2 : (int)(w->hang / 5);
+
+			sleep_s = sleep_s < h ? sleep_s : h;
 		}
 		if (!wait_life(w->life_fd, sleep_s))
 			return;
@@ -311,6 +567,7 @@ static int parse_args(int argc, char **argv, struct watch *w, int *ready, int *p
 		{ "requeue", 1, NULL, 'q' },     { "node", 1, NULL, 'n' },
 		{ "record-base", 1, NULL, 'b' }, { "verbose", 0, NULL, 'v' },
 		{ "batch", 0, NULL, 'B' },       { "help", 0, NULL, 'h' },
+		{ "hang-timeout", 1, NULL, 'H' }, { "progress-dir", 1, NULL, 'P' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct dlrt_err err;
@@ -339,6 +596,8 @@ static int parse_args(int argc, char **argv, struct watch *w, int *ready, int *p
 		case 'B': w->batch = true; break;
 		case 'n': w->node = optarg; break;
 		case 'b': w->record_base = optarg; break;
+		case 'H': bad |= dlrt_parse_u32(optarg, 1, 1u << 30, &w->hang); break;
+		case 'P': w->progress_dir = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: bad = -1;
 		}
@@ -356,6 +615,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	w.pol.attempt = w.attempt;
+	/* Slurm signals every process of the step when it ends or preempts it;
+	 * this one lives exactly as long as the step (lifetime pipe, PDEATHSIG). */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
 	if (!strcmp(w.node, "?") && gethostname(w.hostname, sizeof(w.hostname) - 1) == 0)
 		w.node = w.hostname;
 	signal(SIGPIPE, SIG_IGN);
@@ -373,7 +639,7 @@ int main(int argc, char **argv)
 			return 4;
 		close(ready);
 	}
-	if (w.sig == 0 && !w.batch)
+	if (w.sig == 0 && !w.batch && !w.hang)
 		return 0;
 	watch_loop(&w);
 	return 0;

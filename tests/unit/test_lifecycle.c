@@ -36,6 +36,18 @@ int main(void)
 	TAP_IS_INT(dlrt_lc_requeue_due(&j, &p), DLRT_LC_WAIT, "never a job that does not run");
 	j = (struct dlrt_lc_job){ .now = 1000, .end_time = 99999, .preempt_time = 990 };
 	TAP_OK(dlrt_lc_warn_due(&j, &p, &why), "preemption: the warning is due at once");
+	{
+		struct dlrt_lc_policy q = { .before = 120, .requeue = 2 };
+		struct dlrt_lc_job g = { .now = 1020, .end_time = 1045, .preempt_time = 1000,
+					 .running = true };
+
+		TAP_IS_INT(dlrt_lc_requeue_due(&g, &q), DLRT_LC_WAIT, "grace time: the program saves");
+		g.now = 1041;
+		TAP_IS_INT(dlrt_lc_requeue_due(&g, &q), DLRT_LC_REQUEUE, "5 s before its end: requeue");
+		TAP_OK(dlrt_lc_hung(1000, 1030, 30), "30 s without progress: hung");
+		TAP_OK(!dlrt_lc_hung(1000, 1029, 30), "29 s: not yet");
+		TAP_OK(!dlrt_lc_hung(1000, 5000, 0), "0: never");
+	}
 	TAP_IS_STR(why, "preemption", "and says why");
 
 	TAP_IS_INT(dlrt_opts_parse_signal("USR1@120", &sig, &secs, &err), 0, "USR1@120");
