@@ -193,7 +193,22 @@ void dlrt_lifecycle_user_init(spank_t sp)
 /* DLRT_CHECKPOINT_DIR: BASE/<job>, created (or taken, if it is the user's own
  * and no one else can write it) as the user, mode 0700. Never the fallback
  * folder of the logs: every node and attempt must find the same one. */
+static int checkpoint_env_make(spank_t sp, struct dlrt_err *err);
+
+/* A job that asked for nothing of this (no --dl-requeue, --dl-hang-timeout,
+ * --dl-checkpoint-dir, no site checkpoint_dir=) is not failed when the default
+ * folder cannot be made (a read-only HOME on the nodes): it runs without
+ * DLRT_CHECKPOINT_DIR, as before dlrt had it. */
 static int checkpoint_env(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+
+	if (checkpoint_env_make(sp, err) == 0)
+		return 0;
+	return (o->requeue || o->hang_timeout || o->checkpoint_dir[0]) ? -1 : 0;
+}
+
+static int checkpoint_env_make(spank_t sp, struct dlrt_err *err)
 {
 	char base[2048], path[2200], job[16];
 	uid_t uid = getuid();

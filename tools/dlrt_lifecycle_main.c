@@ -50,6 +50,9 @@ struct watch {
 	int life_fd;
 	char hostname[256];
 	bool warned, requeue_done, load_failed;
+	bool pending;                    /* due, and a task has not got it yet */
+	time_t first_due;                /* when the warning was first due */
+	bool sent[DLRT_LC_MAX_TASKS];    /* the tasks that got the warning */
 	bool attempt_known; /* --attempt given, else the first answer's restart count */
 	/* --dl-hang-timeout */
 	uint32_t hang;
@@ -201,38 +204,55 @@ static int signal_children(pid_t parent, int sig)
 	return n;
 }
 
+/* Once the warning is due: every task of the node gets it once, those that
+ * registered since the last look too (a step started after the warning was
+ * due; a torchrun agent whose workers came later). */
 static void send_warning(struct watch *w, const struct dlrt_lc_job *j, const char *why)
 {
 	char name[16], line[512];
 	const char *sn = dlrt_signal_name(w->sig, name, sizeof(name));
 	long left = j->end_time > 0 ? (long)(j->end_time - j->now) : -1;
+	uint32_t nt = w->page ? (w->page->ntasks < DLRT_LC_MAX_TASKS ? w->page->ntasks :
+				 DLRT_LC_MAX_TASKS) : 0;
+	bool first = !w->warned;
 	int ntasks = 0, nsent = 0;
 
+	if (first)
+		w->first_due = j->now;
 	w->warned = true;
-	for (uint32_t t = 0; w->page && t < w->page->ntasks && t < DLRT_LC_MAX_TASKS; t++) {
+	w->pending = false;
+	for (uint32_t t = 0; t < nt; t++) {
 		pid_t pid = w->page->pid[t];
+		int n = 0;
 
-		if (pid <= 0)
+		if (w->sent[t])
 			continue;
+		if (pid > 0)
+			n = w->children ? signal_children(pid, w->sig) : kill(pid, w->sig) == 0;
+		if (n <= 0) {
+			w->pending = true;
+			continue;
+		}
+		w->sent[t] = true;
 		ntasks++;
-		if (w->children)
-			nsent += signal_children(pid, w->sig);
-		else if (kill(pid, w->sig) == 0)
-			nsent++;
+		nsent += n;
 	}
+	if (w->batch) {
+		if (first)
+			record(w, "attempt=%u warning signal=%s reason=%s left=%lds batch node=%s",
+			       w->attempt, sn, why, left, w->node);
+		return;
+	}
+	if (!nsent)
+		return;
+	record(w, "attempt=%u warning signal=%s reason=%s left=%lds node=%s step=%u "
+	       "processes=%d", w->attempt, sn, why, left, w->node, w->step, nsent);
 	snprintf(line, sizeof(line), "dlrt: %s: SIG%s to %d process%s of %d task%s of step %u: "
 		 "%s (the time limit is in %ld s; --dl-signal=%s@%u)\n", w->node, sn, nsent,
 		 nsent == 1 ? "" : "es", ntasks, ntasks == 1 ? "" : "s", w->step, why, left, sn,
 		 w->pol.before);
-	if (w->batch)
-		record(w, "attempt=%u warning signal=%s reason=%s left=%lds batch node=%s",
-		       w->attempt, sn, why, left, w->node);
-	else
-		record(w, "attempt=%u warning signal=%s reason=%s left=%lds node=%s step=%u "
-		       "processes=%d", w->attempt, sn, why, left, w->node, w->step, nsent);
-	for (uint32_t t = 0; w->verbose && w->page && t < w->page->ntasks &&
-	     t < DLRT_LC_MAX_TASKS; t++)
-		if (w->page->pid[t] > 0)
+	for (uint32_t t = 0; w->verbose && t < nt; t++)
+		if (w->sent[t] && w->page->pid[t] > 0)
 			tell_task(w->page->pid[t], line);
 }
 
@@ -530,11 +550,15 @@ static void watch_loop(struct watch *w)
 				w->attempt = w->pol.attempt = j.restart_cnt;
 				w->attempt_known = true;
 			}
-			if (w->sig && !w->warned && dlrt_lc_warn_due(&j, &w->pol, &why))
+			if (w->sig && (!w->warned || w->pending) && dlrt_lc_warn_due(&j, &w->pol, &why))
 				send_warning(w, &j, why);
 			if (w->batch && w->warned)
 				requeue_now(w, &j);
 			sleep_s = dlrt_lc_next_poll(&j, &w->pol, w->warned);
+			/* Tasks still starting: look again soon, for 30 s (one
+			 * slurmctld RPC each); then at the usual pace. */
+			if (w->pending && j.now - w->first_due < 30)
+				sleep_s = 1;
 		}
 		if (w->hang && !w->hung) {
 			int h = (int)(w->hang / 5) < 2 ? 2 : (int)(w->hang / 5);
