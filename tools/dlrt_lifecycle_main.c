@@ -39,6 +39,7 @@
 
 #define PROG "dlrt-lifecycle"
 #define RECORD "dlrt-retries.log"
+#define WARN_SETTLE_S 30 /* a task without a handler gets the warning this late */
 
 struct watch {
 	uint32_t job, step, attempt;
@@ -168,6 +169,30 @@ static void tell_task(pid_t pid, const char *line)
 	close(fd);
 }
 
+/* Whether pid catches or ignores sig (SigCgt, SigIgn in /proc/PID/status):
+ * a program still starting (exec, imports) has no handler yet, and the
+ * signal's default action would end it. */
+static bool handles(pid_t pid, int sig)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long cgt = 0, ign = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if ((p = strstr(buf, "SigIgn:")))
+		sscanf(p + 7, "%llx", &ign);
+	if ((p = strstr(buf, "SigCgt:")))
+		sscanf(p + 7, "%llx", &cgt);
+	return ((cgt | ign) >> (sig - 1)) & 1;
+}
+
 /* Signals the children of `parent` (an agent's workers); their number. */
 static int signal_children(pid_t parent, int sig)
 {
@@ -196,7 +221,7 @@ static int signal_children(pid_t parent, int sig)
 		/* "pid (comm) state ppid ...": comm may hold spaces and ')' */
 		rp = strrchr(buf, ')');
 		if (rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == parent &&
-		    kill((pid_t)pid, sig) == 0)
+		    handles((pid_t)pid, sig) && kill((pid_t)pid, sig) == 0)
 			n++;
 	}
 	if (d)
@@ -227,8 +252,12 @@ static void send_warning(struct watch *w, const struct dlrt_lc_job *j, const cha
 
 		if (w->sent[t])
 			continue;
-		if (pid > 0)
-			n = w->children ? signal_children(pid, w->sig) : kill(pid, w->sig) == 0;
+		/* A task that does not handle the signal yet (still starting) gets it
+		 * once it does, or WARN_SETTLE_S after the warning was due anyway. */
+		if (pid > 0 && w->children)
+			n = signal_children(pid, w->sig);
+		else if (pid > 0 && (handles(pid, w->sig) || j->now - w->first_due >= WARN_SETTLE_S))
+			n = kill(pid, w->sig) == 0;
 		if (n <= 0) {
 			w->pending = true;
 			continue;
@@ -557,7 +586,7 @@ static void watch_loop(struct watch *w)
 			sleep_s = dlrt_lc_next_poll(&j, &w->pol, w->warned);
 			/* Tasks still starting: look again soon, for 30 s (one
 			 * slurmctld RPC each); then at the usual pace. */
-			if (w->pending && j.now - w->first_due < 30)
+			if (w->pending && j.now - w->first_due < WARN_SETTLE_S + 5)
 				sleep_s = 1;
 		}
 		if (w->hang && !w->hung) {

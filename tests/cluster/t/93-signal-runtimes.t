@@ -33,7 +33,7 @@ for rt in mxnet horovod caffe2 torch jax tensorflow; do
 	srun -N3 -n6 --dl-runtime=\$rt ./task.sh
 done
 if [ $TORCHRUN = yes ]; then
-	srun -N3 --ntasks-per-node=1 --dl-runtime=torchrun --dl-nproc-per-node=2 /usr/bin/torchrun worker.py
+	srun -N3 -n3 --ntasks-per-node=1 --dl-runtime=torchrun --dl-nproc-per-node=2 /usr/bin/torchrun worker.py
 	echo "torchrun agents rc \$?"
 fi
 srun -N1 -n1 --dl-runtime=torch --dl-signal=none bash -c 'sleep 15; echo "QUIET step ended by itself"'
