@@ -130,9 +130,11 @@ static void record(const struct watch *w, const char *fmt, ...)
 static int load_job(struct watch *w, struct dlrt_lc_job *j)
 {
 	job_info_msg_t *msg = NULL;
-	int rc = -1;
+	int rc = -1, e;
 
 	j->now = time(NULL);
+	/* libslurm's error is in errno (Slurm 24.11 has no slurm_get_errno). */
+	errno = 0;
 	if (slurm_load_job(&msg, w->job, SHOW_ALL) == SLURM_SUCCESS && msg &&
 	    msg->record_count >= 1) {
 		const job_info_t *ji = &msg->job_array[0];
@@ -143,11 +145,12 @@ static int load_job(struct watch *w, struct dlrt_lc_job *j)
 		j->restart_cnt = ji->restart_cnt;
 		rc = 0;
 	}
+	e = errno;
 	if (msg)
 		slurm_free_job_info_msg(msg);
 	if (rc < 0 && !w->load_failed)
 		fprintf(stderr, PROG ": job %u: slurmctld does not answer (%s); asking again\n",
-			w->job, slurm_strerror(slurm_get_errno()));
+			w->job, slurm_strerror(e));
 	w->load_failed = rc < 0;
 	return rc;
 }
@@ -299,7 +302,7 @@ static void requeue_now(struct watch *w, const struct dlrt_lc_job *j)
 	}
 	if (slurm_requeue(w->job, 0) != SLURM_SUCCESS) {
 		record(w, "attempt=%u requeue refused: %s (was the job submitted with "
-		       "--no-requeue?)", w->attempt, slurm_strerror(slurm_get_errno()));
+		       "--no-requeue?)", w->attempt, slurm_strerror(errno));
 		return;
 	}
 	record(w, "attempt=%u requeued reason=time-limit left=%lds next-attempt=%u", w->attempt,
