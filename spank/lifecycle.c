@@ -10,9 +10,11 @@
  *    without tasks; it records the warning (the batch step's decision at the
  *    script's end reads it: spank/requeue.c) and requeues a job still running
  *    just before its limit.
- *  - task_init, in each task as the user: its pid into the page (after the
- *    log relay's and the companion's forks, so it is the program's), and
- *    DLRT_CHECKPOINT_DIR, created here as the user (common/privdir.h).
+ *  - task_init, in each task as the user: its pid, rank and role into the
+ *    page (after the log relay's and the companion's forks, so the pid is the
+ *    program's), and DLRT_CHECKPOINT_DIR, created here as the user
+ *    (common/privdir.h); with --dl-hang-timeout, DLRT_HEARTBEAT and
+ *    PYTHONFAULTHANDLER=1 (the watcher then also ends a step that hangs).
  * Slurm's own --signal is not used: it must be given at submission (a plugin
  * cannot add it), it goes to every process of the step (dlrt's services and a
  * torchrun agent included, which die of a signal they do not handle), and on

@@ -12,7 +12,10 @@
  * requeue decision), and with --verbose prints a line on each task's stderr.
  * The batch node's watcher (--requeue N) requeues a job still running a few
  * seconds before its time limit (a job that reaches it is TIMEOUT, which
- * Slurm never requeues). It exits when --lifetime-fd reaches end of file.
+ * Slurm never requeues). With --hang-timeout it follows its tasks' progress
+ * (bytes written, DLRT_HEARTBEAT), shares it with the other nodes through
+ * the job's checkpoint folder, and ends a step that made none for that long,
+ * with each task's stacks. It exits when --lifetime-fd reaches end of file.
  */
 #include <dirent.h>
 #include <errno.h>
