@@ -90,7 +90,7 @@ static void rq_report(const char *fmt, ...)
  * decision rests on the node states alone. */
 static int retry_log_path(struct rq_job *j, char *out, size_t len)
 {
-	static const char what[] = "--dl-retries/--dl-requeue";
+	const char *what = dlrt_plugin.opts.retries ? "--dl-retries" : "--dl-requeue";
 	const char *d = dlrt_plugin.opts.log_dir;
 	struct dlrt_privdir_jobdir jd;
 	struct dlrt_err err = { "" };
