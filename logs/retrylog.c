@@ -64,6 +64,21 @@ void dlrt_retry_log_nodes(const char *log, uint32_t attempt, char *list, size_t 
 	}
 }
 
+bool dlrt_retry_log_warned(const char *log, uint32_t attempt)
+{
+	char want[48];
+
+	snprintf(want, sizeof(want), " attempt=%u warning ", attempt);
+	for (const char *line = log; line && *line;) {
+		const char *end = strchr(line, '\n'), *p = strstr(line, want);
+
+		if (p && (!end || p < end))
+			return true;
+		line = end ? end + 1 : NULL;
+	}
+	return false;
+}
+
 void dlrt_retry_down_nodes(const char *sinfo, char *list, size_t len)
 {
 	char node[128], st[64];

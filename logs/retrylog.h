@@ -5,6 +5,7 @@
 #ifndef DLRT_RETRYLOG_H
 #define DLRT_RETRYLOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,10 @@ void dlrt_retry_field(const char *text, const char *key, char *out, size_t len);
 
 /* Nodes of retry-log lines "<stamp> attempt=A node=X ..." with A == attempt, added to list. */
 void dlrt_retry_log_nodes(const char *log, uint32_t attempt, char *list, size_t len);
+
+/* Whether a line "<stamp> attempt=A warning ..." with A == attempt is in the log:
+ * --dl-signal's warning of that attempt was due (spank/lifecycle.c records it). */
+bool dlrt_retry_log_warned(const char *log, uint32_t attempt);
 
 /* Nodes of sinfo lines "NODE STATE" that are down, failing, draining or not responding
  * (a '*' suffix), added to list. */

@@ -1,5 +1,6 @@
 #include "opts.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,65 @@
 #include "common/parse.h"
 #include "gpubind/gpuplan.h"
 #include "runtime.h"
+
+/* Signals a program may sensibly be warned with; names as Slurm's --signal
+ * takes them. */
+static const struct {
+	const char *name;
+	int sig;
+} warn_signals[] = {
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "INT", SIGINT },
+	{ "HUP", SIGHUP },   { "QUIT", SIGQUIT }, { "URG", SIGURG },   { "CONT", SIGCONT },
+	{ "ALRM", SIGALRM }, { "WINCH", SIGWINCH },
+};
+
+const char *dlrt_signal_name(int sig, char *buf, size_t len)
+{
+	for (size_t i = 0; i < sizeof(warn_signals) / sizeof(*warn_signals); i++)
+		if (warn_signals[i].sig == sig)
+			return warn_signals[i].name;
+	snprintf(buf, len, "%d", sig);
+	return buf;
+}
+
+int dlrt_opts_parse_signal(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err)
+{
+	char name[16];
+	const char *at;
+	size_t n;
+	uint32_t num;
+
+	if (v && !strcmp(v, "none")) {
+		*sig = 0;
+		*secs = 0;
+		return 0;
+	}
+	at = v ? strchr(v, '@') : NULL;
+	n = v ? (at ? (size_t)(at - v) : strlen(v)) : 0;
+	if (!v || n == 0 || n >= sizeof(name))
+		goto bad;
+	memcpy(name, v, n);
+	name[n] = '\0';
+	*secs = 60; /* Slurm's --signal default */
+	if (at && dlrt_parse_u32(at + 1, 1, 65535, secs) < 0)
+		goto bad;
+	if (dlrt_parse_u32(name, 1, 64, &num) == 0) {
+		*sig = (int)num;
+		if (*sig == SIGKILL || *sig == SIGSTOP)
+			goto bad;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(warn_signals) / sizeof(*warn_signals); i++)
+		if (!strcmp(name, warn_signals[i].name) ||
+		    (!strncmp(name, "SIG", 3) && !strcmp(name + 3, warn_signals[i].name))) {
+			*sig = warn_signals[i].sig;
+			return 0;
+		}
+bad:
+	return dlrt_err_set(err, "--dl-signal=%.64s: give SIG@SECS as for sbatch --signal (e.g. "
+			    "USR1@120: SIGUSR1 120 s before the time limit), or none",
+			    v ? v : "");
+}
 
 const char *dlrt_exchange_via_name(enum dlrt_exchange_via via)
 {
@@ -203,6 +263,24 @@ static int key_service_max_lifetime(struct dlrt_config *cfg, const char *v, stru
 	return 0;
 }
 
+static int key_signal(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (dlrt_opts_parse_signal(v, &cfg->warn_sig, &cfg->warn_secs, err) < 0)
+		return dlrt_err_set(err, "plugstack.conf: signal='%s' is not SIG@SECS (e.g. "
+				    "USR1@120) or none", v);
+	return 0;
+}
+
+static int key_checkpoint_dir(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (!v || v[0] != '/' || strlen(v) >= sizeof(cfg->checkpoint_dir) - 64 ||
+	    strpbrk(v, "\n\r"))
+		return dlrt_err_set(err, "plugstack.conf: checkpoint_dir='%s' is not an absolute "
+				    "folder path on a filesystem every node shares", v ? v : "");
+	snprintf(cfg->checkpoint_dir, sizeof(cfg->checkpoint_dir), "%s", v);
+	return 0;
+}
+
 /* The generic keys; runtimes declare theirs (struct dlrt_runtime.keys). */
 static const struct {
 	const char *name;
@@ -216,6 +294,8 @@ static const struct {
 	{ "topology_xml", key_topology_xml },
 	{ "service_timeout", key_service_timeout },
 	{ "service_max_lifetime", key_service_max_lifetime },
+	{ "signal", key_signal },
+	{ "checkpoint_dir", key_checkpoint_dir },
 };
 
 #define NGENERIC_KEYS (sizeof(generic_keys) / sizeof(*generic_keys))
@@ -271,6 +351,8 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 	cfg->service_timeout = 10;
 	cfg->service_max_lifetime = 7 * 24 * 3600;
 	cfg->allowed = ~0u;
+	cfg->warn_sig = SIGUSR1;
+	cfg->warn_secs = 120;
 	snprintf(cfg->gpu_bind, sizeof(cfg->gpu_bind), "closest");
 	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
 		for (const struct dlrt_site_key *k = dlrt_runtimes[i]->keys; k && k->name; k++)
@@ -316,6 +398,9 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 	memset(o, 0, sizeof(*o));
 	o->verbose = cfg->verbose;
 	o->exchange = cfg->exchange;
+	o->warn_sig = cfg->warn_sig;
+	o->warn_secs = cfg->warn_secs;
+	snprintf(o->checkpoint_dir, sizeof(o->checkpoint_dir), "%s", cfg->checkpoint_dir);
 	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
 	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
 		if (dlrt_runtimes[i]->opts_init)
@@ -432,6 +517,49 @@ static int set_exchange(struct dlrt_opts *o, const struct dlrt_config *cfg, cons
 	return 0;
 }
 
+static int set_signal(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		      struct dlrt_err *err)
+{
+	(void)cfg;
+	return dlrt_opts_parse_signal(arg, &o->warn_sig, &o->warn_secs, err);
+}
+
+static int set_requeue(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+		       struct dlrt_err *err)
+{
+	(void)cfg;
+	if (dlrt_parse_u32(arg, 0, 100, &o->requeue) < 0)
+		return dlrt_err_set(err, "--dl-requeue=%s: must be a number from 0 to 100",
+				    arg ? arg : "");
+	return 0;
+}
+
+static int set_checkpoint_dir(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			      struct dlrt_err *err)
+{
+	(void)cfg;
+	/* Created as the user in each task (spank/lifecycle.c). */
+	if (!arg || !*arg || strpbrk(arg, "\n\r") || strlen(arg) > sizeof(o->checkpoint_dir) - 64)
+		return dlrt_err_set(err, "--dl-checkpoint-dir=%s: give a folder path of at most %zu "
+				    "bytes on a filesystem every node shares", arg ? arg : "",
+				    sizeof(o->checkpoint_dir) - 64);
+	snprintf(o->checkpoint_dir, sizeof(o->checkpoint_dir), "%s", arg);
+	return 0;
+}
+
+static int set_hang_timeout(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			    struct dlrt_err *err)
+{
+	uint32_t v;
+
+	(void)cfg;
+	if (dlrt_parse_u32(arg, 0, 30 * 24 * 3600, &v) < 0 || (v > 0 && v < 10))
+		return dlrt_err_set(err, "--dl-hang-timeout=%s: give seconds, at least 10 (0: no "
+				    "hang detection)", arg ? arg : "");
+	o->hang_timeout = v;
+	return 0;
+}
+
 /* The generic options, one row each; runtimes declare theirs (struct
  * dlrt_runtime.options) with the same shape. */
 static const struct {
@@ -469,6 +597,18 @@ static const struct {
 	[DLRT_OPT_EXCHANGE] = { { "dl-exchange", "VIA",
 				  "[dlrt] address exchange: auto, pmix or srun", NULL },
 				set_exchange },
+	[DLRT_OPT_SIGNAL] = { { "dl-signal", "SIG@SECS",
+				"[dlrt] tasks get SIG SECS before the limit", NULL },
+			      set_signal },
+	[DLRT_OPT_REQUEUE] = { { "dl-requeue", "N",
+				 "[dlrt] requeue after the warning, N times", NULL },
+			       set_requeue },
+	[DLRT_OPT_CHECKPOINT_DIR] = { { "dl-checkpoint-dir", "DIR",
+					"[dlrt] DLRT_CHECKPOINT_DIR is DIR/<job>", NULL },
+				      set_checkpoint_dir },
+	[DLRT_OPT_HANG_TIMEOUT] = { { "dl-hang-timeout", "SECS",
+				      "[dlrt] end a step without progress for SECS", NULL },
+				    set_hang_timeout },
 };
 
 int dlrt_opt_count(void)

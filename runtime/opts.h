@@ -62,6 +62,9 @@ struct dlrt_config {
 	char topology_xml[1024];  /* topology_xml=: hwloc XML instead of the live node ("%n" = node) */
 	uint32_t service_timeout;  /* seconds a node service may take to listen */
 	uint32_t service_max_lifetime; /* seconds after which a node service is killed anyway */
+	int warn_sig;             /* signal=: --dl-signal's signal when a job gives none (0: none) */
+	uint32_t warn_secs;       /* signal=: its seconds before the time limit */
+	char checkpoint_dir[1024]; /* checkpoint_dir=: where DLRT_CHECKPOINT_DIR's folders go */
 	struct dlrt_rt_config rt[DLRT_RUNTIME_MAX]; /* each runtime's own keys */
 };
 
@@ -111,6 +114,10 @@ enum dlrt_opt_id {
 	DLRT_OPT_LOG_DIR,
 	DLRT_OPT_RETRIES,
 	DLRT_OPT_EXCHANGE,
+	DLRT_OPT_SIGNAL,
+	DLRT_OPT_REQUEUE,
+	DLRT_OPT_CHECKPOINT_DIR,
+	DLRT_OPT_HANG_TIMEOUT,
 	DLRT_OPT_GENERIC_COUNT
 };
 
@@ -139,6 +146,11 @@ struct dlrt_opts {
 	char log_dir[1024];                 /* --dl-log-dir: "" = no log export (spank/logs.c) */
 	uint32_t retries;                   /* --dl-retries: requeues allowed (spank/requeue.c) */
 	enum dlrt_exchange_via exchange;    /* --dl-exchange, else the site's exchange= */
+	int warn_sig;                       /* --dl-signal's signal (0: no warning; spank/lifecycle.c) */
+	uint32_t warn_secs;                 /* ... sent this many seconds before the time limit */
+	uint32_t requeue;                   /* --dl-requeue: requeues after a warning (spank/requeue.c) */
+	char checkpoint_dir[1024];          /* --dl-checkpoint-dir, else checkpoint_dir=, else "" (HOME) */
+	uint32_t hang_timeout;              /* --dl-hang-timeout: seconds; 0 = no hang detection */
 	uint32_t rt_given[DLRT_RUNTIME_MAX]; /* bit k: the job gave runtime i's option k */
 	struct dlrt_rt_opts rt[DLRT_RUNTIME_MAX]; /* each runtime's own options */
 };
@@ -164,6 +176,13 @@ int dlrt_opts_set_name(struct dlrt_opts *o, const struct dlrt_config *cfg, const
 /* srun: refuses an option of another runtime that would do nothing for the
  * chosen one (struct dlrt_rt_option.only_this_runtime). */
 int dlrt_opts_check_runtime(const struct dlrt_opts *o, struct dlrt_err *err);
+
+/* --dl-signal's syntax, Slurm's --signal: "[R:]SIG[@SECS]" without the R
+ * (SIG a name with or without "SIG", or a number; SECS 1 to 65535, default
+ * 60 as in Slurm), or "none". *sig 0 for none. */
+int dlrt_opts_parse_signal(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err);
+/* "USR1" for SIGUSR1, else the number. */
+const char *dlrt_signal_name(int sig, char *buf, size_t len);
 
 /* Writes "key, key, ..." of every plugstack.conf key: the generic ones, then
  * each runtime's. The "unknown key" error and the dlrt.conf.in check use it. */

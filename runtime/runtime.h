@@ -143,6 +143,11 @@ struct dlrt_runtime {
 	 * PYTHONPATH, so that a torch 2.x built without libuv still connects to
 	 * the TCPStores no USE_LIBUV reaches (docs/torch.md). */
 	bool python_shim;
+	/* Its tasks are agents that start the real workers (torchrun): the
+	 * warning of --dl-signal goes to each task's children, the workers, and
+	 * not to the agent, which a signal it does not handle would end
+	 * (spank/lifecycle.c). */
+	bool warn_children;
 	/* Its --dl-* options, ended by { NULL } (at most 32), parsed into the
 	 * runtime's own options block (opts.h: dlrt_rt_opts); opts_init sets that
 	 * block's defaults from the runtime's site keys (its config block).

@@ -6,6 +6,7 @@
  */
 #include <slurm/spank.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin.h"
 
@@ -62,15 +63,26 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
+	int rc;
+
 	(void)ac;
 	(void)av;
-	return dlrt_stepd_user_init(sp);
+	rc = dlrt_stepd_user_init(sp);
+	dlrt_lifecycle_user_init(sp);
+	return rc;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
+	struct dlrt_err err;
+
 	(void)ac;
 	(void)av;
+	if (dlrt_lifecycle_batch_task_init(sp, &err) < 0) {
+		/* The batch script: one line, and it does not run (as a step's task). */
+		slurm_error("dlrt: %s", err.msg);
+		_exit(1);
+	}
 	return dlrt_stepd_task_init(sp);
 }
 
@@ -90,8 +102,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	(void)sp;
 	(void)ac;
 	(void)av;
-	if (spank_context() == S_CTX_REMOTE)
+	if (spank_context() == S_CTX_REMOTE) {
+		dlrt_lifecycle_exit();
 		dlrt_stepd_exit();
+	}
 	else if (spank_context() == S_CTX_LOCAL)
 		dlrt_client_exit();
 	return 0;

@@ -19,6 +19,7 @@
 #include "services/svcauth.h"
 
 struct dlrt_node_share;
+struct dlrt_lc_page;
 
 /* "JOB.STEP" of a step srun refused after Slurm created it: its tasks end in
  * task_init, so that Slurm frees the step (client.c, refuse_step). */
@@ -58,6 +59,8 @@ struct dlrt_plugin {
 	uint8_t step_secret[32];
 	uint8_t secret[32];
 	struct dlrt_svc relay;     /* this node's dlrt-relay, in every step with a service */
+	struct dlrt_svc watcher;   /* dlrt-lifecycle (--dl-signal, --dl-requeue), or pid 0 */
+	struct dlrt_lc_page *lc_page; /* the node's task pids for it (lifecycle.c) */
 	struct dlrt_svc rendezvous; /* srun only: the step's rendezvous (rdvclient.h) */
 	int relay_config_fd;       /* its config pipe (close-on-exec); -1: none */
 	long svc_start_us;         /* how long starting it took (--dl-verbose) */
@@ -83,6 +86,12 @@ void dlrt_service_stop(struct dlrt_svc *svc);
  * write end of its config pipe in *config_w. */
 int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 			  struct dlrt_err *err);
+
+/* service.c: a watcher program next to the step (dlrt-lifecycle), started and
+ * stopped like a service: `args` after its --lifetime-fd/--ready-fd, ended by
+ * NULL; `extra_fd` (or -1) stays open in it. It writes "1\n" when it runs. */
+int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *const *args,
+		       int extra_fd, struct dlrt_svc *svc, struct dlrt_err *err);
 
 /* service.c: srun's rendezvous for the step (local context, exchange/rdvclient.h);
  * stopped with dlrt_service_stop. */
@@ -142,6 +151,19 @@ int dlrt_companion_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err);
 /* container.c: whether the step runs its tasks in Slurm's OCI container */
 bool dlrt_stepd_in_container(spank_t sp);
+
+/* lifecycle.c: --dl-signal, --dl-requeue, DLRT_CHECKPOINT_DIR (slurmstepd) */
+void dlrt_lifecycle_user_init(spank_t sp);
+/* In the task (as the user), at the very end of task_init: its pid for the
+ * watcher, DLRT_CHECKPOINT_DIR. -1 + err fails the task. */
+int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err);
+/* The batch script's task_init (not a dlrt step): DLRT_CHECKPOINT_DIR. */
+int dlrt_lifecycle_batch_task_init(spank_t sp, struct dlrt_err *err);
+void dlrt_lifecycle_exit(void);
+/* The folder DLRT_CHECKPOINT_DIR names for this job (created by the task). */
+int dlrt_lifecycle_ckpt_path(spank_t sp, char *base, size_t blen, char *out, size_t len);
+/* Where the job's record goes (requeue.c's retry log): its base folder. */
+int dlrt_lifecycle_record_base(spank_t sp, char *out, size_t len);
 
 /* requeue.c: --dl-retries, from slurm_spank_task_exit (slurmstepd, as root) */
 void dlrt_requeue_task_exit(spank_t sp);

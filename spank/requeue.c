@@ -1,5 +1,8 @@
 /* requeue.c - --dl-retries=N: when a node fails or a task is killed by a signal,
- * record the node, exclude it and requeue the job, at most N times.
+ * record the node, exclude it and requeue the job, at most N times. And
+ * --dl-requeue=N: a script that ends after --dl-signal's warning (recorded in
+ * the same record by dlrt-lifecycle, spank/lifecycle.c) is requeued, at most N
+ * times by the job's restart count (requeue_after_warning).
  *
  * Where this lives, and why (docs/ADMIN.md, "Retries"):
  *  - Evidence is recorded where it happens: slurm_spank_task_exit of every srun
@@ -87,7 +90,7 @@ static void rq_report(const char *fmt, ...)
  * decision rests on the node states alone. */
 static int retry_log_path(struct rq_job *j, char *out, size_t len)
 {
-	static const char what[] = "--dl-retries";
+	const char *what = dlrt_plugin.opts.retries ? "--dl-retries" : "--dl-requeue";
 	const char *d = dlrt_plugin.opts.log_dir;
 	struct dlrt_privdir_jobdir jd;
 	struct dlrt_err err = { "" };
@@ -299,6 +302,48 @@ static int run_retry(const struct rq_job *j, char *buf, size_t len, char *const 
 	return -1;
 }
 
+/* --dl-requeue: a script that ended (however) after the warning of this
+ * attempt was recorded (dlrt-lifecycle) is requeued, at most N times, and
+ * only while the job still runs this attempt: one that Slurm (preemption,
+ * PreemptMode=REQUEUE) or the program (Lightning's scontrol requeue)
+ * requeued already is not requeued twice. True when it was the warning's
+ * case (requeued or not), so no node is blamed. */
+static bool requeue_after_warning(const struct rq_job *j, char *buf, size_t len)
+{
+	char jid[16], restarts[16], preempt[64];
+	char *show_job[] = { "scontrol", "show", "job", "-o", jid, NULL };
+	char *requeue[] = { "scontrol", "requeue", jid, NULL };
+	uint32_t n = dlrt_plugin.opts.requeue, r = 0;
+	bool warned;
+
+	rq_read(j, buf, len);
+	warned = dlrt_retry_log_warned(buf, j->attempt);
+	snprintf(jid, sizeof(jid), "%u", j->job_id);
+	if (run(j, buf, len, show_job) != 0)
+		return warned;
+	/* Slurm's SIGTERM at the start of a preemption's grace time may end the
+	 * script before the watcher's next look recorded the warning. */
+	dlrt_retry_field(buf, "PreemptTime=", preempt, sizeof(preempt));
+	if (!warned && (!preempt[0] || !strcmp(preempt, "None")))
+		return false;
+	dlrt_retry_field(buf, "Restarts=", restarts, sizeof(restarts));
+	if (dlrt_parse_u32(restarts, 0, 1u << 30, &r) < 0 || r != j->attempt)
+		return true; /* requeued already by someone else */
+	if (j->attempt >= n) {
+		rq_note(j, "attempt=%u ended after the warning: no requeue left (--dl-requeue=%u)",
+			j->attempt, n);
+		return true;
+	}
+	if (run(j, buf, len, requeue) != 0) {
+		rq_note(j, "attempt=%u requeue refused: %.200s (was the job submitted with "
+			"--no-requeue?)", j->attempt, buf);
+		return true;
+	}
+	rq_note(j, "attempt=%u requeued reason=ended-after-%s next-attempt=%u", j->attempt,
+		warned ? "warning" : "preemption", j->attempt + 1);
+	return true;
+}
+
 /* The batch step's decision (as the user). */
 static void decide(const struct rq_job *j)
 {
@@ -309,6 +354,10 @@ static void decide(const struct rq_job *j)
 	snprintf(jid, sizeof(jid), "%u", j->job_id);
 	job_state(j, state, sizeof(state), exc, sizeof(exc));
 	running = !strcmp(state, "RUNNING");
+	if (running && dlrt_plugin.opts.requeue && requeue_after_warning(j, buf, sizeof(buf)))
+		return;
+	if (!dlrt_plugin.opts.retries)
+		return;
 	if (!running && !slurm_requeues(state))
 		return; /* cancelled, timed out, or slurmctld unreachable: not ours to retry */
 	/* 1. When the script ended by itself: tasks killed by a signal in this
@@ -460,7 +509,7 @@ void dlrt_requeue_task_exit(spank_t sp)
 
 	/* The batch step has no runtime of its own: sbatch --dl-retries is enough
 	 * for node failures; signals are recorded only by dlrt steps (active). */
-	if (!dlrt_plugin.opts.retries)
+	if (!dlrt_plugin.opts.retries && !dlrt_plugin.opts.requeue)
 		return;
 	if (spank_get_item(sp, S_JOB_UID, &j.cred.uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &j.cred.gid) != ESPANK_SUCCESS ||
@@ -481,7 +530,7 @@ void dlrt_requeue_task_exit(spank_t sp)
 	if (j.step_id == SLURM_BATCH_SCRIPT) {
 		getenv_job(sp, "SLURM_JOB_NODELIST", j.nodelist, sizeof(j.nodelist));
 		as_user(&j, decide_cb, 0);
-	} else if (dlrt_plugin.active && WIFSIGNALED(status) && node_signal(WTERMSIG(status))) {
+	} else if (dlrt_plugin.opts.retries && dlrt_plugin.active && WIFSIGNALED(status) && node_signal(WTERMSIG(status))) {
 		as_user(&j, record_signal, status);
 	}
 }

@@ -485,6 +485,42 @@ out:
 	return rc;
 }
 
+int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *const *args,
+		       int extra_fd, struct dlrt_svc *svc, struct dlrt_err *err)
+{
+	char path[4096], life_s[16], ready_s[16];
+	struct child_args a = { .extra_fd = extra_fd };
+	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, rc = -1;
+	char *argv[40];
+	size_t n = 0;
+
+	memset(svc, 0, sizeof(*svc));
+	svc->life_fd = -1;
+	if (job_user(sp, &a, what, err) < 0 || program_path(program, path, sizeof(path), err) < 0)
+		return -1;
+	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
+	    (life[0] = high_fd(life[0])) < 0 || (ready[1] = high_fd(ready[1])) < 0) {
+		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
+		goto out;
+	}
+	snprintf(life_s, sizeof(life_s), "%d", life[0]);
+	snprintf(ready_s, sizeof(ready_s), "%d", ready[1]);
+	argv[n++] = path;
+	argv[n++] = "--lifetime-fd";
+	argv[n++] = life_s;
+	argv[n++] = "--ready-fd";
+	argv[n++] = ready_s;
+	for (size_t i = 0; args[i] && n < sizeof(argv) / sizeof(*argv) - 1; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	a.argv = argv;
+	rc = launch(&a, program, what, path, life, ready, svc, err);
+out:
+	close_pair(life);
+	close_pair(ready);
+	return rc;
+}
+
 void dlrt_service_stop(struct dlrt_svc *svc)
 {
 	int status;

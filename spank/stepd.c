@@ -708,6 +708,10 @@ int dlrt_stepd_task_init(spank_t sp)
 	 * to the task's log too). */
 	if (dlrt_companion_task_start(sp, rank, &err) < 0)
 		task_fail(local, err.msg);
+	/* This task's pid for the --dl-signal watcher (the program's: after the
+	 * log relay's and the companion's forks), and DLRT_CHECKPOINT_DIR. */
+	if (dlrt_lifecycle_task_init(sp, local, &err) < 0)
+		task_fail(local, err.msg);
 	/* Last of all: the environment as set above, for srun --container. */
 	if (dlrt_stepd_container_env(sp, &err) < 0)
 		task_fail(local, err.msg);

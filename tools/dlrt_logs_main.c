@@ -290,6 +290,15 @@ static int merge(struct logfile *files, size_t n)
 	return 0;
 }
 
+/* Whether one of the job's folders holds a retry record. */
+static bool has_record(void)
+{
+	for (int i = 0; i < njob; i++)
+		if (faccessat(jobfds[i], "dlrt-retries.log", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+			return true;
+	return false;
+}
+
 static int list(struct logfile *files, size_t n)
 {
 	char retries[4500], *line = NULL;
@@ -419,7 +428,9 @@ int main(int argc, char **argv)
 		free(files);
 		return 1;
 	}
-	if (n == 0) {
+	/* A job without --dl-log-dir may still have a record (--dl-retries,
+	 * --dl-requeue, --dl-signal: ~/.dlrt/jobs/<job>), which the listing shows. */
+	if (n == 0 && !(njob > 0 && !do_merge && has_record())) {
 		fprintf(stderr, "dlrt-logs: no task logs under %s/%u%s\n", dir, job,
 			only_step ? " for that step" : "");
 		free(files);

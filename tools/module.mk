@@ -29,3 +29,8 @@ UNIT_TESTS += $(BUILD)/tests/test_ocitask $(BUILD)/tests/test_ocistate
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-oci-run,tools/dlrt_oci_run_main.c))
 # the unit test runs the program too
 $(BUILD)/tests/test_ocitask $(SAN_BUILD)/tests/test_ocitask: | $(BUILD)/libexec/dlrt-oci-run
+# dlrt-lifecycle: the per-node watcher of --dl-signal and --dl-requeue (asks
+# slurmctld for the job's end and preemption; started by spank/lifecycle.c).
+LIBEXEC    += $(BUILD)/libexec/dlrt-lifecycle
+MANPAGES   += docs/man/dlrt-lifecycle.8
+$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,tools/dlrt_lifecycle_main.c,-lslurm))

@@ -110,6 +110,7 @@ const struct dlrt_runtime dlrt_runtime_torchrun = {
 	.summary = "torchrun agents, one per node (c10d rendezvous on dlrt's store, --dl-elastic)",
 	.program_uses_pmix = false,
 	.needs_root_addr = true, /* the store's address through the exchange */
+	.warn_children = true,   /* --dl-signal: the workers, not the agent */
 	.options = dlrt_torchrun_options,
 	.validate = torchrun_validate,
 	.service = torchrun_service,

@@ -95,14 +95,22 @@ KillWait=5
 MinJobAge=600
 GresTypes=gpu
 PlugStackConfig=$DIR/etc/plugstack.conf
+# Preemption by partition (t/92): only a job of the urgent partition preempts, and
+# only jobs of the low one (PreemptMode=REQUEUE, 45 s of grace); debug and whole
+# keep PreemptMode=OFF, so no other test's job is ever preempted.
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
+JobRequeue=1
 CONF
 		for n in $(nodes); do
 			echo "NodeName=$n NodeAddr=$(node_ip "$n") NodeHostname=$n CPUs=16 Sockets=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:4 State=UNKNOWN"
 		done
-		echo "PartitionName=debug Nodes=n[1-$NNODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4"
+		echo "PartitionName=debug Nodes=n[1-$NNODES] Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4 PriorityTier=1 PreemptMode=OFF"
 		# Where --exclusive and --exclusive=user mean what they say (FORCE above
 		# ignores them): the tests of what dlrt does on nodes a job holds alone.
-		echo "PartitionName=whole Nodes=n[1-$NNODES] Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO"
+		echo "PartitionName=whole Nodes=n[1-$NNODES] Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 PreemptMode=OFF"
+		echo "PartitionName=low Nodes=n[1-$NNODES] Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 PreemptMode=REQUEUE GraceTime=45"
+		echo "PartitionName=urgent Nodes=n[1-$NNODES] Default=NO MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=10 PreemptMode=OFF"
 	} >"$conf"
 	# Fake GPUs (dlrt's GPU binding tests): every node has 4, two next to each socket,
 	# on dummy device files. Slurm only hands them to jobs that ask (--gpus...), so

@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf[size] = '\0';
 	dlrt_retry_log_nodes(buf, size ? (uint32_t)data[0] % 3 : 0, list, sizeof(list));
 	dlrt_retry_down_nodes(buf, list, sizeof(list));
+	(void)dlrt_retry_log_warned(buf, size ? (uint32_t)data[0] % 3 : 0);
 	dlrt_retry_down_nodes(buf, small, sizeof(small));
 	dlrt_retry_field(buf, "JobState=", out, sizeof(out));
 	dlrt_retry_field(buf, "ExcNodeList=", out, sizeof(out));

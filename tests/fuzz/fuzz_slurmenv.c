@@ -1,6 +1,6 @@
 /* Fuzz target: everything dlrt parses from the step environment and from
  * plugstack.conf (hostlists, task counts, distributions, config keys, option
- * values), and the layout/role model built from them. Input: NUL-separated
+ * values: --dl-signal's SIG@SECS among them), and the layout/role model built from them. Input: NUL-separated
  * fields: nodelist, tasks-per-node, distribution, config args, option value. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,6 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dlrt_opts_set(&opts, &cfg, DLRT_OPT_RUNTIME, field[4], &err);
 	dlrt_opts_set_name(&opts, &cfg, "dl-elastic", field[4], &err);
 	dlrt_opts_set_name(&opts, &cfg, "dl-nproc-per-node", field[4], &err);
+	dlrt_opts_set_name(&opts, &cfg, "dl-signal", field[4], &err);
+	dlrt_opts_set_name(&opts, &cfg, "dl-requeue", field[4], &err);
+	dlrt_opts_set_name(&opts, &cfg, "dl-checkpoint-dir", field[4], &err);
+	dlrt_opts_set_name(&opts, &cfg, "dl-hang-timeout", field[4], &err);
 	if (dlrt_layout_parse_dist(field[2], &dist, &plane, &err) == 0 &&
 	    dlrt_layout_init(&l, field[0], field[1], dist, plane ? plane : 1, &err) == 0) {
 		/* Keep role tables small enough for the fuzzer's speed. */

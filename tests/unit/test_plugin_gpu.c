@@ -76,6 +76,14 @@ int main(void)
 	TAP_IS_INT(fake_spank_set_option("dl-runtime", "horovod"), 0, "--dl-runtime=horovod");
 	TAP_IS_INT(fake_spank_set_option("dl-horovod", "mpi"), 0, "--dl-horovod=mpi (gloo would start a driver)");
 	TAP_IS_INT(fake_spank_set_option("dl-topology", topo), 0, "--dl-topology=2s2g.xml");
+	/* No watcher (this host has no slurmctld); the checkpoint folder in /tmp. */
+	TAP_IS_INT(fake_spank_set_option("dl-signal", "none"), 0, "--dl-signal=none");
+	{
+		static char ck[] = "/tmp/dlrt-test-ckpt.XXXXXX";
+
+		TAP_OK(mkdtemp(ck) != NULL, "a checkpoint base folder");
+		TAP_IS_INT(fake_spank_set_option("dl-checkpoint-dir", ck), 0, "--dl-checkpoint-dir");
+	}
 	fake_spank_step_env("SLURM_STEP_NODELIST", "n1");
 	fake_spank_step_env("SLURM_STEP_TASKS_PER_NODE", "4");
 	fake_spank_step_env("SLURM_DISTRIBUTION", "block");

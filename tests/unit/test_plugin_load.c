@@ -122,6 +122,15 @@ int main(void)
 	if (!cb)
 		return tap_done();
 	TAP_IS_INT(cb(val, "mpi", 1), 0, "option callback --dl-horovod=mpi");
+	/* No --dl-signal watcher: this host has no slurmctld to ask. */
+	cb = fake_spank_option("dl-signal", &val);
+	TAP_OK(cb && cb(val, "none", 1) == 0, "option callback --dl-signal=none");
+	{
+		static char ck[] = "/tmp/dlrt-test-ckpt.XXXXXX";
+
+		cb = fake_spank_option("dl-checkpoint-dir", &val);
+		TAP_OK(mkdtemp(ck) && cb && cb(val, ck, 1) == 0, "--dl-checkpoint-dir in /tmp");
+	}
 	fake_spank_step_env("SLURM_STEP_NODELIST", "n[1-3]");
 	fake_spank_step_env("SLURM_STEP_TASKS_PER_NODE", "3,1,2");
 	fake_spank_step_env("SLURM_DISTRIBUTION", "block");

@@ -17,6 +17,18 @@ int main(void)
 	TAP_IS_STR(list, "n2", "attempt 0: n2, once");
 	dlrt_retry_log_nodes(log, 1, list, sizeof(list));
 	TAP_IS_STR(list, "n2,n3", "attempt 1 adds n3 (attempt=10 is not attempt=1)");
+	{
+		char none[16] = "";
+		const char *w = "2026-11-28T10:00:00.0Z attempt=1 warning signal=USR1 node=n1 step=0\n"
+				"2026-11-28T10:00:00.1Z attempt=12 warning signal=USR1 node=n1\n";
+
+		TAP_OK(dlrt_retry_log_warned(w, 1), "attempt 1 was warned");
+		TAP_OK(!dlrt_retry_log_warned(w, 2), "attempt 2 was not (attempt=12 is not 2)");
+		TAP_OK(!dlrt_retry_log_warned(log, 0), "a signal record is no warning");
+
+		dlrt_retry_log_nodes(w, 1, none, sizeof(none));
+		TAP_IS_STR(none, "", "a warning names no failed node");
+	}
 	dlrt_retry_down_nodes("n1 alloc\nn2 down*\nn4 idle*\nn5 drain\nn6 mix\nn7 fail\n", list, sizeof(list));
 	TAP_IS_STR(list, "n2,n3,n4,n5,n7", "down, not responding, draining and failing nodes");
 	dlrt_retry_down_nodes("n1 down*\nn22 down*\n", tiny, sizeof(tiny));

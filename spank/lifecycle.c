@@ -1,0 +1,302 @@
+/* lifecycle.c - a job that outlives its time limit and preemption
+ * (--dl-signal, --dl-requeue, DLRT_CHECKPOINT_DIR; docs/checkpoint.md).
+ *
+ *  - user_init of every dlrt step, on every node: a page for the node's task
+ *    pids (a memfd the tasks inherit mapped) and dlrt-lifecycle, the watcher,
+ *    started like a node service (as the job user, ended with the step). It
+ *    asks slurmctld for the job's end and preemption time and signals the
+ *    tasks once the warning is due (runtime/lifecycle.h).
+ *  - user_init of the batch step of a job with --dl-requeue: the same watcher
+ *    without tasks; it records the warning (the batch step's decision at the
+ *    script's end reads it: spank/requeue.c) and requeues a job still running
+ *    just before its limit.
+ *  - task_init, in each task as the user: its pid, rank and role into the
+ *    page (after the log relay's and the companion's forks, so the pid is the
+ *    program's), and DLRT_CHECKPOINT_DIR, created here as the user
+ *    (common/privdir.h); with --dl-hang-timeout, DLRT_HEARTBEAT and
+ *    PYTHONFAULTHANDLER=1 (the watcher then also ends a step that hangs).
+ * Slurm's own --signal is not used: it must be given at submission (a plugin
+ * cannot add it), it goes to every process of the step (dlrt's services and a
+ * torchrun agent included, which die of a signal they do not handle), and on
+ * 22.05 a preemption sends it only with PreemptParameters=send_user_signal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/privdir.h"
+#include "plugin.h"
+#include "runtime/lifecycle.h"
+
+#define CKPT_ENV "DLRT_CHECKPOINT_DIR"
+
+static int job_env(spank_t sp, const char *name, char *buf, size_t len)
+{
+	if (spank_getenv(sp, name, buf, (int)len) != ESPANK_SUCCESS) {
+		buf[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* `dir` made absolute against the job's working folder; "" stays "". */
+static int absolute(spank_t sp, const char *dir, char *out, size_t len)
+{
+	char pwd[2048];
+	int n;
+
+	if (!dir[0] || dir[0] == '/')
+		n = snprintf(out, len, "%s", dir);
+	else if (job_env(sp, "PWD", pwd, sizeof(pwd)) == 0 && pwd[0] == '/')
+		n = snprintf(out, len, "%s/%s", pwd, dir);
+	else
+		return -1;
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int dlrt_lifecycle_record_base(spank_t sp, char *out, size_t len)
+{
+	char home[2048];
+	int n;
+
+	if (dlrt_plugin.opts.log_dir[0])
+		return absolute(sp, dlrt_plugin.opts.log_dir, out, len);
+	if (job_env(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
+		return -1;
+	n = snprintf(out, len, "%s/.dlrt/jobs", home);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+int dlrt_lifecycle_ckpt_path(spank_t sp, char *base, size_t blen, char *out, size_t len)
+{
+	char home[2048];
+	uint32_t job = 0;
+	int n;
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return -1;
+	if (dlrt_plugin.opts.checkpoint_dir[0]) {
+		if (absolute(sp, dlrt_plugin.opts.checkpoint_dir, base, blen) < 0)
+			return -1;
+	} else {
+		if (job_env(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
+			return -1;
+		n = snprintf(base, blen, "%s/.dlrt/checkpoints", home);
+		if (n < 0 || (size_t)n >= blen)
+			return -1;
+	}
+	n = snprintf(out, len, "%s/%u", base, job);
+	return n < 0 || (size_t)n >= len ? -1 : 0;
+}
+
+/* The node's task page, shared with the tasks (fork) and the watcher (fd). */
+static int make_page(uint32_t ntasks)
+{
+	int fd = memfd_create("dlrt-lifecycle", MFD_CLOEXEC), hi;
+	void *m;
+
+	if (fd < 0)
+		return -1;
+	hi = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+	close(fd);
+	if (hi < 0 || ftruncate(hi, sizeof(struct dlrt_lc_page)) < 0)
+		goto fail;
+	m = mmap(NULL, sizeof(struct dlrt_lc_page), PROT_READ | PROT_WRITE, MAP_SHARED, hi, 0);
+	if (m == MAP_FAILED)
+		goto fail;
+	dlrt_plugin.lc_page = m;
+	dlrt_plugin.lc_page->ntasks = ntasks < DLRT_LC_MAX_TASKS ? ntasks : DLRT_LC_MAX_TASKS;
+	dlrt_plugin.lc_page->magic = DLRT_LC_MAGIC;
+	return hi;
+fail:
+	if (hi >= 0)
+		close(hi);
+	return -1;
+}
+
+void dlrt_lifecycle_user_init(spank_t sp)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	char sig[32], job_s[16], step_s[16], att_s[16], rq_s[16], node[256] = "", base[2048];
+	char name[16], hang_s[16], ckbase[2048], ckpt[2200];
+	char *args[24];
+	uint32_t step = 0, job = 0;
+	struct dlrt_err err;
+	size_t n = 0;
+	int fd = -1;
+	bool batch;
+
+	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+		return;
+	batch = step == SLURM_BATCH_SCRIPT;
+	if (batch ? (!o->requeue || !o->warn_sig) :
+		    (!dlrt_plugin.active || dlrt_plugin.refused || dlrt_plugin.deferred_rc ||
+		     o->dry_run || !o->runtime || (!o->warn_sig && !o->hang_timeout)))
+		return;
+	if (!batch) {
+		fd = make_page(dlrt_plugin.layout.node_ntasks[dlrt_plugin.node_id]);
+		if (fd < 0) {
+			slurm_error("dlrt: job %u step %u: cannot make the task page for --dl-signal: "
+				    "%s; this node's tasks get no warning", job, step, strerror(errno));
+			return;
+		}
+		snprintf(node, sizeof(node), "%s", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id]);
+	}
+	if (o->warn_sig)
+		snprintf(sig, sizeof(sig), "%s@%u", dlrt_signal_name(o->warn_sig, name,
+								       sizeof(name)), o->warn_secs);
+	else
+		snprintf(sig, sizeof(sig), "none");
+	snprintf(job_s, sizeof(job_s), "%u", job);
+	snprintf(step_s, sizeof(step_s), "%u", step);
+	snprintf(att_s, sizeof(att_s), "%u", dlrt_restart_count(sp));
+	args[n++] = "--job", args[n++] = job_s, args[n++] = "--step", args[n++] = step_s;
+	if (!batch) /* the batch step's is not known yet: the watcher asks */
+		args[n++] = "--attempt", args[n++] = att_s;
+	args[n++] = "--signal", args[n++] = sig;
+	if (node[0])
+		args[n++] = "--node", args[n++] = node;
+	if (dlrt_lifecycle_record_base(sp, base, sizeof(base)) == 0)
+		args[n++] = "--record-base", args[n++] = base;
+	if (batch) {
+		snprintf(rq_s, sizeof(rq_s), "%u", o->requeue);
+		args[n++] = "--batch", args[n++] = "--requeue", args[n++] = rq_s;
+	} else {
+		args[n++] = "--pids-fd";
+		snprintf(rq_s, sizeof(rq_s), "%d", fd);
+		args[n++] = rq_s;
+		if (o->runtime->warn_children)
+			args[n++] = "--children";
+		if (o->verbose)
+			args[n++] = "--verbose";
+		if (o->hang_timeout &&
+		    dlrt_lifecycle_ckpt_path(sp, ckbase, sizeof(ckbase), ckpt, sizeof(ckpt)) == 0) {
+			snprintf(hang_s, sizeof(hang_s), "%u", o->hang_timeout);
+			args[n++] = "--hang-timeout", args[n++] = hang_s;
+			args[n++] = "--progress-dir", args[n++] = ckpt;
+		}
+	}
+	args[n] = NULL;
+	if (dlrt_watcher_start(sp, "dlrt-lifecycle", "the --dl-signal watcher (dlrt-lifecycle)",
+			       args, fd, &dlrt_plugin.watcher, &err) < 0)
+		slurm_error("dlrt: job %u step %u: %s; this node gets no --dl-signal warning%s", job,
+			    step, err.msg, batch ? " and no requeue before the time limit" : "");
+	if (fd >= 0)
+		close(fd);
+}
+
+/* DLRT_CHECKPOINT_DIR: BASE/<job>, created (or taken, if it is the user's own
+ * and no one else can write it) as the user, mode 0700. Never the fallback
+ * folder of the logs: every node and attempt must find the same one. */
+static int checkpoint_env_make(spank_t sp, struct dlrt_err *err);
+
+/* A job that asked for nothing of this (no --dl-requeue, --dl-hang-timeout,
+ * --dl-checkpoint-dir, no site checkpoint_dir=) is not failed when the default
+ * folder cannot be made (a read-only HOME on the nodes): it runs without
+ * DLRT_CHECKPOINT_DIR, as before dlrt had it. */
+static int checkpoint_env(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+
+	if (checkpoint_env_make(sp, err) == 0)
+		return 0;
+	return (o->requeue || o->hang_timeout || o->checkpoint_dir[0]) ? -1 : 0;
+}
+
+static int checkpoint_env_make(spank_t sp, struct dlrt_err *err)
+{
+	char base[2048], path[2200], job[16];
+	uid_t uid = getuid();
+	int bfd, dfd;
+
+	if (uid == 0)
+		return 0; /* never as root: the caller is the task, as the user */
+	if (dlrt_lifecycle_ckpt_path(sp, base, sizeof(base), path, sizeof(path)) < 0)
+		return dlrt_err_set(err, "--dl-checkpoint-dir: cannot tell where the job's "
+				    "checkpoint folder goes (no HOME or working folder in the job's "
+				    "environment): give --dl-checkpoint-dir=/absolute/folder");
+	snprintf(job, sizeof(job), "%s", strrchr(path, '/') + 1);
+	bfd = dlrt_privdir_base(base, "--dl-checkpoint-dir", err);
+	if (bfd < 0)
+		return -1;
+	dfd = dlrt_privdir_sub(bfd, job, path, "--dl-checkpoint-dir", err);
+	close(bfd);
+	if (dfd < 0)
+		return -1;
+	if (fchmod(dfd, 0700) < 0) {
+		close(dfd);
+		return dlrt_err_errno(err, errno, "--dl-checkpoint-dir: cannot make %s private (0700)",
+				      path);
+	}
+	close(dfd);
+	if (spank_setenv(sp, CKPT_ENV, path, 1) != ESPANK_SUCCESS)
+		return dlrt_err_set(err, "cannot set %s in the task environment", CKPT_ENV);
+	return 0;
+}
+
+/* --dl-hang-timeout: DLRT_HEARTBEAT, a file in the job's checkpoint folder
+ * the program may touch, and Python's faulthandler, so that the hang report
+ * has each Python task's traceback (dlrt sends SIGABRT; docs/checkpoint.md). */
+static int hang_env(spank_t sp, uint32_t rank, struct dlrt_err *err)
+{
+	char base[2048], path[2200], hb[2400];
+
+	if (!dlrt_plugin.opts.hang_timeout ||
+	    dlrt_lifecycle_ckpt_path(sp, base, sizeof(base), path, sizeof(path)) < 0)
+		return 0;
+	snprintf(hb, sizeof(hb), "%s/.heartbeat.%u.%u", path, dlrt_plugin.step.step_id, rank);
+	if (spank_setenv(sp, "DLRT_HEARTBEAT", hb, 1) != ESPANK_SUCCESS ||
+	    spank_setenv(sp, "PYTHONFAULTHANDLER", "1", 0) != ESPANK_SUCCESS)
+		return dlrt_err_set(err, "cannot set DLRT_HEARTBEAT in the task environment");
+	return 0;
+}
+
+int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
+{
+	struct dlrt_lc_page *pg = dlrt_plugin.lc_page;
+	uint32_t rank = 0;
+
+	spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
+	if (pg && local >= 0 && (uint32_t)local < pg->ntasks) {
+		pg->rank[local] = (int32_t)rank;
+		if (rank < dlrt_plugin.layout.ntasks)
+			snprintf(pg->role[local], sizeof(pg->role[local]), "%s",
+				 dlrt_role_name(dlrt_plugin.plan.task[rank].role));
+		pg->pid[local] = (int32_t)getpid();
+	}
+	if (dlrt_plugin.opts.dry_run)
+		return 0;
+	if (checkpoint_env(sp, err) < 0)
+		return -1;
+	return hang_env(sp, rank, err);
+}
+
+int dlrt_lifecycle_batch_task_init(spank_t sp, struct dlrt_err *err)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	uint32_t step = 0;
+	char att[16];
+
+	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS || step != SLURM_BATCH_SCRIPT)
+		return 0;
+	if (!o->runtime && !o->requeue && !o->retries)
+		return 0;
+	snprintf(att, sizeof(att), "%u", dlrt_restart_count(sp));
+	spank_setenv(sp, "DLRT_ATTEMPT", att, 1);
+	return checkpoint_env(sp, err);
+}
+
+void dlrt_lifecycle_exit(void)
+{
+	dlrt_service_stop(&dlrt_plugin.watcher);
+	if (dlrt_plugin.lc_page)
+		munmap(dlrt_plugin.lc_page, sizeof(struct dlrt_lc_page));
+	dlrt_plugin.lc_page = NULL;
+}

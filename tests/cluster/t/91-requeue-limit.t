@@ -1,0 +1,106 @@
+#!/bin/bash
+# --dl-signal and --dl-requeue at the time limit. A real torch DDP job on 2 nodes
+# (examples/torch_ddp_requeue.py: saves on SIGUSR1, loads when present) with a
+# one-minute limit gets the warning, checkpoints, is requeued under the same id and
+# resumes to exactly the parameters of an uninterrupted run; every attempt sees the
+# same DLRT_CHECKPOINT_DIR (the user's, 0700) and its own DLRT_ATTEMPT. The
+# uninterrupted run itself, with --dl-requeue, finishes in time and is never
+# requeued. A job whose program ignores the warning is requeued by dlrt before the
+# limit kills it (a TIMEOUT job is never requeued), and --dl-requeue=1 bounds it:
+# the second attempt runs into its limit and ends TIMEOUT.
+. "$(dirname "$0")/../lib.sh"
+
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	echo "1..0 # SKIP needs python3-torch (tests/cluster/install-deps.sh)"
+	exit 0
+fi
+cp "$HERE/../../examples/torch_ddp_requeue.py" "$WORK/train.py"
+
+# wait_done JOB SECONDS: until the job ends. Slurm lets a requeued job start only
+# ~2 minutes later (its own delay); as in t/64 the test moves its start to now, as
+# the admin, 2 s after it first saw it pending (a start in the same second as the
+# end of the run before is refused: "Job credential revoked").
+wait_done() {
+	local deadline=$((SECONDS + $2)) st seen=-1
+	while [ $SECONDS -lt $deadline ]; do
+		st=$(job_field "$1" JobState)
+		[[ "$st" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]] && return 0
+		if [ "$st" = PENDING ] && [ "$(job_field "$1" Reason)" = BeginTime ]; then
+			[ $seen -lt 0 ] && seen=$SECONDS
+			[ $((SECONDS - seen)) -ge 2 ] && scontrol update JobId="$1" StartTime=now 2>/dev/null
+		else
+			seen=-1
+		fi
+		sleep 1
+	done
+	diag "job $1 still $(job_field "$1" JobState) after $2 s"
+	return 1
+}
+submit() { as_user sbatch --parsable --open-mode=append -o "$WORK/job-%j.out" "$@" 2>"$WORK/sbatch.err"; }
+record() { cat "$WORK"/.dlrt/jobs/"$1"/dlrt-retries.log 2>/dev/null; }
+
+cat >"$WORK/train.sh" <<'JOB'
+#!/bin/bash
+echo "batch attempt=$DLRT_ATTEMPT restart=${SLURM_RESTART_COUNT:-0} ckpt=$DLRT_CHECKPOINT_DIR"
+srun --kill-on-bad-exit=1 bash -c 'echo "task $SLURM_PROCID attempt=$DLRT_ATTEMPT ckpt=$DLRT_CHECKPOINT_DIR"; exec /usr/bin/python3 train.py "$@"' task "$@"
+JOB
+chmod 0755 "$WORK/train.sh"
+
+# ---- 1. The uninterrupted run: finishes within its limit, never requeued --------
+ref=$(submit -N2 -n2 -c2 -t 10 --dl-runtime=torch --dl-requeue=3 "$WORK/train.sh" --steps 100)
+ok $? "the uninterrupted run submitted (job $ref)"
+wait_done "$ref" 300
+is "$(job_field "$ref" JobState)" COMPLETED "it completed"
+is "$(job_field "$ref" Restarts)" 0 "a job that finishes within its limit is not requeued"
+want=$(grep -oE 'params_sha256=[0-9a-f]{64}' "$WORK/job-$ref.out")
+like "$want" '^params_sha256=' "it printed its parameters' hash" || fail_detail "$(cat "$WORK/job-$ref.out")"
+unlike "$(record "$ref")" 'warning|requeued' "its record has no warning and no requeue"
+
+# ---- 2. The same, with a one-minute limit: warned, checkpointed, requeued --------
+# 100 steps of 0.4 s do not fit in the 30 s before the warning (USR1@30).
+job=$(submit -N2 -n2 -c2 -t 1 --dl-runtime=torch --dl-signal=USR1@30 --dl-requeue=3 \
+	"$WORK/train.sh" --steps 100 --sleep 0.4)
+ok $? "sbatch -t 1 --dl-signal=USR1@30 --dl-requeue=3 (job $job)"
+wait_done "$job" 420
+out=$(cat "$WORK/job-$job.out")
+is "$(job_field "$job" JobState)" COMPLETED "the requeued job completed" || fail_detail "$out"
+restarts=$(job_field "$job" Restarts)
+ok "$([ "${restarts:-0}" -ge 1 ] && [ "$restarts" -le 3 ]; echo $?)" "requeued 1 to 3 times (Restarts=$restarts)"
+like "$out" 'checkpointed at step [0-9]+ attempt=0' "attempt 0 checkpointed on the warning" || fail_detail "$out"
+like "$out" 'resumed from step [0-9]+ attempt=1' "attempt 1 resumed from the checkpoint"
+got=$(grep -oE 'params_sha256=[0-9a-f]{64}' <<<"$out" | tail -1)
+is "$got" "$want" "the resumed run ends with exactly the uninterrupted run's parameters"
+is "$(grep -oE 'ckpt=[^ ]*' <<<"$out" | sort -u)" "ckpt=$WORK/.dlrt/checkpoints/$job" \
+	"batch script and tasks of every attempt see the same DLRT_CHECKPOINT_DIR"
+is "$(stat -c '%U %a' "$WORK/.dlrt/checkpoints/$job")" "$DLRT_TEST_USER 700" "the folder is the user's, 0700"
+like "$(grep -E '^task 1 ' <<<"$out" | tr '\n' ' ')" 'task 1 attempt=0 .*task 1 attempt=1 ' \
+	"each attempt's tasks get their DLRT_ATTEMPT"
+rec=$(record "$job")
+like "$rec" 'attempt=0 warning signal=USR1 reason=time-limit left=[0-9]+s node=n[1-3] step=0 processes=1' \
+	"the record says when each node warned its task" || fail_detail "$rec"
+like "$rec" 'attempt=0 requeued reason=ended-after-warning next-attempt=1' "and that the job was requeued"
+[ "${restarts:-0}" -ge 1 ] && unlike "$rec" "attempt=$restarts (warning|requeued)" \
+	"the last attempt finished in time: no warning, no requeue"
+listing=$(as_user dlrt-logs --dir "$WORK/.dlrt/jobs" "$job" 2>&1)
+like "$listing" 'requeued' "dlrt-logs shows the requeue" || fail_detail "$listing"
+
+# ---- 3. A program that ignores the warning: requeued before the limit, N bounds it
+cat >"$WORK/stubborn.sh" <<'JOB'
+#!/bin/bash
+echo "batch attempt=$DLRT_ATTEMPT"
+srun bash -c 'trap "echo task $SLURM_PROCID ignores USR1 attempt=$DLRT_ATTEMPT" USR1; while :; do sleep 1; done'
+JOB
+chmod 0755 "$WORK/stubborn.sh"
+job=$(submit -N1 -n1 -t 1 --dl-runtime=torch --dl-signal=USR1@30 --dl-requeue=1 "$WORK/stubborn.sh")
+ok $? "a job that ignores the warning (job $job)"
+wait_done "$job" 420
+out=$(cat "$WORK/job-$job.out")
+rec=$(record "$job")
+is "$(job_field "$job" Restarts)" 1 "requeued once (--dl-requeue=1)" || fail_detail "$rec"
+is "$(job_field "$job" JobState)" TIMEOUT "the second attempt ran into its limit"
+like "$(tr '\n' ' ' <<<"$out")" 'ignores USR1 attempt=0.*ignores USR1 attempt=1' "both attempts got the warning"
+like "$rec" 'attempt=0 requeued reason=time-limit left=[0-9]+s next-attempt=1' \
+	"dlrt requeued attempt 0 before its limit" || fail_detail "$rec"
+like "$rec" 'attempt=1 still running [0-9]+ s before its time limit: no requeue left \(--dl-requeue=1\)' \
+	"and said that attempt 1 had no requeue left"
+done_testing

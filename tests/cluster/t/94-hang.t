@@ -1,0 +1,55 @@
+#!/bin/bash
+# --dl-hang-timeout: a real 4-task torch step (gloo, 2 nodes) where rank 3 stops
+# taking part (it sleeps in a function of its own while the others wait for it in
+# an allreduce) ends within the timeout plus a bounded margin, with each task's
+# stack (rank 3's Python traceback through faulthandler, in stuck_here) and one
+# line that says why. A step that is quiet but touches DLRT_HEARTBEAT, and one
+# quiet for less than the timeout, are not ended.
+. "$(dirname "$0")/../lib.sh"
+
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+	echo "1..0 # SKIP needs python3-torch (tests/cluster/install-deps.sh)"
+	exit 0
+fi
+cat >"$WORK/hang.py" <<'PY'
+import time, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+r = dist.get_rank()
+def stuck_here():
+    while True:
+        time.sleep(1)
+for i in range(1000):
+    if r == 3 and i == 5:
+        stuck_here()
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(f"rank {r} step {i} at {time.time():.0f}", flush=True)
+    time.sleep(0.5)
+PY
+
+T=30
+start=$SECONDS
+run_srun -N2 -n4 -c2 --dl-runtime=torch --dl-hang-timeout=$T /usr/bin/python3 "$WORK/hang.py"
+end=$(date +%s)
+all=$(cat "$OUT" "$ERR")
+ok "$([ "$RC" -ne 0 ]; echo $?)" "the hung step ended with an error (rc $RC)"
+last=$(grep -oE '^rank 0 step [0-9]+ at [0-9]+' "$OUT" | tail -1 | awk '{print $NF}')
+ok "$([ -n "$last" ] && [ $((end - last)) -le $((T + 60)) ]; echo $?)" \
+	"it ended $((end - ${last:-0})) s after the last progress (timeout $T s, margin 60 s)" ||
+	fail_detail "$(tail -5 "$OUT")"
+is "$(grep -c 'dlrt: step [0-9]*\.0: no task showed progress .* ending the step' <<<"$all")" 1 \
+	"one line says why the step ended" || fail_detail "$(tail -30 "$ERR")"
+like "$all" 'dlrt: hang: task 3 \(worker\) on n[12], pid [0-9]+: no progress' \
+	"task 3's report names its task, role and node"
+like "$all" 'line [0-9]+ in stuck_here' "rank 3's Python stack shows where it is (faulthandler)" ||
+	fail_detail "$(grep -A8 'hang: task 3' <<<"$all" | head -20)"
+like "$all" 'all_reduce' "the others' stacks show them waiting in the allreduce"
+diag "took $((SECONDS - start)) s"
+
+run_srun -N2 -n2 --dl-runtime=torch --dl-hang-timeout=10 bash -c \
+	'echo start; for i in 1 2 3 4 5; do sleep 4; touch "$DLRT_HEARTBEAT"; done; sleep 5; echo done'
+is "$RC" 0 "a step quiet for 25 s that touches DLRT_HEARTBEAT runs to its end" ||
+	fail_detail "$(cat "$ERR")"
+is "$(grep -c '^done$' "$OUT")" 2 "both tasks finished"
+unlike "$(cat "$ERR")" 'hang' "no hang is reported"
+done_testing
