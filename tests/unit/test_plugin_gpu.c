@@ -9,6 +9,9 @@
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <slurm/spank.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +52,21 @@ static const char *task_cvd(fake_spank_fn task_init, struct spank_handle *h, int
 	return out;
 }
 
+/* The checkpoint base folder the plugin is given; removed at the end. */
+static char ck[] = "/tmp/dlrt-test-ckpt.XXXXXX";
+
+static int done(void)
+{
+	char cmd[64];
+
+	if (strcmp(ck + strlen(ck) - 6, "XXXXXX")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ck);
+		if (system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", ck);
+	}
+	return tap_done();
+}
+
 int main(void)
 {
 	const char *path = getenv("DLRT_PLUGIN"), *src = getenv("DLRT_SRCDIR");
@@ -79,8 +97,6 @@ int main(void)
 	/* No watcher (this host has no slurmctld); the checkpoint folder in /tmp. */
 	TAP_IS_INT(fake_spank_set_option("dl-signal", "none"), 0, "--dl-signal=none");
 	{
-		static char ck[] = "/tmp/dlrt-test-ckpt.XXXXXX";
-
 		TAP_OK(mkdtemp(ck) != NULL, "a checkpoint base folder");
 		TAP_IS_INT(fake_spank_set_option("dl-checkpoint-dir", ck), 0, "--dl-checkpoint-dir");
 	}
@@ -112,5 +128,5 @@ int main(void)
 	TAP_OK(fake_spank_last_error[0] == '\0', "no error logged (%s)", fake_spank_last_error);
 	plugin.fini(&h, 0, NULL);
 	dlclose(dl);
-	return tap_done();
+	return done();
 }

@@ -9,6 +9,9 @@
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <slurm/slurm_version.h>
 #include <slurm/spank.h>
 
@@ -62,6 +65,21 @@ static void container_env(struct fake_spank_plugin *plugin, struct spank_handle 
 	waitpid(pid, NULL, 0);
 	TAP_IS_STR(buf, "rc=0 procid=3 rank=3 eq=a=b stepd=-",
 		   "srun --container: the task's environment is its process environment");
+}
+
+/* The checkpoint base folder the plugin is given; removed at the end. */
+static char ck[] = "/tmp/dlrt-test-ckpt.XXXXXX";
+
+static int done(void)
+{
+	char cmd[64];
+
+	if (strcmp(ck + strlen(ck) - 6, "XXXXXX")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", ck);
+		if (system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", ck);
+	}
+	return tap_done();
 }
 
 int main(void)
@@ -126,8 +144,6 @@ int main(void)
 	cb = fake_spank_option("dl-signal", &val);
 	TAP_OK(cb && cb(val, "none", 1) == 0, "option callback --dl-signal=none");
 	{
-		static char ck[] = "/tmp/dlrt-test-ckpt.XXXXXX";
-
 		cb = fake_spank_option("dl-checkpoint-dir", &val);
 		TAP_OK(mkdtemp(ck) && cb && cb(val, ck, 1) == 0, "--dl-checkpoint-dir in /tmp");
 	}
@@ -171,5 +187,5 @@ int main(void)
 	container_env(&plugin, &handle);
 	plugin.fini(&handle, 0, NULL);
 	dlclose(h);
-	return tap_done();
+	return done();
 }
