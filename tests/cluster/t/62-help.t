@@ -21,7 +21,8 @@ for client in srun sbatch salloc; do
 		"$client --help: every dlrt usage starts with [dlrt] and a word"
 done
 
-cmds=$( (ls "$P/bin"; ls "$P/libexec/dlrt") | sort)
+# Commands only: libexec/dlrt also holds python/, the torch tasks' sitecustomize.
+cmds=$(find "$P/bin" "$P/libexec/dlrt" -maxdepth 1 -type f -perm -u+x -printf '%f\n' | sort)
 for c in $cmds; do
 	page=$(ls "$P"/share/man/man[18]/"$c".[18] 2>/dev/null | head -1)
 	ok "$([ -n "$page" ]; echo $?)" "$c has a man page (${page#$P/})"
