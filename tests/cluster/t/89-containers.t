@@ -173,6 +173,13 @@ runtimes "srun --container (crun):" 1 --container="$BUNDLE"
 runtimes "ch-run:" 2 "${CH_RUN[@]}" "$IMAGE" --
 # (HOME=/tmp: Podman's storage in the node's own /tmp, not on the shared filesystem)
 UIMG=$(user_image "$DLRT_TEST_USER")
+# Two rootless Podmans starting at the same moment on a node race to create their
+# runtime folder ("mkdir /tmp/containers-user-UID: file exists", and that task fails):
+# made beforehand, as docs/containers.md tells users to.
+uid=$(id -u "$DLRT_TEST_USER")
+for n in n1 n2 n3; do
+	on_node "$n" "$DLRT_TEST_USER" mkdir -p -m 0700 "/tmp/containers-user-$uid"
+done
 runtimes "podman --network=host:" 2 --export=ALL,HOME=/tmp podman run --rm -v /usr:/usr:ro \
 	-v /var/tmp:/var/tmp --network=host --env-host --rootfs "$UIMG:O"
 
