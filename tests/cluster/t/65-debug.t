@@ -23,9 +23,10 @@ for rt in horovod torch caffe2; do
 	got=$(grep '^ENV ' "$OUT.clean" | sed 's/^ENV //' | grep -v '^DLRT_VERBOSE=')
 	run_srun -N1 -n1 --dl-runtime=$rt bash -c \
 		'env | grep -E "^(DLRT_|HOROVOD_|RANK=|WORLD_SIZE=|MASTER_|NUM_SHARDS=|SHARD_ID=|RUN_ID=|CAFFE2_)" | sort'
-	# RUN_ID names the step, and each step has its own ports (Horovod's driver,
-	# torch's store): they differ between the two runs.
-	norm='s/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/; s/^\(HOROVOD_GLOO_RENDEZVOUS_PORT\|MASTER_PORT\)=[0-9]*$/\1=P/'
+	# RUN_ID names the step, each step has its own ports (Horovod's driver,
+	# torch's store), and the checkpoint folder names the job: they differ
+	# between the two runs (two jobs).
+	norm='s/^RUN_ID=dlrt-[0-9]*-[0-9]*-/RUN_ID=dlrt-J-S-/; s/^\(HOROVOD_GLOO_RENDEZVOUS_PORT\|MASTER_PORT\)=[0-9]*$/\1=P/; s|^\(DLRT_CHECKPOINT_DIR=.*/\)[0-9]*$|\1J|'
 	want=$(sed "$norm" "$OUT")
 	got=$(sed "$norm" <<<"$got")
 	like "$got" "^DLRT_RUNTIME=$rt$" "$rt: the shell has the dlrt environment"
