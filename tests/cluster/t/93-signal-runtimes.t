@@ -17,7 +17,8 @@ SH
 cat >"$WORK/worker.py" <<'PY'
 import os, signal, socket, sys, time
 def warned(signum, frame):
-    print(f"WARNED rt=torchrun-worker task={os.environ['RANK']} node={socket.gethostname()}", flush=True)
+    # one write: print() writes the line and its newline apart, which interleave
+    os.write(1, f"WARNED rt=torchrun-worker task={os.environ['RANK']} node={socket.gethostname()}\n".encode())
     sys.exit(0)
 signal.signal(signal.SIGUSR1, warned)
 for _ in range(120):
@@ -40,16 +41,19 @@ fi
 srun -N1 -n1 --dl-runtime=torch --dl-signal=none bash -c 'sleep 15; echo "QUIET step ended by itself"'
 srun -N1 -n1 --dl-runtime=torch bash -c 'sleep 55; echo "UNCAUGHT step ended by itself"'
 JOB
+# Tasks of a node write to the same output: two lines can land on one line (seen with
+# torchrun's workers), so each "WARNED ..." is taken wherever it is on a line.
 out=$(cat "$WORK/job.out")
+warned=$(grep -oE 'WARNED rt=[a-z0-9-]+ task=[0-9]+ node=n[1-3]' <<<"$out")
 is "$RC" 0 "the job ran every step" || fail_detail "$(tail -20 "$WORK/job.err")"
 for rt in mxnet horovod caffe2 torch jax tensorflow; do
-	is "$(grep -c "^WARNED rt=$rt " <<<"$out")" 6 "$rt: all 6 tasks got SIGUSR1" ||
+	is "$(grep "^WARNED rt=$rt " <<<"$warned" | sort -u | wc -l)" 6 "$rt: all 6 tasks got SIGUSR1" ||
 		fail_detail "$(grep "rt=$rt " <<<"$out")"
-	is "$(grep "^WARNED rt=$rt " <<<"$out" | grep -oE 'node=n[1-3]' | sort -u | wc -l)" 3 \
+	is "$(grep "^WARNED rt=$rt " <<<"$warned" | grep -oE 'node=n[1-3]' | sort -u | wc -l)" 3 \
 		"$rt: on all 3 nodes"
 done
 if [ $TORCHRUN = yes ]; then
-	is "$(grep -c '^WARNED rt=torchrun-worker ' <<<"$out")" 6 "torchrun: all 6 workers got it" ||
+	is "$(grep '^WARNED rt=torchrun-worker ' <<<"$warned" | sort -u | wc -l)" 6 "torchrun: all 6 workers got it" ||
 		fail_detail "$out"
 	like "$out" '^torchrun agents rc 0$' "and the agents lived on and ended cleanly"
 else
