@@ -32,6 +32,23 @@ static int stamp_ok(const char *s)
 	return 1;
 }
 
+size_t dlrt_logline_vformat(char *line, size_t len, const char *fmt, va_list ap)
+{
+	char stamp[DLRT_LOGSTAMP_LEN + 1];
+	struct timespec ts;
+	int n, m;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	dlrt_logline_stamp(stamp, &ts);
+	n = snprintf(line, len, "%s ", stamp);
+	m = vsnprintf(line + n, len - (size_t)n - 1, fmt, ap);
+	n += m < 0 ? 0 : m;
+	if (n >= (int)len - 1)
+		n = (int)len - 2;
+	line[n++] = '\n';
+	return (size_t)n;
+}
+
 int dlrt_logline_parse(const char *line, size_t len, struct dlrt_logline *out)
 {
 	static const char *const streams[] = { "out", "err", "dlrt" };

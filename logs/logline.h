@@ -13,6 +13,7 @@
 #ifndef DLRT_LOGLINE_H
 #define DLRT_LOGLINE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -28,6 +29,12 @@ struct dlrt_logline {
 
 /* Writes the stamp of `ts` (NUL-terminated) into buf[DLRT_LOGSTAMP_LEN + 1]. */
 void dlrt_logline_stamp(char *buf, const struct timespec *ts);
+
+/* Writes "STAMP " (now, real time), the formatted text and a newline into
+ * line[len] (cut to fit, newline kept; len at least DLRT_LOGSTAMP_LEN + 3):
+ * one record line. Returns its length, without a NUL. */
+size_t dlrt_logline_vformat(char *line, size_t len, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
 /* Parses one line (without its newline). -1 if it is not in the format above. */
 int dlrt_logline_parse(const char *line, size_t len, struct dlrt_logline *out);

@@ -135,23 +135,16 @@ static void rq_note(const struct rq_job *j, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void rq_note(const struct rq_job *j, const char *fmt, ...)
 {
-	char line[1024], stamp[DLRT_LOGSTAMP_LEN + 1];
+	char line[1024];
 	struct dlrt_err err = { "" };
-	struct timespec ts;
 	va_list ap;
 	int fd, n;
 
 	if (j->dirfd < 0)
 		return; /* reported by retry_log_path */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	dlrt_logline_stamp(stamp, &ts);
-	n = snprintf(line, sizeof(line), "%s ", stamp);
 	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	n = (int)dlrt_logline_vformat(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (n >= (int)sizeof(line) - 1)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
 	fd = dlrt_privdir_append(j->dirfd, RQ_LOG_NAME, j->path, "--dl-retries", &err);
 	if (fd < 0) {
 		rq_report("dlrt: %s (job %u)", err.msg, j->job_id);

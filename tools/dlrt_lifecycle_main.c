@@ -94,24 +94,17 @@ static void record(const struct watch *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void record(const struct watch *w, const char *fmt, ...)
 {
-	char line[1024], stamp[DLRT_LOGSTAMP_LEN + 1], name[16], shown[2400];
+	char line[1024], name[16], shown[2400];
 	struct dlrt_privdir_jobdir jd;
 	struct dlrt_err err = { "" };
-	struct timespec ts;
 	va_list ap;
 	int base, dir, fd, n;
 
 	if (!w->record_base || !w->record_base[0])
 		return;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	dlrt_logline_stamp(stamp, &ts);
-	n = snprintf(line, sizeof(line), "%s ", stamp);
 	va_start(ap, fmt);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	n = (int)dlrt_logline_vformat(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	if (n >= (int)sizeof(line) - 1)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
 	snprintf(name, sizeof(name), "%u", w->job);
 	base = dlrt_privdir_base(w->record_base, "--dl-signal", &err);
 	dir = base < 0 ? -1 : dlrt_privdir_job(base, w->record_base, name, "--dl-signal", &jd,

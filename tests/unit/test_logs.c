@@ -1,6 +1,7 @@
 /* Unit tests: the exported-log line format and the relay (--dl-log-dir). */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,6 +174,19 @@ static void test_cut_unmarkable(void)
 	unlink(wpath);
 }
 
+static size_t record_line(char *line, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static size_t record_line(char *line, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = dlrt_logline_vformat(line, len, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
 int main(void)
 {
 	struct timespec ts = { .tv_sec = 1795355101, .tv_nsec = 123456789 };
@@ -276,5 +290,17 @@ int main(void)
 	test_cut_full();
 	test_cut_fallback();
 	test_cut_unmarkable();
+	{
+		char rec[64], big[200];
+		size_t n = record_line(rec, sizeof(rec), "attempt=%u warning", 2u);
+
+		TAP_OK(n == DLRT_LOGSTAMP_LEN + 1 + 17 + 1 && rec[DLRT_LOGSTAMP_LEN] == ' ' &&
+		       !memcmp(rec + DLRT_LOGSTAMP_LEN + 1, "attempt=2 warning\n", 18),
+		       "a record line: stamp, text, newline");
+		memset(big, 'x', sizeof(big) - 1);
+		big[sizeof(big) - 1] = '\0';
+		n = record_line(rec, sizeof(rec), "%s", big);
+		TAP_OK(n == sizeof(rec) - 1 && rec[n - 1] == '\n', "a long one is cut and keeps its newline");
+	}
 	return tap_done();
 }
