@@ -124,8 +124,8 @@ void dlrt_lifecycle_user_init(spank_t sp)
 {
 	const struct dlrt_opts *o = &dlrt_plugin.opts;
 	char sig[32], job_s[16], step_s[16], att_s[16], rq_s[16], node[256] = "", base[2048];
-	char name[16], hang_s[16], ckbase[2048], ckpt[2200];
-	char *args[24];
+	char name[16], hang_s[16], ckbase[2048], ckpt[2200], ntasks_s[16];
+	char *args[28];
 	uint32_t step = 0, job = 0;
 	struct dlrt_err err;
 	size_t n = 0;
@@ -181,6 +181,8 @@ void dlrt_lifecycle_user_init(spank_t sp)
 			snprintf(hang_s, sizeof(hang_s), "%u", o->hang_timeout);
 			args[n++] = "--hang-timeout", args[n++] = hang_s;
 			args[n++] = "--progress-dir", args[n++] = ckpt;
+			snprintf(ntasks_s, sizeof(ntasks_s), "%u", dlrt_plugin.layout.ntasks);
+			args[n++] = "--step-tasks", args[n++] = ntasks_s;
 		}
 	}
 	args[n] = NULL;

@@ -36,6 +36,7 @@
 
 #include "common/parse.h"
 #include "common/privdir.h"
+#include "runtime/hangwhere.h"
 #include "logs/logline.h"
 #include "runtime/lifecycle.h"
 #include "runtime/opts.h"
@@ -64,6 +65,7 @@ struct watch {
 	uint64_t io[DLRT_LC_MAX_TASKS]; /* each task's (and its children's) bytes written */
 	time_t node_last, written_last; /* this node's last progress; what its file says */
 	bool hung;
+	uint32_t step_tasks; /* the step's tasks on all nodes: the positions to wait for */
 };
 
 static void usage(FILE *f)
@@ -85,6 +87,8 @@ static void usage(FILE *f)
 "  --hang-timeout SECS  end the step when no task of it made progress for SECS\n"
 "                       (output, files, DLRT_HEARTBEAT), with each task's stacks\n"
 "  --progress-dir DIR   the job's checkpoint folder: heartbeats and each node's progress\n"
+"  --step-tasks N       the step's tasks on all nodes (the hang report compares where\n"
+"                       they are)\n"
 "Started by dlrt's plugin; see dlrt(7), --dl-signal and --dl-requeue.\n");
 }
 
@@ -450,16 +454,25 @@ static time_t step_progress(struct watch *w)
 	return last;
 }
 
-/* The native stack of pid (gdb, where the node has it) onto fd. Bounded. */
-static void native_stack(pid_t pid, int fd)
+#define STACK_MAX 65536 /* of a task's gdb output, kept to find where it is */
+
+/* The native stack of pid (gdb, where the node has it) onto fd, and where
+ * its main thread is into where[size] ("" when it cannot be told). gdb's
+ * output comes through a pipe: the first STACK_MAX bytes are read for the
+ * position, all of it goes on to fd. Bounded (alarm). */
+static void native_stack(pid_t pid, int fd, char *where, size_t size)
 {
 	static const char *const gdbs[] = { "/usr/bin/gdb", "/usr/local/bin/gdb" };
+	static char text[STACK_MAX];
+	size_t len = 0;
 	char p[16];
 	pid_t c;
-	int status;
+	int status, pfd[2];
+	ssize_t n;
 
+	where[0] = '\0';
 	for (size_t i = 0; i < sizeof(gdbs) / sizeof(*gdbs); i++) {
-		if (access(gdbs[i], X_OK) < 0)
+		if (access(gdbs[i], X_OK) < 0 || pipe2(pfd, O_CLOEXEC) < 0)
 			continue;
 		snprintf(p, sizeof(p), "%d", (int)pid);
 		c = fork();
@@ -470,31 +483,186 @@ static void native_stack(pid_t pid, int fd)
 			int nul = open("/dev/null", O_RDONLY);
 
 			dup2(nul, 0);
-			dup2(fd, 1);
-			dup2(fd, 2);
+			dup2(pfd[1], 1);
+			dup2(pfd[1], 2);
 			alarm(20);
 			execve(argv[0], argv, envp);
 			_exit(127);
 		}
+		close(pfd[1]);
+		while (c > 0) {
+			char chunk[4096];
+			size_t k;
+
+			n = read(pfd[0], chunk, sizeof(chunk));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			if (write(fd, chunk, (size_t)n) < 0) {
+				/* the task's stderr is gone: its position is still wanted */
+			}
+			k = (size_t)n < STACK_MAX - len ? (size_t)n : STACK_MAX - len;
+			memcpy(text + len, chunk, k);
+			len += k;
+		}
+		close(pfd[0]);
 		while (c > 0 && waitpid(c, &status, 0) < 0 && errno == EINTR)
 			;
+		if (dlrt_hw_from_gdb(text, len, (int)pid, where, size) < 0)
+			where[0] = '\0';
 		return;
 	}
 }
 
+#define WHERE_FILE_MAX 65536 /* a node's position file, read back */
+#define WHERE_WAIT_S 60      /* task 0's node waits this long for the others' positions */
+
+/* The prefix of this attempt's and step's position files in the checkpoint
+ * folder (a requeued job runs its steps again under the same numbers). */
+static void where_prefix(const struct watch *w, char *buf, size_t size)
+{
+	snprintf(buf, size, ".where.%u.%u.", w->attempt, w->step);
+}
+
+/* This node's tasks' positions into the job's checkpoint folder, one file,
+ * written whole (a temporary file renamed) for task 0's node to read. */
+static void share_positions(const struct watch *w, const struct dlrt_hw_task *t, size_t n)
+{
+	char prefix[64], path[4400], tmp[4500], line[DLRT_HW_LINE];
+	int fd;
+	bool ok = true;
+
+	where_prefix(w, prefix, sizeof(prefix));
+	if (strchr(w->node, '/'))
+		return;
+	snprintf(path, sizeof(path), "%s/%s%s", w->progress_dir, prefix, w->node);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	for (size_t i = 0; i < n && ok; i++) {
+		size_t len = dlrt_hw_format_line(&t[i], line, sizeof(line));
+
+		ok = write(fd, line, len) == (ssize_t)len;
+	}
+	if (close(fd) == 0 && ok && rename(tmp, path) == 0)
+		return;
+	unlink(tmp);
+}
+
+/* Reads every node's position file of this step into t (at most max);
+ * their number. Each file is read up to WHERE_FILE_MAX bytes, line by line:
+ * a line that is not a position line is skipped. */
+static size_t read_positions(const struct watch *w, struct dlrt_hw_task *t, size_t max)
+{
+	static char buf[WHERE_FILE_MAX];
+	char prefix[64];
+	size_t n = 0, plen;
+	DIR *d = opendir(w->progress_dir);
+	struct dirent *e;
+
+	where_prefix(w, prefix, sizeof(prefix));
+	plen = strlen(prefix);
+	while (d && (e = readdir(d)) && n < max) {
+		size_t len = strlen(e->d_name), got = 0;
+		struct stat st;
+		ssize_t r;
+		int fd;
+
+		if (strncmp(e->d_name, prefix, plen) || !strcmp(e->d_name + plen, "done") ||
+		    (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")))
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			while (got < sizeof(buf) &&
+			       ((r = read(fd, buf + got, sizeof(buf) - got)) > 0 ||
+				(r < 0 && errno == EINTR)))
+				got += r > 0 ? (size_t)r : 0;
+		close(fd);
+		for (const char *p = buf, *end = buf + got; p < end && n < max;) {
+			const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+			if (!nl) /* a cut last line */
+				break;
+			if (dlrt_hw_parse_line(p, (size_t)(nl - p + 1), &t[n]) == 0)
+				n++;
+			p = nl + 1;
+		}
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Task 0's node: waits (at most WHERE_WAIT_S) for the positions of all the
+ * step's tasks, prints the line that compares them on fd (task 0's stderr),
+ * and marks the comparison done for the other nodes, which abort their
+ * tasks only then (an aborted rank ends the others' collectives). */
+static void compare_positions(const struct watch *w, int fd)
+{
+	static struct dlrt_hw_task t[DLRT_LC_MAX_TASKS];
+	char line[1024], path[4400], prefix[64];
+	time_t deadline = time(NULL) + WHERE_WAIT_S;
+	size_t n, len;
+	int m;
+
+	for (;;) {
+		n = read_positions(w, t, DLRT_LC_MAX_TASKS);
+		if (!w->step_tasks || n >= w->step_tasks || time(NULL) >= deadline)
+			break;
+		usleep(250000);
+	}
+	len = dlrt_hw_compare(t, n, line, sizeof(line));
+	if (len && fd >= 0 && write(fd, line, len) < 0) {
+		/* task 0's stderr is gone */
+	}
+	if (w->step_tasks && n < w->step_tasks && fd >= 0) {
+		snprintf(line, sizeof(line), "dlrt: hang: the positions of %u of the step's %u tasks "
+			 "did not come within %d s (a node without gdb, or a slow one); compared "
+			 "those that came\n", w->step_tasks - (uint32_t)n, w->step_tasks, WHERE_WAIT_S);
+		if (write(fd, line, strlen(line)) < 0) {
+			/* as above */
+		}
+	}
+	where_prefix(w, prefix, sizeof(prefix));
+	snprintf(path, sizeof(path), "%s/%sdone", w->progress_dir, prefix);
+	m = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (m >= 0)
+		close(m);
+}
+
+/* The other nodes: until task 0's node compared the positions (bounded). */
+static void wait_compared(const struct watch *w)
+{
+	char path[4400], prefix[64];
+	time_t deadline = time(NULL) + WHERE_WAIT_S + 30;
+	struct stat st;
+
+	where_prefix(w, prefix, sizeof(prefix));
+	snprintf(path, sizeof(path), "%s/%sdone", w->progress_dir, prefix);
+	while (lstat(path, &st) < 0 && time(NULL) < deadline)
+		usleep(250000);
+}
+
 /* The step made no progress for --dl-hang-timeout. Task 0's node says so in
- * one line on task 0's stderr first (the stacks below it; once the first
- * task is aborted Slurm may end the step, and this watcher with it), the
- * other nodes start 2 s later. Then each task's stacks on its own stderr:
- * gdb's native one, then Python's through faulthandler (SIGABRT, with the
- * PYTHONFAULTHANDLER=1 dlrt set). The record makes --dl-requeue run the job
- * again. */
+ * one line on task 0's stderr first, the other nodes start 2 s later. Then
+ * each task's stacks on its own stderr: gdb's native one, from which its
+ * position is taken; the nodes share the positions and task 0's node prints
+ * the line naming the tasks that are not where the others are. Then each
+ * task's Python stack through faulthandler (SIGABRT, with the
+ * PYTHONFAULTHANDLER=1 dlrt set); once the first task is aborted Slurm may
+ * end the step, and this watcher with it. The record makes --dl-requeue run
+ * the job again. */
 static void report_hang(struct watch *w, time_t last, time_t now)
 {
+	static struct dlrt_hw_task mine[DLRT_LC_MAX_TASKS];
 	uint32_t nt = w->page->ntasks < DLRT_LC_MAX_TASKS ? w->page->ntasks : DLRT_LC_MAX_TASKS;
-	int fds[DLRT_LC_MAX_TASKS];
+	int fds[DLRT_LC_MAX_TASKS], fd0 = -1;
 	char line[512];
-	bool has0 = false;
+	size_t k = 0;
 
 	w->hung = true;
 	record(w, "attempt=%u warning signal=none reason=hang step=%u node=%s no-progress=%llds",
@@ -508,7 +676,7 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 		snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)w->page->pid[t]);
 		fds[t] = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
 		if (w->page->rank[t] == 0 && fds[t] >= 0) {
-			has0 = true;
+			fd0 = fds[t];
 			snprintf(line, sizeof(line), "dlrt: step %u.%u: no task showed progress (output, "
 				 "or a touch of DLRT_HEARTBEAT) for %lld s (--dl-hang-timeout=%u): "
 				 "ending the step; each task's stacks follow\n", w->job, w->step,
@@ -518,23 +686,36 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 			}
 		}
 	}
-	if (!has0)
+	if (fd0 < 0)
 		sleep(2);
 	for (uint32_t t = 0; t < nt; t++) {
 		pid_t pid = w->page->pid[t];
+		struct dlrt_hw_task *h = &mine[k];
 
 		if (pid <= 0)
 			continue;
 		snprintf(line, sizeof(line), "dlrt: hang: task %d (%s) on %s, pid %d: no progress in "
 			 "the step for %lld s; its stacks follow\n", (int)w->page->rank[t],
 			 w->page->role[t], w->node, (int)pid, (long long)(now - last));
+		*h = (struct dlrt_hw_task){ .rank = w->page->rank[t] };
+		snprintf(h->role, sizeof(h->role), "%.15s", w->page->role[t]);
+		snprintf(h->node, sizeof(h->node), "%s", w->node);
 		if (fds[t] >= 0 && write(fds[t], line, strlen(line)) >= 0)
-			native_stack(pid, fds[t]);
-		kill(pid, SIGABRT);
+			native_stack(pid, fds[t], h->where, sizeof(h->where));
+		k++;
+	}
+	share_positions(w, mine, k);
+	if (fd0 >= 0)
+		compare_positions(w, fd0);
+	else
+		wait_compared(w);
+	for (uint32_t t = 0; t < nt; t++) {
+		if (w->page->pid[t] > 0)
+			kill(w->page->pid[t], SIGABRT);
 		if (fds[t] >= 0)
 			close(fds[t]);
 	}
-	if (!has0)
+	if (fd0 < 0)
 		return;
 	sleep(3); /* the tracebacks first */
 	slurm_signal_job_step(w->job, w->step, SIGKILL);
@@ -630,6 +811,7 @@ static int parse_args(int argc, char **argv, struct watch *w, int *ready, int *p
 		{ "record-base", 1, NULL, 'b' }, { "verbose", 0, NULL, 'v' },
 		{ "batch", 0, NULL, 'B' },       { "help", 0, NULL, 'h' },
 		{ "hang-timeout", 1, NULL, 'H' }, { "progress-dir", 1, NULL, 'P' },
+		{ "step-tasks", 1, NULL, 'T' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct dlrt_err err;
@@ -660,6 +842,7 @@ static int parse_args(int argc, char **argv, struct watch *w, int *ready, int *p
 		case 'b': w->record_base = optarg; break;
 		case 'H': bad |= dlrt_parse_u32(optarg, 1, 1u << 30, &w->hang); break;
 		case 'P': w->progress_dir = optarg; break;
+		case 'T': bad |= dlrt_parse_u32(optarg, 1, 1u << 24, &w->step_tasks); break;
 		case 'h': usage(stdout); exit(0);
 		default: bad = -1;
 		}
