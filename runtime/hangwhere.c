@@ -1,10 +1,15 @@
 #include "hangwhere.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static bool safe_char(char c)
 {
@@ -299,4 +304,75 @@ size_t dlrt_hw_compare(struct dlrt_hw_task *t, size_t n, char *buf, size_t size)
 	buf[o.len++] = '\n';
 	buf[o.len] = '\0';
 	return o.len;
+}
+
+int dlrt_hw_share(const char *dir, const char *name, const struct dlrt_hw_task *t, size_t n)
+{
+	char path[4400], tmp[4500], line[DLRT_HW_LINE];
+	bool ok = true;
+	int fd;
+
+	if (strchr(name, '/') || (size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >=
+				     sizeof(path) - 8)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	for (size_t i = 0; i < n && ok; i++) {
+		size_t len = dlrt_hw_format_line(&t[i], line, sizeof(line));
+
+		ok = write(fd, line, len) == (ssize_t)len;
+	}
+	if (close(fd) == 0 && ok && rename(tmp, path) == 0)
+		return 0;
+	unlink(tmp);
+	return -1;
+}
+
+/* The position lines of buf[0..got) into t[*n..max). */
+static void parse_lines(const char *buf, size_t got, struct dlrt_hw_task *t, size_t *n,
+			size_t max)
+{
+	for (const char *p = buf, *end = buf + got; p < end && *n < max;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (!nl) /* a cut last line */
+			return;
+		if (dlrt_hw_parse_line(p, (size_t)(nl - p + 1), &t[*n]) == 0)
+			(*n)++;
+		p = nl + 1;
+	}
+}
+
+size_t dlrt_hw_read_dir(const char *dir, const char *prefix, struct dlrt_hw_task *t, size_t max)
+{
+	static char buf[DLRT_HW_FILE_MAX];
+	size_t n = 0, plen = strlen(prefix);
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	while (d && (e = readdir(d)) && n < max) {
+		size_t len = strlen(e->d_name), got = 0;
+		struct stat st;
+		ssize_t r;
+		int fd;
+
+		if (strncmp(e->d_name, prefix, plen) || !strcmp(e->d_name + plen, "done") ||
+		    (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")))
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			while (got < sizeof(buf) &&
+			       ((r = read(fd, buf + got, sizeof(buf) - got)) > 0 ||
+				(r < 0 && errno == EINTR)))
+				got += r > 0 ? (size_t)r : 0;
+		close(fd);
+		parse_lines(buf, got, t, &n, max);
+	}
+	if (d)
+		closedir(d);
+	return n;
 }

@@ -43,4 +43,15 @@ int dlrt_hw_parse_line(const char *line, size_t len, struct dlrt_hw_task *t);
  * (fewer than two positions known). */
 size_t dlrt_hw_compare(struct dlrt_hw_task *t, size_t n, char *buf, size_t size);
 
+/* A node's positions into DIR/NAME (NAME one component), written whole: a
+ * temporary file (O_NOFOLLOW, 0600) renamed. 0, or -1. */
+int dlrt_hw_share(const char *dir, const char *name, const struct dlrt_hw_task *t, size_t n);
+
+/* Reads every DIR/PREFIX* position file (not "PREFIXdone", not "*.tmp";
+ * regular files only, not followed through a link, the first
+ * DLRT_HW_FILE_MAX bytes of each) into t, at most max; their number. A line
+ * that is not a position line, or a cut last line, is skipped. */
+#define DLRT_HW_FILE_MAX 65536
+size_t dlrt_hw_read_dir(const char *dir, const char *prefix, struct dlrt_hw_task *t, size_t max);
+
 #endif

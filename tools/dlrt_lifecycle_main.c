@@ -515,7 +515,6 @@ static void native_stack(pid_t pid, int fd, char *where, size_t size)
 	}
 }
 
-#define WHERE_FILE_MAX 65536 /* a node's position file, read back */
 #define WHERE_WAIT_S 60      /* task 0's node waits this long for the others' positions */
 
 /* The prefix of this attempt's and step's position files in the checkpoint
@@ -525,76 +524,15 @@ static void where_prefix(const struct watch *w, char *buf, size_t size)
 	snprintf(buf, size, ".where.%u.%u.", w->attempt, w->step);
 }
 
-/* This node's tasks' positions into the job's checkpoint folder, one file,
- * written whole (a temporary file renamed) for task 0's node to read. */
+/* This node's tasks' positions into the job's checkpoint folder, for task
+ * 0's node to read. */
 static void share_positions(const struct watch *w, const struct dlrt_hw_task *t, size_t n)
 {
-	char prefix[64], path[4400], tmp[4500], line[DLRT_HW_LINE];
-	int fd;
-	bool ok = true;
+	char prefix[64], name[400];
 
 	where_prefix(w, prefix, sizeof(prefix));
-	if (strchr(w->node, '/'))
-		return;
-	snprintf(path, sizeof(path), "%s/%s%s", w->progress_dir, prefix, w->node);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	for (size_t i = 0; i < n && ok; i++) {
-		size_t len = dlrt_hw_format_line(&t[i], line, sizeof(line));
-
-		ok = write(fd, line, len) == (ssize_t)len;
-	}
-	if (close(fd) == 0 && ok && rename(tmp, path) == 0)
-		return;
-	unlink(tmp);
-}
-
-/* Reads every node's position file of this step into t (at most max);
- * their number. Each file is read up to WHERE_FILE_MAX bytes, line by line:
- * a line that is not a position line is skipped. */
-static size_t read_positions(const struct watch *w, struct dlrt_hw_task *t, size_t max)
-{
-	static char buf[WHERE_FILE_MAX];
-	char prefix[64];
-	size_t n = 0, plen;
-	DIR *d = opendir(w->progress_dir);
-	struct dirent *e;
-
-	where_prefix(w, prefix, sizeof(prefix));
-	plen = strlen(prefix);
-	while (d && (e = readdir(d)) && n < max) {
-		size_t len = strlen(e->d_name), got = 0;
-		struct stat st;
-		ssize_t r;
-		int fd;
-
-		if (strncmp(e->d_name, prefix, plen) || !strcmp(e->d_name + plen, "done") ||
-		    (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")))
-			continue;
-		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-			while (got < sizeof(buf) &&
-			       ((r = read(fd, buf + got, sizeof(buf) - got)) > 0 ||
-				(r < 0 && errno == EINTR)))
-				got += r > 0 ? (size_t)r : 0;
-		close(fd);
-		for (const char *p = buf, *end = buf + got; p < end && n < max;) {
-			const char *nl = memchr(p, '\n', (size_t)(end - p));
-
-			if (!nl) /* a cut last line */
-				break;
-			if (dlrt_hw_parse_line(p, (size_t)(nl - p + 1), &t[n]) == 0)
-				n++;
-			p = nl + 1;
-		}
-	}
-	if (d)
-		closedir(d);
-	return n;
+	snprintf(name, sizeof(name), "%s%s", prefix, w->node);
+	dlrt_hw_share(w->progress_dir, name, t, n);
 }
 
 /* Task 0's node: waits (at most WHERE_WAIT_S) for the positions of all the
@@ -609,8 +547,9 @@ static void compare_positions(const struct watch *w, int fd)
 	size_t n, len;
 	int m;
 
+	where_prefix(w, prefix, sizeof(prefix));
 	for (;;) {
-		n = read_positions(w, t, DLRT_LC_MAX_TASKS);
+		n = dlrt_hw_read_dir(w->progress_dir, prefix, t, DLRT_LC_MAX_TASKS);
 		if (!w->step_tasks || n >= w->step_tasks || time(NULL) >= deadline)
 			break;
 		usleep(250000);
@@ -627,7 +566,6 @@ static void compare_positions(const struct watch *w, int fd)
 			/* as above */
 		}
 	}
-	where_prefix(w, prefix, sizeof(prefix));
 	snprintf(path, sizeof(path), "%s/%sdone", w->progress_dir, prefix);
 	m = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (m >= 0)

@@ -1,6 +1,9 @@
 /* Unit tests: where a hung task is, from gdb's backtrace, the position lines
  * the nodes share, and the line naming the tasks that are elsewhere
  * (runtime/hangwhere.c). */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "runtime/hangwhere.h"
 #include "tap.h"
 
@@ -80,5 +83,29 @@ int main(void)
 	t[5].where[0] = 'x';
 	n = dlrt_hw_compare(t, 6, cmp, 80);
 	TAP_OK(n < 80 && cmp[n - 1] == '\n' && strstr(cmp, "...\n"), "a long line is cut: %s", cmp);
+	{
+		char dir[] = "/tmp/test_hangwhere.XXXXXX", path[128];
+		struct dlrt_hw_task a[2] = { { .rank = 1, .role = "w", .node = "n1", .where = "x" },
+					     { .rank = 0, .role = "w", .node = "n1", .where = "x" } };
+		struct dlrt_hw_task got[8];
+		FILE *f;
+
+		TAP_OK(mkdtemp(dir) != NULL, "a scratch folder");
+		TAP_IS_INT(dlrt_hw_share(dir, ".where.0.0.n1", a, 2), 0, "a node shares its positions");
+		TAP_IS_INT(dlrt_hw_share(dir, "a/b", a, 2), -1, "a name with a slash is refused");
+		snprintf(path, sizeof(path), "%s/.where.0.0.n2", dir);
+		f = fopen(path, "w");
+		fputs("garbage\ntask=2 role=w node=n2 at=y\ntask=3 role=w node=n2 at=", f);
+		fclose(f);
+		snprintf(path, sizeof(path), "%s/.where.0.0.n3", dir);
+		TAP_IS_INT(symlink("/etc/passwd", path), 0, "a link among the files");
+		snprintf(path, sizeof(path), "%s/.where.1.0.n1", dir);
+		TAP_IS_INT(dlrt_hw_share(dir, ".where.1.0.n1", a, 1), 0, "another attempt's file");
+		TAP_IS_INT((int)dlrt_hw_read_dir(dir, ".where.0.0.", got, 8), 3,
+			   "read back: both of n1's, n2's whole line, no link, no other attempt");
+		TAP_IS_INT((int)dlrt_hw_read_dir(dir, ".where.0.0.", got, 2), 2, "at most max");
+		if (system("rm -rf /tmp/test_hangwhere.??????") != 0)
+			printf("# could not remove %s\n", dir);
+	}
 	return tap_done();
 }
