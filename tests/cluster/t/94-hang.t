@@ -5,7 +5,9 @@
 # stack (rank 3's Python traceback through faulthandler, in stuck_here), one
 # line that says why, and one line naming rank 3 as the task that is not where
 # the others are. A step that is quiet but touches DLRT_HEARTBEAT, and one
-# quiet for less than the timeout, are not ended.
+# quiet for less than the timeout, are not ended. A batch job with
+# --dl-requeue whose step hangs is requeued and its next attempt runs again
+# from the checkpoint the hung one saved.
 . "$(dirname "$0")/../lib.sh"
 
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
@@ -60,4 +62,47 @@ is "$RC" 0 "a step quiet for 25 s that touches DLRT_HEARTBEAT runs to its end" |
 is "$(grep -c '^done$' "$OUT")" 2 "both tasks finished"
 unlike "$(cat "$ERR")" 'hang' "no hang is reported"
 
+# ---- A hung step with --dl-requeue: the job runs again from its checkpoint ------
+# Attempt 0 saves a checkpoint and hangs; the hang ends the step, the record
+# says so, and the batch step's end requeues the job (as after the warning).
+# Slurm lets a requeued job start only ~2 minutes later: its start is moved to
+# now, as the admin, as in t/91.
+wait_done() {
+	local deadline=$((SECONDS + $2)) st seen=-1
+	while [ $SECONDS -lt $deadline ]; do
+		st=$(job_field "$1" JobState)
+		[[ "$st" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]] && return 0
+		if [ "$st" = PENDING ] && [ "$(job_field "$1" Reason)" = BeginTime ]; then
+			[ $seen -lt 0 ] && seen=$SECONDS
+			[ $((SECONDS - seen)) -ge 2 ] && scontrol update JobId="$1" StartTime=now 2>/dev/null
+		else
+			seen=-1
+		fi
+		sleep 1
+	done
+	diag "job $1 still $(job_field "$1" JobState) after $2 s"
+	return 1
+}
+cat >"$WORK/hangjob.sh" <<'JOB'
+#!/bin/bash
+srun bash -c 'ck=$DLRT_CHECKPOINT_DIR/state.$SLURM_PROCID
+if [ -f "$ck" ]; then echo "task $SLURM_PROCID resumed from $(cat "$ck") attempt=$DLRT_ATTEMPT"; exit 0; fi
+echo step-7 >"$ck"; echo "task $SLURM_PROCID saved step-7 attempt=$DLRT_ATTEMPT; hangs"
+exec sleep 100000'
+JOB
+chmod 0755 "$WORK/hangjob.sh"
+job=$(as_user sbatch --parsable --open-mode=append -o "$WORK/hangjob-%j.out" -N1 -n1 -t 10 \
+	--dl-runtime=torch --dl-hang-timeout=10 --dl-requeue=1 "$WORK/hangjob.sh")
+ok $? "a job whose step hangs, with --dl-requeue=1 (job $job)"
+wait_done "$job" 400
+out=$(cat "$WORK/hangjob-$job.out")
+rec=$(cat "$WORK"/.dlrt/jobs/"$job"/dlrt-retries.log 2>/dev/null)
+is "$(job_field "$job" JobState)" COMPLETED "it completed" || fail_detail "$out"
+is "$(job_field "$job" Restarts)" 1 "requeued once"
+like "$out" 'no task showed progress .* ending the step' "attempt 0's step was ended as hung"
+like "$rec" 'attempt=0 warning signal=none reason=hang step=0' "the record says why" ||
+	fail_detail "$rec"
+like "$rec" 'attempt=0 requeued reason=ended-after-warning next-attempt=1' "and that it requeued the job"
+like "$out" 'task 0 resumed from step-7 attempt=1' "attempt 1 ran again from the checkpoint" ||
+	fail_detail "$out"
 done_testing
