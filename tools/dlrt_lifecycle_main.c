@@ -659,11 +659,29 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 	slurm_signal_job_step(w->job, w->step, SIGKILL);
 }
 
+/* Whether the checkpoint folder is the user's own, 0700 as the tasks made it
+ * (spank/lifecycle.c, common/privdir.h): in a shared base another user may
+ * have taken its name first, and then the tasks are refused; this watcher,
+ * started before them, must not write into or read from that folder either. */
+static bool progress_dir_ours(const char *dir)
+{
+	struct stat st;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = fstat(fd, &st) == 0 && st.st_uid == getuid() && !(st.st_mode & 077);
+	close(fd);
+	return ok;
+}
+
 static void watch_hang(struct watch *w)
 {
 	time_t now = time(NULL), last;
 
-	if (!w->hang || !w->page || w->hung || !w->progress_dir)
+	if (!w->hang || !w->page || w->hung || !w->progress_dir ||
+	    !progress_dir_ours(w->progress_dir))
 		return;
 	if (!w->node_last)
 		w->node_last = w->written_last = now;
