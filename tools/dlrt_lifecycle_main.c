@@ -599,6 +599,7 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 	static struct dlrt_hw_task mine[DLRT_LC_MAX_TASKS];
 	uint32_t nt = w->page->ntasks < DLRT_LC_MAX_TASKS ? w->page->ntasks : DLRT_LC_MAX_TASKS;
 	int fds[DLRT_LC_MAX_TASKS], fd0 = -1;
+	bool has0 = false; /* task 0 is here: this node compares and ends the step */
 	char line[512];
 	size_t k = 0;
 
@@ -613,6 +614,7 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)w->page->pid[t]);
 		fds[t] = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+		has0 |= w->page->rank[t] == 0;
 		if (w->page->rank[t] == 0 && fds[t] >= 0) {
 			fd0 = fds[t];
 			snprintf(line, sizeof(line), "dlrt: step %u.%u: no task showed progress (output, "
@@ -624,7 +626,7 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 			}
 		}
 	}
-	if (fd0 < 0)
+	if (!has0)
 		sleep(2);
 	for (uint32_t t = 0; t < nt; t++) {
 		pid_t pid = w->page->pid[t];
@@ -638,12 +640,15 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 		*h = (struct dlrt_hw_task){ .rank = w->page->rank[t] };
 		snprintf(h->role, sizeof(h->role), "%.15s", w->page->role[t]);
 		snprintf(h->node, sizeof(h->node), "%s", w->node);
-		if (fds[t] >= 0 && write(fds[t], line, strlen(line)) >= 0)
-			native_stack(pid, fds[t], h->where, sizeof(h->where));
+		/* A task whose stderr is gone still gets its position taken. */
+		if (fds[t] >= 0 && write(fds[t], line, strlen(line)) < 0) {
+			/* as above */
+		}
+		native_stack(pid, fds[t], h->where, sizeof(h->where));
 		k++;
 	}
 	share_positions(w, mine, k);
-	if (fd0 >= 0)
+	if (has0)
 		compare_positions(w, fd0);
 	else
 		wait_compared(w);
@@ -653,7 +658,7 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 		if (fds[t] >= 0)
 			close(fds[t]);
 	}
-	if (fd0 < 0)
+	if (!has0)
 		return;
 	sleep(3); /* the tracebacks first */
 	slurm_signal_job_step(w->job, w->step, SIGKILL);
