@@ -78,6 +78,14 @@ static void torchrun_task_env(const struct dlrt_plan *plan, uint32_t rank,
 	dlrt_env_set_default(env, "PET_REDIRECTS", "9:2");
 	dlrt_env_set_default(env, "PET_TEE", "9:2");
 	dlrt_env_set_default(env, "PET_RDZV_BACKEND", "c10d");
+	/* torch 2.4+ has rank 0's agent host one TCPStore for every round's
+	 * workers and never replaces it, while the workers assume a fresh
+	 * store per round (no per-attempt prefix): after a lost node the
+	 * new round reads the old round's keys and hangs or fails
+	 * (pytorch#135712; a new rank 0's agent also trips an assertion,
+	 * pytorch#182221). With this set, each round's worker of rank 0
+	 * hosts a fresh store, as in torch 1.x. Older torch ignores it. */
+	dlrt_env_set_default(env, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE", "1");
 	/* Unique to job, step and attempt: a requeued job (Slurm's restart
 	 * count) must never meet the rendezvous state of its previous run. */
 	dlrt_env_set_default(env, "PET_RDZV_ID", "dlrt-%u.%u.%u", step->job_id, step->step_id,

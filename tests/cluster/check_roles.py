@@ -134,6 +134,8 @@ elif runtime == "torchrun":
         expect(t.get("PET_RDZV_CONF") == "is_host=0", f"{tag}: PET_RDZV_CONF")
         expect(t.get("PET_RDZV_ID") == f"dlrt-{job}.{step}.0", f"{tag}: PET_RDZV_ID={t.get('PET_RDZV_ID')}")
         expect(t.get("PET_MAX_RESTARTS") == "0", f"{tag}: PET_MAX_RESTARTS")
+        expect(t.get("TORCH_DISABLE_SHARE_RDZV_TCP_STORE") == "1",
+               f"{tag}: TORCH_DISABLE_SHARE_RDZV_TCP_STORE={t.get('TORCH_DISABLE_SHARE_RDZV_TCP_STORE')}")
         expect("RANK" not in t and "MASTER_ADDR" not in t, f"{tag}: worker variables set for an agent")
 elif runtime == "caffe2":
     expect(roles["master"] == 1 and by_role["master"][0]["SLURM_PROCID"] == "0", "task 0 is the master")

@@ -129,11 +129,14 @@ static void test_env(void)
 	TAP_IS_STR(dlrt_env_get(&env, "PET_REDIRECTS"), "9:2",
 		   "redirects: a mapping torch 1.13 on Python 3.11 can parse");
 	TAP_IS_STR(dlrt_env_get(&env, "PET_TEE"), "9:2", "tee: the same");
+	TAP_IS_STR(dlrt_env_get(&env, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"), "1",
+		   "each round's workers get a fresh store (torch 2.4+ shares one across rounds)");
 	TAP_OK(!dlrt_env_get(&env, "PET_NODE_RANK"), "no PET_NODE_RANK (c10d assigns node ranks)");
 	TAP_OK(!dlrt_env_get(&env, "RANK") && !dlrt_env_get(&env, "MASTER_ADDR"),
 	       "no worker variables: the agent gives them to its workers");
 	TAP_OK(keeps_user(&env, "PET_NNODES") && keeps_user(&env, "PET_RDZV_CONF") &&
-	       keeps_user(&env, "PET_NPROC_PER_NODE") && keeps_user(&env, "PET_RDZV_ID"),
+	       keeps_user(&env, "PET_NPROC_PER_NODE") && keeps_user(&env, "PET_RDZV_ID") &&
+	       keeps_user(&env, "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"),
 	       "what the user exported wins");
 	dlrt_env_free(&env);
 

@@ -66,9 +66,10 @@ params = ",".join("%.9e" % v for v in model.weight.detach().flatten().tolist())
 # out in one write (under PIPE_BUF, so atomic), never as print()'s text and
 # end in two writes that another worker's line can come between.
 sys.stdout.flush()
-os.write(1, ("RESULT host=%s rank=%d world=%d group_world=%s attempt=%d rdzv=%s "
+os.write(1, ("RESULT host=%s rank=%d world=%d group_world=%s attempt=%d rdzv=%s agent_store=%s "
              "loss_first=%.4f loss_last=%.4f params=%s\n" % (host, rank, world,
              os.environ.get("GROUP_WORLD_SIZE"), attempt, os.environ.get("PET_RDZV_ENDPOINT"),
+             os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "unset"),
              loss_first, loss.item(), params)).encode())
 dist.barrier()
 dist.destroy_process_group()
