@@ -67,9 +67,16 @@ static int check_level(int dfd, const struct stat *st, int depth, const char *sh
 	struct stat in;
 	const char *rel = depth ? "under" : "in";
 
+	if (st->st_uid != 0 && st->st_uid != geteuid() && depth == 0)
+		return dlrt_err_set(err, "%s: %s is in %s, which belongs to %s, who could replace it: "
+				    FIX, what, root, shown,
+				    dlrt_privdir_owner(st->st_uid, who, sizeof(who)));
+	/* Higher up: SlurmdSpoolDir or above (some packages give it to slurm). */
 	if (st->st_uid != 0 && st->st_uid != geteuid())
-		return dlrt_err_set(err, "%s: %s is %s %s, which belongs to %s, who could replace it: "
-				    FIX, what, root, rel, shown,
+		return dlrt_err_set(err, "%s: %s is under %s, which belongs to %s, who could replace "
+				    "the folders below it: keep it in the step's own folder (%%b/crun) "
+				    "under a SlurmdSpoolDir that is root's, and folders above it that "
+				    "are root's too", what, root, shown,
 				    dlrt_privdir_owner(st->st_uid, who, sizeof(who)));
 	/* In a sticky folder of root's, only the owner of a name can rename it:
 	 * the user's folder below stays where it is. (Not for the folder that

@@ -77,7 +77,7 @@ static bool our_group_private(void)
 	struct passwd *pw = getpwuid(geteuid());
 	struct group *gr = pw ? getgrgid(pw->pw_gid) : NULL;
 
-	if (!gr)
+	if (!gr || pw->pw_gid != getegid()) /* (our new folders' group is getegid()) */
 		return false;
 	for (char **m = gr->gr_mem; *m; m++)
 		if (strcmp(*m, pw->pw_name))
@@ -159,7 +159,8 @@ static void test_foreign_groups(void)
 	TAP_IS_INT(chown(p, STRANGER, STRANGER), 0, "our step folder in another user's folder");
 	TAP_IS_INT(try("gp/step/task-0/crun", msg, sizeof(msg)), -1, "is refused");
 	TAP_OK(has(msg, "/gp/step/task-0/crun is under ") && has(msg, "/gp, which belongs to uid "
-	       "4242, who could replace it"), "%s", msg);
+	       "4242, who could replace the folders below it: keep it in the step's own folder "
+	       "(%b/crun) under a SlurmdSpoolDir that is root's"), "%s", msg);
 }
 
 int main(void)
