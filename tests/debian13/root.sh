@@ -126,7 +126,13 @@ cmd_run() {
 		hostname dlrt-d13
 		printf "127.0.0.1 localhost\n127.0.1.1 dlrt-d13\n" >"$r/etc/hosts"
 		ip link set lo up 2>/dev/null || true
-		exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		# pivot_root, not chroot: the kernel refuses a user namespace to a
+		# chrooted process (EPERM), and rootless crun and ch-run need one.
+		mkdir -p "$r/.dlrt-oldroot"
+		cd "$r"
+		pivot_root . .dlrt-oldroot
+		umount -l /.dlrt-oldroot
+		exec /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DLRT_CLUSTER_ID="${DLRT_D13_CLUSTER_ID:-1}" \
 			bash -c "cd /src && $*"
 	' root_run "$scratch" "$CACHE/root" "$@" <&0 &
