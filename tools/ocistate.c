@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +17,144 @@ static const char what[] = "the runtime's state folder (--root)";
  * can reach: Slurm makes the step's folder (%b) under SlurmdSpoolDir, which
  * only root can write, and gives it to the job's user alone. */
 #define FIX "keep it in the step's own folder: --root=%%b/crun in every RunTime* line of oci.conf"
+
+/* Who the group `gid` is, for the rule below, into `out` ("group NAME (gid N)"):
+ * 1 when it is the user's private group (the user's primary group, with no
+ * other member named in it), 0 when others may be in it (`why` says how), -1
+ * when it cannot be looked up (refused: nothing shows who is in it). Another
+ * account whose primary group is the same gid is not named in gr_mem: only a
+ * full passwd listing would show it, which sssd/LDAP sites often forbid. */
+static int private_group(gid_t gid, uid_t uid, char *out, size_t len, char *why, size_t wlen)
+{
+	struct passwd pw, *pres = NULL;
+	struct group gr, *gres = NULL;
+	char pbuf[1024], gbuf[8192];
+	size_t n = 0;
+
+	snprintf(out, len, "gid %u", (unsigned)gid);
+	if (getgrgid_r(gid, &gr, gbuf, sizeof(gbuf), &gres) != 0 || !gres) {
+		snprintf(why, wlen, "no such group: who is in it cannot be checked");
+		return -1;
+	}
+	snprintf(out, len, "group %s (gid %u)", gres->gr_name, (unsigned)gid);
+	if (getpwuid_r(uid, &pw, pbuf, sizeof(pbuf), &pres) != 0 || !pres) {
+		snprintf(why, wlen, "your uid %u has no passwd entry", (unsigned)uid);
+		return -1;
+	}
+	if (pres->pw_gid != gid) {
+		snprintf(why, wlen, "it is not your primary group");
+		return 0;
+	}
+	why[0] = '\0';
+	for (char **m = gres->gr_mem; m && *m; m++) {
+		if (!strcmp(*m, pres->pw_name))
+			continue;
+		n += (size_t)snprintf(why + n, n < wlen ? wlen - n : 0, "%s%s",
+				      n ? ", " : "its other members: ", *m);
+	}
+	return n == 0;
+}
+
+/* One folder on the way from --root up to a folder of root's alone, `depth`
+ * levels above --root's own folder (0: the folder that holds it). Anyone else
+ * who can write it could take --root's name first, or rename the folders
+ * below it away and put theirs in their place. Returns 1 when the walk can
+ * stop here, 0 to go on up, -1 (err set) when refused. */
+static int check_level(int dfd, const struct stat *st, int depth, const char *shown,
+		       const char *root, const char *name, struct dlrt_err *err)
+{
+	char who[160], grp[160], why[512], there[256] = "";
+	struct stat in;
+	const char *rel = depth ? "under" : "in";
+
+	if (st->st_uid != 0 && st->st_uid != geteuid() && depth == 0)
+		return dlrt_err_set(err, "%s: %s is in %s, which belongs to %s, who could replace it: "
+				    FIX, what, root, shown,
+				    dlrt_privdir_owner(st->st_uid, who, sizeof(who)));
+	/* Higher up: SlurmdSpoolDir or above (some packages give it to slurm). */
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return dlrt_err_set(err, "%s: %s is under %s, which belongs to %s, who could replace "
+				    "the folders below it: keep it in the step's own folder (%%b/crun) "
+				    "under a SlurmdSpoolDir that is root's, and folders above it that "
+				    "are root's too", what, root, shown,
+				    dlrt_privdir_owner(st->st_uid, who, sizeof(who)));
+	/* In a sticky folder of root's, only the owner of a name can rename it:
+	 * the user's folder below stays where it is. (Not for the folder that
+	 * holds --root itself: another user can still take the name first.) */
+	if (depth > 0 && st->st_uid == 0 && (st->st_mode & S_ISVTX))
+		return 1;
+	if (depth == 0 && fstatat(dfd, name, &in, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    in.st_uid != geteuid())
+		snprintf(there, sizeof(there), " (%s of %s is there now)",
+			 S_ISLNK(in.st_mode) ? "a symbolic link" :
+			 S_ISDIR(in.st_mode) ? "a folder" : "a file",
+			 dlrt_privdir_owner(in.st_uid, who, sizeof(who)));
+	if (st->st_mode & S_IWOTH)
+		return dlrt_err_set(err, "%s: %s is %s %s, which other users can write (mode %04o), "
+				    "so another user can take its name, or a container's, before "
+				    "the job%s: " FIX, what, root, rel, shown,
+				    (unsigned)(st->st_mode & 07777), there);
+	/* Slurm 24.11 makes the step's folders mode 0770, group the job's: the
+	 * group must be the user's alone (the rule of Debian's OpenSSH for ~/.ssh). */
+	if ((st->st_mode & S_IWGRP) &&
+	    private_group(st->st_gid, geteuid(), grp, sizeof(grp), why, sizeof(why)) != 1)
+		return dlrt_err_set(err, "%s: %s is %s %s, which %s can write (mode %04o), and that "
+				    "group is not yours alone (%s)%s: submit the job with "
+				    "--gid=<a group of yours alone>, or give each user a private "
+				    "group", what, root, rel, shown, grp,
+				    (unsigned)(st->st_mode & 07777), why, there);
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* Walks from the folder `pfd` that holds --root up ("..", on descriptors)
+ * until a folder of root's that only root can write: Slurm 24.11 puts the
+ * task's folder (task-T/) in the step's (oci-jobJ-S/), both the user's, under
+ * SlurmdSpoolDir; 22.05 has one user's folder (oci-jobJJJJJ-SSSSS). */
+static int check_way_up(int pfd, const char *parent, const char *root, const char *name,
+			struct dlrt_err *err)
+{
+	char shown[4096];
+	struct stat st, up;
+	int fd = dup(pfd), nfd, r = -1;
+
+	snprintf(shown, sizeof(shown), "%s", parent);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		dlrt_err_errno(err, errno, "%s: cannot check %s", what, parent);
+		goto out;
+	}
+	for (int depth = 0; depth < 256; depth++) {
+		char *slash;
+
+		r = check_level(fd, &st, depth, shown, root, name, err);
+		if (r != 0)
+			goto out;
+		r = -1;
+		nfd = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (nfd < 0 || fstat(nfd, &up) < 0) {
+			dlrt_err_errno(err, errno, "%s: cannot check the folder above %s", what,
+				       shown);
+			if (nfd >= 0)
+				close(nfd);
+			goto out;
+		}
+		close(fd);
+		fd = nfd;
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
+			break; /* "/" itself, and not root's alone */
+		st = up;
+		slash = strrchr(shown, '/');
+		if (slash && slash != shown)
+			*slash = '\0';
+		else
+			snprintf(shown, sizeof(shown), "/");
+	}
+	dlrt_err_set(err, "%s: no folder above %s is root's alone (owned by root, writable by "
+		     "no one else): " FIX, what, root);
+out:
+	if (fd >= 0)
+		close(fd);
+	return r < 0 ? -1 : 0;
+}
 
 const char *dlrt_ocistate_root(char *const *args)
 {
@@ -31,9 +171,9 @@ const char *dlrt_ocistate_root(char *const *args)
 
 int dlrt_ocistate_open(const char *root, struct dlrt_err *err)
 {
-	char parent[4096], who[160];
+	char parent[4096];
 	const char *name;
-	struct stat pst, st, now;
+	struct stat st, now;
 	int pfd = -1, fd = -1, e;
 	size_t n = strlen(root);
 	char *slash;
@@ -58,31 +198,8 @@ int dlrt_ocistate_open(const char *root, struct dlrt_err *err)
 		return dlrt_err_errno(err, errno, "%s: cannot open %s, the folder above %s: "
 				      "give the runtime --root=%%b/crun (%%b: the step's folder, "
 				      "which Slurm makes)", what, parent, root);
-	if (fstat(pfd, &pst) < 0) {
-		dlrt_err_errno(err, errno, "%s: cannot check %s", what, parent);
+	if (check_way_up(pfd, parent, root, name, err) < 0)
 		goto fail;
-	}
-	/* Anyone who can write the folder above could take the state folder's
-	 * name first, or rename the job's away and put theirs in its place. */
-	if (pst.st_uid != 0 && pst.st_uid != geteuid()) {
-		dlrt_err_set(err, "%s: %s is in %s, which belongs to %s, who could replace it: "
-			     FIX, what, root, parent,
-			     dlrt_privdir_owner(pst.st_uid, who, sizeof(who)));
-		goto fail;
-	}
-	if (pst.st_mode & (S_IWGRP | S_IWOTH)) {
-		char there[256] = "";
-
-		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid != geteuid())
-			snprintf(there, sizeof(there), " (%s of %s is there now)",
-				 S_ISLNK(st.st_mode) ? "a symbolic link" :
-				 S_ISDIR(st.st_mode) ? "a folder" : "a file",
-				 dlrt_privdir_owner(st.st_uid, who, sizeof(who)));
-		dlrt_err_set(err, "%s: %s is in %s, which other users can write (mode %04o), so "
-			     "another user can take its name, or a container's, before the job%s: "
-			     FIX, what, root, parent, (unsigned)(pst.st_mode & 07777), there);
-		goto fail;
-	}
 	/* 0700: the containers' states are the job user's business alone. One
 	 * already there must be the user's own folder (common/privdir.c). */
 	if (mkdirat(pfd, name, 0700) < 0 && errno != EEXIST) {

@@ -8,8 +8,11 @@
  * exists") and, since Slurm 22.05 runs RunTimeQuery, RunTimeKill and
  * RunTimeDelete as root on the same folder, hand root a container state of
  * their making. So before the runtime runs, dlrt-oci-run checks that folder
- * on its descriptor: the folder above it must be root's or the job user's
- * and writable by no one else (a shared /tmp is refused), and the state
+ * on its descriptor: every folder from the one above it up to a folder of
+ * root's that only root can write (SlurmdSpoolDir) must be root's or the job
+ * user's and writable by no one else (a shared /tmp is refused; a folder its
+ * group can write only when that group is the user's private group: Slurm
+ * 24.11 makes its spool folders mode 0770, group the job's), and the state
  * folder the job user's own folder, not a link, writable by no one else
  * (common/privdir.c's rule); an absent one is created with mode 0700.
  */

@@ -41,6 +41,12 @@ chroot_cmd() {
 		mount --rbind /sys "$r/sys"
 		mount --rbind /dev "$r/dev"
 		mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+		# The clusters live in /var/tmp: a folder of the host filesystem, not the
+		# overlay, since rootless Podman cannot lay its overlay on a lower folder
+		# that is itself on overlayfs ("userxattr: invalid argument").
+		mkdir -p "$s/vartmp"
+		chmod 1777 "$s/vartmp"
+		mount --bind "$s/vartmp" "$r/var/tmp"
 		cp /etc/resolv.conf "$r/etc/resolv.conf"
 		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 bash -euc "$*"
 	' chroot_cmd "$root" "$@"
@@ -120,13 +126,25 @@ cmd_run() {
 		mount --rbind /dev "$r/dev"
 		mount -t tmpfs -o mode=1777,size=512m tmpfs "$r/dev/shm"
 		mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+		# The clusters live in /var/tmp: a folder of the host filesystem, not the
+		# overlay, since rootless Podman cannot lay its overlay on a lower folder
+		# that is itself on overlayfs ("userxattr: invalid argument").
+		mkdir -p "$s/vartmp"
+		chmod 1777 "$s/vartmp"
+		mount --bind "$s/vartmp" "$r/var/tmp"
 		mount -t tmpfs -o mode=0755 tmpfs "$r/run"
 		mkdir -p "$r/run/lock" "$r/run/netns"
 		ln -sfn /run "$r/var/run" 2>/dev/null || true
 		hostname dlrt-d13
 		printf "127.0.0.1 localhost\n127.0.1.1 dlrt-d13\n" >"$r/etc/hosts"
 		ip link set lo up 2>/dev/null || true
-		exec chroot "$r" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		# pivot_root, not chroot: the kernel refuses a user namespace to a
+		# chrooted process (EPERM), and rootless crun and ch-run need one.
+		mkdir -p "$r/.dlrt-oldroot"
+		cd "$r"
+		pivot_root . .dlrt-oldroot
+		umount -l /.dlrt-oldroot
+		exec /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 			HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DLRT_CLUSTER_ID="${DLRT_D13_CLUSTER_ID:-1}" \
 			bash -c "cd /src && $*"
 	' root_run "$scratch" "$CACHE/root" "$@" <&0 &

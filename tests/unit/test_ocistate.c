@@ -6,6 +6,8 @@
  * that names the cause and the fix. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,99 @@ static void test_root_arg(void)
 		   "the runtime's name itself is not an option");
 }
 
+/* Whether our primary group is ours alone (no other member named), as
+ * tools/ocistate.c decides it: Slurm 24.11's 0770 folders are accepted then. */
+static bool our_group_private(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+	struct group *gr = pw ? getgrgid(pw->pw_gid) : NULL;
+
+	if (!gr || pw->pw_gid != getegid()) /* (our new folders' group is getegid()) */
+		return false;
+	for (char **m = gr->gr_mem; *m; m++)
+		if (strcmp(*m, pw->pw_name))
+			return false;
+	return true;
+}
+
+static void mkdir_mode(const char *rel, mode_t mode)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", top, rel);
+	mkdir(p, mode);
+	chmod(p, mode);
+}
+
+/* Slurm 24.11: SlurmdSpoolDir/oci-jobJ-S/task-T/, both the user's, group the
+ * job's, mode 0770; Slurm 22.05: SlurmdSpoolDir/oci-jobJJJJJ-SSSSS/, 0750. */
+static void test_private_group(void)
+{
+	char msg[DLRT_ERR_MAX];
+	bool priv = our_group_private();
+
+	mkdir_mode("step", 0770);
+	mkdir_mode("step/task-0", 0770);
+	mkdir_mode("s2205", 0750);
+	TAP_IS_INT(try("s2205/crun", msg, sizeof(msg)), 0700,
+		   "22.05: in a 0750 folder of ours: taken (%s)", msg);
+	if (!priv) {
+		TAP_IS_INT(try("step/task-0/crun", msg, sizeof(msg)), -1,
+			   "24.11: 0770 folders of ours, our group shared with others: refused");
+		TAP_OK(has(msg, "/step/task-0, which group ") && has(msg, "can write (mode 0770), "
+		       "and that group is not yours alone (") && has(msg, "): submit the job with "
+		       "--gid=<a group of yours alone>, or give each user a private group"),
+		       "%s", msg);
+		return;
+	}
+	TAP_IS_INT(try("step/task-0/crun", msg, sizeof(msg)), 0700,
+		   "24.11: 0770 folders of ours, group our private one: taken (%s)", msg);
+	mkdir_mode("step/task-0/open", 0777);
+	TAP_IS_INT(try("step/task-0/open/crun", msg, sizeof(msg)), -1,
+		   "with a folder every user can write on the way: refused");
+	TAP_OK(has(msg, "/open, which other users can write (mode 0777)"), "%s", msg);
+}
+
+/* As root: folders on the way that another group, or another user, can write. */
+static void test_foreign_groups(void)
+{
+	char p[512], msg[DLRT_ERR_MAX];
+	struct group *gr = getgrgid(1);
+
+	mkdir_mode("fgrp", 0770);
+	snprintf(p, sizeof(p), "%s/fgrp", top);
+	TAP_IS_INT(chown(p, geteuid(), STRANGER), 0, "a 0770 folder of ours, group gid 4242");
+	TAP_IS_INT(try("fgrp/crun", msg, sizeof(msg)), -1, "is refused (no such group)");
+	TAP_OK(has(msg, "/fgrp/crun is in ") && has(msg, "/fgrp, which gid 4242 can write (mode "
+	       "0770), and that group is not yours alone (no such group: who is in it cannot be "
+	       "checked): submit the job with --gid=<a group of yours alone>, or give each user "
+	       "a private group"), "%s", msg);
+	mkdir_mode("fgrp/task-0", 0770);
+	TAP_IS_INT(try("fgrp/task-0/crun", msg, sizeof(msg)), -1,
+		   "one level further down (24.11's step folder): refused too");
+	TAP_OK(has(msg, "/fgrp/task-0/crun is under ") && has(msg, "/fgrp, which gid 4242 can "
+	       "write"), "%s", msg);
+	if (gr) {
+		mkdir_mode("ogrp", 0770);
+		snprintf(p, sizeof(p), "%s/ogrp", top);
+		TAP_IS_INT(chown(p, geteuid(), 1), 0, "a 0770 folder of ours, group %s", gr->gr_name);
+		TAP_IS_INT(try("ogrp/crun", msg, sizeof(msg)), -1, "(not our primary group): refused");
+		TAP_OK(has(msg, "which group ") && has(msg, "(it is not your primary group)"), "%s",
+		       msg);
+	}
+	/* 24.11's layout under a folder of another user's: they could rename
+	 * the step's folder away and put theirs in its place. */
+	mkdir_mode("gp", 0755);
+	mkdir_mode("gp/step", 0770);
+	mkdir_mode("gp/step/task-0", 0770);
+	snprintf(p, sizeof(p), "%s/gp", top);
+	TAP_IS_INT(chown(p, STRANGER, STRANGER), 0, "our step folder in another user's folder");
+	TAP_IS_INT(try("gp/step/task-0/crun", msg, sizeof(msg)), -1, "is refused");
+	TAP_OK(has(msg, "/gp/step/task-0/crun is under ") && has(msg, "/gp, which belongs to uid "
+	       "4242, who could replace the folders below it: keep it in the step's own folder "
+	       "(%b/crun) under a SlurmdSpoolDir that is root's"), "%s", msg);
+}
+
 int main(void)
 {
 	char p[512], msg[DLRT_ERR_MAX];
@@ -119,11 +214,7 @@ int main(void)
 	mkdir(p, 0700);
 	TAP_IS_INT(try("shared/dlrt-crun-u", msg, sizeof(msg)), -1,
 		   "even when the folder there is ours");
-	snprintf(p, sizeof(p), "%s/group", top);
-	mkdir(p, 0770);
-	chmod(p, 0770);
-	TAP_IS_INT(try("group/crun", msg, sizeof(msg)), -1, "in a group-writable folder: refused");
-	TAP_OK(has(msg, "which other users can write (mode 0770)"), "%s", msg);
+	test_private_group();
 
 	{
 		struct dlrt_err err = { "" };
@@ -164,6 +255,7 @@ int main(void)
 	TAP_IS_INT(lchown(p, STRANGER, STRANGER), 0, "(the link is theirs too)");
 	TAP_IS_INT(try("shared/dlrt-crun-w", msg, sizeof(msg)), -1, "is refused");
 	TAP_OK(has(msg, "(a symbolic link of uid 4242 is there now): keep it in"), "%s", msg);
+	test_foreign_groups();
 	snprintf(p, sizeof(p), "%s/other", top);
 	mkdir(p, 0755);
 	TAP_IS_INT(chown(p, STRANGER, STRANGER), 0, "a folder above of another user's, 0755");

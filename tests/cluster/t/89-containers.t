@@ -368,7 +368,15 @@ OLD=/tmp/dlrt-crun-$DLRT_TEST_USER
 OCI_RUN=$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-oci-run
 for squat in folder file link stale; do
 	job=$(next_job)
-	step_dir=$(printf '%s/oci-job%05u-%05u' "$SPOOL" "$job" 0)
+	# 22.05: SPOOL/oci-jobJJJJJ-SSSSS/crun; 24.11: SPOOL/oci-jobJ-S/task-T/crun
+	# (the task's folder, in the step's: the user's, mode 0770, group the job's).
+	if [ "${SLURM_MAJOR:-0}" -lt 23 ]; then
+		step_dir=$(printf '%s/oci-job%05u-%05u' "$SPOOL" "$job" 0)
+		state_dir=$step_dir/crun
+	else
+		step_dir=$SPOOL/oci-job$job-0
+		state_dir=$step_dir/task-0/crun
+	fi
 	name=n1.$DLRT_TEST_USER.$job.0.0
 	# (as root: the old folder an earlier step of the victim's left behind)
 	"$HERE/cluster.sh" exec n1 rm -rf "$OLD" "/tmp/$STRANGER-crun"
@@ -382,9 +390,9 @@ for squat in folder file link stale; do
 	ok $? "$squat: $STRANGER takes $OLD on n1 first ($mk)"
 	# The new place's predictable parts: the step's folder and its crun/.
 	made=no
-	on_node n1 "$STRANGER" bash -c "umask 0; mkdir -p '$step_dir/crun' || mkdir '$step_dir' ||
+	on_node n1 "$STRANGER" bash -c "umask 0; mkdir -p '$state_dir' || mkdir '$step_dir' ||
 		ln -s /tmp '$step_dir' || echo squat >'$step_dir'" 2>/dev/null && made=yes
-	is "$made" no "$squat: $STRANGER cannot create $step_dir (a folder, a link, a file) nor its crun/"
+	is "$made" no "$squat: $STRANGER cannot create $step_dir (a folder, a link, a file) nor $state_dir"
 	fresh
 	# shellcheck disable=SC2016 # (the task expands them)
 	run_srun -w n1 -N1 -n1 --container="$BUNDLE" "$WORK/in.sh" "$WORK/where" \
@@ -392,9 +400,9 @@ for squat in folder file link stale; do
 	is "$RC" 0 "$squat: the victim's srun --container step on n1 runs anyway" || errors
 	is "$(cat "$OUT"),$(cut -d' ' -f1,2 "$WORK"/where/* 2>/dev/null)" "job $job step 0,inside n1" \
 		"$squat: (it is job $job, step 0, container $name, inside the image)"
-	st=$(on_node n1 root stat -c '%U %a' "$step_dir/crun" 2>/dev/null)
+	st=$(on_node n1 root stat -c '%U %a' "$state_dir" 2>/dev/null)
 	ok "$([ -z "$st" ] || [ "$st" = "$DLRT_TEST_USER 700" ]; echo $?)" \
-		"$squat: its state folder $step_dir/crun is the victim's, mode 0700 (${st:-removed})"
+		"$squat: its state folder $state_dir is the victim's, mode 0700 (${st:-removed})"
 	# dlrt-oci-run with the old place refuses it before crun runs, in one line.
 	err=$(on_node n1 "$DLRT_TEST_USER" "$OCI_RUN" "$WORK" 0 -- crun --rootless=true \
 		--root="$OLD" state "$name" 2>&1)
