@@ -212,17 +212,15 @@ check-layout: product
 	  $(foreach p,$(LAYOUT_PROGRAMS),--program '$(p)=$(DLRT_PROGRAM_SRCS_$(p))') \
 	  --program '$(PLUGIN)=$(PLUGIN_SRCS)'
 
+# Debian 12's whole suite on the host, then Debian 13's core set in its root, made in the
+# background meanwhile (tests/check.sh).
 check: deps
-	$(MAKE) check-layout
-	$(MAKE) all
-	$(MAKE) unit
-	$(MAKE) fuzz-smoke
-	$(MAKE) cluster-test
+	MAKE='$(MAKE)' tests/check.sh
 
 # Debian 13 (Slurm 24.11, PMIx 5, Open MPI 5, hwloc 2.12, gcc 14, torch 2.6): a root made
 # by debootstrap from the same package registry and cached (tests/debian13/root.sh), a
 # clean copy of this tree built in it and tested on the root's own cluster, in its own
-# mount, network and PID namespaces. check-debian13-core: the unit tests and a core set of
+# mount, network and PID namespaces. check-debian13-core: a core set of
 # cluster tests (every runtime, both exchanges, MPI, containers, packages);
 # check-debian13: the unit tests and every cluster test. The host's trained models are
 # taken along (make models), so the root does not train them again.

@@ -4,7 +4,9 @@
 # PMIx 5, Open MPI 5, hwloc 2.12 and gcc 14, then bring up the root's own test cluster and run
 # the cluster tests on it. Every wait is the cluster scripts' own (bounded).
 #
-#   core   the unit tests and the core set below (make check runs it after Debian 12's suite)
+#   core   the core set below (make check runs it beside Debian 12's suite); the unit tests
+#          (plain and ASan/UBSan, gcc 14) run in it as the package's own test step (t/67:
+#          make deb's dh_auto_test), not a second time
 #   all    the unit tests and every cluster test
 #   TEST   those cluster tests only (t/NN-name.t)
 set -euo pipefail
@@ -20,7 +22,7 @@ CORE=(t/01-cluster.t t/02-plugin.t t/04-roles.t t/06-mpi.t t/10-exchange.t t/11-
 
 what=${1:-core}
 case "$what" in
-core) tests=("${CORE[@]}") unit=1 ;;
+core) tests=("${CORE[@]}") unit=0 ;;
 all) tests=() unit=1 ;;
 *) tests=("$@") unit=0 ;;
 esac

@@ -2,7 +2,9 @@
 # The variables the Kubeflow Caffe2 operator injects, under --dl-runtime=caffe2:
 # NUM_SHARDS, SHARD_ID, CAFFE2_CONFIG (checked by parsing the JSON), RUN_ID
 # unique per step; a user's own RUN_ID/REDIS_HOST/REDIS_PORT win, an exported
-# SHARD_ID does not (it would be the same in every task).
+# SHARD_ID does not (it would be the same in every task). Two tasks per node named in
+# sbatch: with only -n6 -c2, Slurm 24.11's steps put four of the tasks on the first node
+# (22.05's, two on each).
 . "$(dirname "$0")/../lib.sh"
 
 cat >"$WORK/show.sh" <<'SH'
@@ -12,7 +14,7 @@ printf 'T %s|%s|%s|%s|%s|%s|%s\n' "$SLURM_PROCID" "$NUM_SHARDS" "$SHARD_ID" "$RU
 SH
 chmod 0755 "$WORK/show.sh"
 
-run_batch -N3 -n6 -c2 --dl-runtime=caffe2 <<JOB
+run_batch -N3 --ntasks-per-node=2 -c2 --dl-runtime=caffe2 <<JOB
 #!/bin/bash
 srun "$WORK/show.sh" | sed 's/^/s1 /'
 srun "$WORK/show.sh" | sed 's/^/s2 /'
