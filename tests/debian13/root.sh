@@ -41,12 +41,6 @@ chroot_cmd() {
 		mount --rbind /sys "$r/sys"
 		mount --rbind /dev "$r/dev"
 		mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
-		# The clusters live in /var/tmp: a folder of the host filesystem, not the
-		# overlay, since rootless Podman cannot lay its overlay on a lower folder
-		# that is itself on overlayfs ("userxattr: invalid argument").
-		mkdir -p "$s/vartmp"
-		chmod 1777 "$s/vartmp"
-		mount --bind "$s/vartmp" "$r/var/tmp"
 		cp /etc/resolv.conf "$r/etc/resolv.conf"
 		exec chroot "$r" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 bash -euc "$*"
 	' chroot_cmd "$root" "$@"
