@@ -309,6 +309,39 @@ static void test_hung_up(void)
 	dlrt_evloop_destroy(loop);
 }
 
+/* A listener on [::1]:P whose 127.0.0.1:P was free a moment ago: the relay
+ * given --port P then fails on [::1] only. The machine runs other tests, so
+ * the port is one the kernel just found free on 127.0.0.1, not [::1]'s own
+ * pick, whose 127.0.0.1 twin may be anyone's. */
+static int squat_v6_only(struct sockaddr_in6 *sa)
+{
+	for (int i = 0; i < 50; i++) {
+		struct sockaddr_in v4 = { .sin_family = AF_INET,
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t l = sizeof(v4);
+		int probe = socket(AF_INET, SOCK_STREAM, 0), fd, one = 1;
+
+		if (probe < 0 || bind(probe, (struct sockaddr *)&v4, sizeof(v4)) < 0 ||
+		    getsockname(probe, (struct sockaddr *)&v4, &l) < 0) {
+			if (probe >= 0)
+				close(probe);
+			return -1;
+		}
+		fd = socket(AF_INET6, SOCK_STREAM, 0);
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		*sa = (struct sockaddr_in6){ .sin6_family = AF_INET6, .sin6_port = v4.sin_port,
+					     .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+		if (fd >= 0 && bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0 && listen(fd, 1) == 0) {
+			close(probe);
+			return fd;
+		}
+		close(probe);
+		if (fd >= 0)
+			close(fd);
+	}
+	return -1;
+}
+
 /* [::1] on the relay's port is the relay's too: a client connecting to
  * "localhost" that tries ::1 first reaches the relay (and its own-user
  * check), and nobody else can bind it; with --port given and [::1]:PORT
@@ -326,7 +359,6 @@ static void test_v6(void)
 	struct dlrt_tcpserver *srv = NULL;
 	struct dlrt_relay *r = NULL, *r2 = NULL;
 	struct timeval tv = { .tv_sec = 5 };
-	socklen_t l = sizeof(sa);
 	struct dlrt_err err;
 	uint8_t back[4];
 	pthread_t th;
@@ -374,12 +406,14 @@ static void test_v6(void)
 	dlrt_relay_stop(r2);
 	r2 = NULL;
 	cfg.uid = getuid();
-	getsockname(squat, (struct sockaddr *)&sa, &l);
-	listen(squat, 1);
-	cfg.port = ntohs(sa.sin6_port);
-	TAP_OK(dlrt_relay_start(&r2, loop, &cfg, &err) < 0 && strstr(err.msg, "[::1]"),
-	       "v6: with [::1]:PORT someone else's, the relay does not start: %s", err.msg);
 	close(squat);
+	squat = squat_v6_only(&sa);
+	cfg.port = ntohs(sa.sin6_port);
+	TAP_OK(squat >= 0 && dlrt_relay_start(&r2, loop, &cfg, &err) < 0 &&
+	       strstr(err.msg, "[::1]"),
+	       "v6: with [::1]:PORT someone else's, the relay does not start: %s", err.msg);
+	if (squat >= 0)
+		close(squat);
 	dlrt_relay_stop(r);
 	dlrt_tcpserver_stop(srv);
 	dlrt_evloop_destroy(loop);
