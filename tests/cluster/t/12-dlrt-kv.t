@@ -41,7 +41,8 @@ is "$RC" 0 "dlrt-kv inside a --dl-runtime=mxnet job (after the plugin's own exch
 is "$(grep -c -E '^[0-5] (scheduler|server|worker)$' "$WORK/job.out")" 6 "every task read every role"
 
 run_mpi_srun -N3 -n6 -c5 --export=ALL,DLRT_EXCHANGE=none --dl-runtime=torch bash -c "exec $TESTS_BIN/mpi_allreduce"
-is "$RC" 0 "an MPI program behind a script runs under torch with DLRT_EXCHANGE=none"
+is "$RC" 0 "an MPI program behind a script runs under torch with DLRT_EXCHANGE=none" ||
+	fail_detail "$(tail -20 "$ERR")"
 is "$(grep -c 'sum=15 ok' "$OUT")" 6 "DLRT_EXCHANGE=none: all six ranks computed the right sum"
 run_srun -N1 -n2 --export=ALL,DLRT_EXCHANGE=none --dl-runtime=torch printenv MASTER_ADDR
 is "$(cat "$OUT")" "" "DLRT_EXCHANGE=none: no MASTER_ADDR is invented"
