@@ -295,6 +295,30 @@ static int run_retry(const struct rq_job *j, char *buf, size_t len, char *const 
 	return -1;
 }
 
+/* Whether Slurm itself requeues a preempted job whose script ends within the
+ * grace time: since 24.05 it does so with PreemptMode=REQUEUE (the job's
+ * partition's, or the cluster's) for a requeueable job, and it does so even
+ * when the job was requeued meanwhile (a requeue from the batch step would
+ * make two). 22.05 requeues only a job still running at the grace time's
+ * end, so there dlrt's requeue is the only one. buf holds scontrol's job. */
+static bool slurm_requeues_preempted(const struct rq_job *j, char *buf, size_t len)
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0)
+	char part[128], requeue[8], mode[64];
+	char *show_part[] = { "scontrol", "show", "partition", part, "-o", NULL };
+
+	dlrt_retry_field(buf, "Requeue=", requeue, sizeof(requeue));
+	dlrt_retry_field(buf, "Partition=", part, sizeof(part));
+	if (strcmp(requeue, "1") || !part[0] || run(j, buf, len, show_part) != 0)
+		return false;
+	dlrt_retry_field(buf, "PreemptMode=", mode, sizeof(mode));
+	return !strncmp(mode, "REQUEUE", 7);
+#else
+	(void)j, (void)buf, (void)len;
+	return false;
+#endif
+}
+
 /* --dl-requeue: a script that ended (however) after the warning of this
  * attempt was recorded (dlrt-lifecycle) is requeued, at most N times, and
  * only while the job still runs this attempt: one that Slurm (preemption,
@@ -322,6 +346,10 @@ static bool requeue_after_warning(const struct rq_job *j, char *buf, size_t len)
 	dlrt_retry_field(buf, "Restarts=", restarts, sizeof(restarts));
 	if (dlrt_parse_u32(restarts, 0, 1u << 30, &r) < 0 || r != j->attempt)
 		return true; /* requeued already by someone else */
+	if (preempt[0] && strcmp(preempt, "None") && slurm_requeues_preempted(j, buf, len)) {
+		rq_note(j, "attempt=%u ended during its preemption: Slurm requeues it", j->attempt);
+		return true;
+	}
 	if (j->attempt >= n) {
 		rq_note(j, "attempt=%u ended after the warning: no requeue left (--dl-requeue=%u)",
 			j->attempt, n);

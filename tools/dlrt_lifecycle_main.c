@@ -847,6 +847,13 @@ int main(int argc, char **argv)
 	}
 	if (w.sig == 0 && !w.batch && !w.hang)
 		return 0;
+	/* libslurm's plugins (auth, hash) and slurm.conf ($SLURM_CONF, passed by
+	 * the plugin): Slurm 24.11 no longer loads them on the first call, and
+	 * its first RPC without them dies in the auth plugin (no warning, no
+	 * requeue, nothing logged). After the ready line: a node whose slurm.conf
+	 * cannot be read ends this watcher only, never the step's start. */
+	slurm_init(NULL);
 	watch_loop(&w);
+	slurm_fini();
 	return 0;
 }

@@ -23,7 +23,7 @@ PACKAGES=(
 	openmpi-bin libopenmpi-dev hwloc iproute2 util-linux procps psmisc
 	# tests and their real clients
 	perl python3 python3-torch python3-numpy libgloo-dev g++ redis-tools redis-server python3-redis
-	lmod man-db dataset-fashion-mnist gnuplot-nox hyperfine parallel curl e2fsprogs
+	lmod man-db dataset-fashion-mnist gnuplot-nox hyperfine parallel curl e2fsprogs gdb
 	# containers (t/89): Slurm's OCI runtime, Charliecloud, rootless Podman
 	crun charliecloud charliecloud-runtime podman uidmap slirp4netns fuse-overlayfs debootstrap
 	# packages: make deb (dpkg-buildpackage, lintian) and make rpm (rpmbuild)
