@@ -108,6 +108,27 @@ as_stranger_sh() { as_stranger bash -c "umask 0; $1"; }
 # job_field JOB KEY: one field of scontrol show job.
 job_field() { scontrol show job -o "$1" 2>/dev/null | grep -oE "(^| )$2=[^ ]*" | cut -d= -f2-; }
 
+# wait_done JOB SECONDS: wait (bounded) until JOB has ended. A requeued job may
+# start only ~2 minutes later (Slurm's own delay): its start is moved to now, as
+# the admin, 2 s after it was first seen pending for it (a start in the same
+# second as the end of the run before is refused: "Job credential revoked").
+wait_done() {
+	local deadline=$((SECONDS + $2)) st seen=-1
+	while [ $SECONDS -lt $deadline ]; do
+		st=$(job_field "$1" JobState)
+		[[ "$st" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]] && return 0
+		if [ "$st" = PENDING ] && [ "$(job_field "$1" Reason)" = BeginTime ]; then
+			[ $seen -lt 0 ] && seen=$SECONDS
+			[ $((SECONDS - seen)) -ge 2 ] && scontrol update JobId="$1" StartTime=now 2>/dev/null
+		else
+			seen=-1
+		fi
+		sleep 1
+	done
+	diag "job $1 still $(job_field "$1" JobState) after $2 s"
+	return 1
+}
+
 # next_job: the id the next submission gets, as another user could guess it (a
 # held job takes one id; tests run one at a time, so nothing else takes the next).
 next_job() {

@@ -6,8 +6,6 @@
 . "$(dirname "$0")/../lib.sh"
 CL=$HERE/cluster.sh
 
-# job_field JOB KEY: one field of scontrol show job.
-job_field() { scontrol show job -o "$1" 2>/dev/null | grep -oE "(^| )$2=[^ ]*" | cut -d= -f2-; }
 # wait_state JOB REGEX SECONDS: until the job's state matches.
 wait_state() {
 	local deadline=$((SECONDS + $3))
@@ -18,27 +16,8 @@ wait_state() {
 	diag "job $1 still $(job_field "$1" JobState) after $3 s (wanted $2)"
 	return 1
 }
-# Append: each attempt of a requeued job writes the same output file.
-# wait_done JOB SECONDS: until the job ends. Slurm lets a requeued job start only
-# ~2 minutes later (its own delay, not dlrt's); the test skips it as the admin.
-# Its start is moved only 2 s after the test first saw it pending: Slurm revokes
-# the credential of the run that just ended as of the second it ended, and a run
-# started within that second is refused ("Job credential revoked"). (A start in
-# the future would wait for slurmctld's next scheduling pass, up to a minute.)
-wait_done() {
-	local deadline=$((SECONDS + $2)) st seen=-1
-	while [ $SECONDS -lt $deadline ]; do
-		st=$(job_field "$1" JobState)
-		[[ "$st" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]] && return 0
-		if [ "$st" = PENDING ] && [ "$(job_field "$1" Reason)" = BeginTime ]; then
-			[ $seen -lt 0 ] && seen=$SECONDS
-			[ $((SECONDS - seen)) -ge 2 ] && scontrol update JobId="$1" StartTime=now 2>/dev/null
-		fi
-		sleep 1
-	done
-	diag "job $1 still $(job_field "$1" JobState) after $2 s"
-	return 1
-}
+# Append: each attempt of a requeued job writes the same output file. (wait_done,
+# lib.sh, moves a requeued job's start to now, as the admin.)
 submit() { as_user sbatch --parsable --open-mode=append -o "$WORK/job-%j.out" "$@" 2>"$WORK/sbatch.err"; }
 
 # ---- 1. A task killed by a signal (SIGKILL, as the OOM killer does) ----------------

@@ -16,26 +16,6 @@ if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 fi
 cp "$HERE/../../examples/torch_ddp_requeue.py" "$WORK/train.py"
 
-# wait_done JOB SECONDS: until the job ends. Slurm lets a requeued job start only
-# ~2 minutes later (its own delay); as in t/64 the test moves its start to now, as
-# the admin, 2 s after it first saw it pending (a start in the same second as the
-# end of the run before is refused: "Job credential revoked").
-wait_done() {
-	local deadline=$((SECONDS + $2)) st seen=-1
-	while [ $SECONDS -lt $deadline ]; do
-		st=$(job_field "$1" JobState)
-		[[ "$st" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]] && return 0
-		if [ "$st" = PENDING ] && [ "$(job_field "$1" Reason)" = BeginTime ]; then
-			[ $seen -lt 0 ] && seen=$SECONDS
-			[ $((SECONDS - seen)) -ge 2 ] && scontrol update JobId="$1" StartTime=now 2>/dev/null
-		else
-			seen=-1
-		fi
-		sleep 1
-	done
-	diag "job $1 still $(job_field "$1" JobState) after $2 s"
-	return 1
-}
 submit() { as_user sbatch --parsable --open-mode=append -o "$WORK/job-%j.out" "$@" 2>"$WORK/sbatch.err"; }
 record() { cat "$WORK"/.dlrt/jobs/"$1"/dlrt-retries.log 2>/dev/null; }
 

@@ -66,24 +66,7 @@ unlike "$(cat "$ERR")" 'hang' "no hang is reported"
 # ---- A hung step with --dl-requeue: the job runs again from its checkpoint ------
 # Attempt 0 saves a checkpoint and hangs; the hang ends the step, the record
 # says so, and the batch step's end requeues the job (as after the warning).
-# Slurm lets a requeued job start only ~2 minutes later: its start is moved to
-# now, as the admin, as in t/91.
-wait_done() {
-	local deadline=$((SECONDS + $2)) st seen=-1
-	while [ $SECONDS -lt $deadline ]; do
-		st=$(job_field "$1" JobState)
-		[[ "$st" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]] && return 0
-		if [ "$st" = PENDING ] && [ "$(job_field "$1" Reason)" = BeginTime ]; then
-			[ $seen -lt 0 ] && seen=$SECONDS
-			[ $((SECONDS - seen)) -ge 2 ] && scontrol update JobId="$1" StartTime=now 2>/dev/null
-		else
-			seen=-1
-		fi
-		sleep 1
-	done
-	diag "job $1 still $(job_field "$1" JobState) after $2 s"
-	return 1
-}
+# wait_done (lib.sh) moves the requeued job's start to now, as the admin.
 cat >"$WORK/hangjob.sh" <<'JOB'
 #!/bin/bash
 srun bash -c 'ck=$DLRT_CHECKPOINT_DIR/state.$SLURM_PROCID
