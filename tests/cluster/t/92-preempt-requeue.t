@@ -25,14 +25,18 @@ srun bash -c 'exec /usr/bin/python3 train.py "$@"' task "$@"
 JOB
 chmod 0755 "$WORK/train.sh"
 
-ref=$(submit -N2 -n2 -c2 --dl-runtime=torch "$WORK/train.sh" --steps 100)
+# 300 steps of 0.4 s (2 minutes) outlast the preemption, which Slurm 24.11 may
+# start only at its next scheduling pass, tens of seconds after the urgent job's
+# submission (at 100 steps the training once ended first, and one node's task was
+# never warned).
+ref=$(submit -N2 -n2 -c2 --dl-runtime=torch "$WORK/train.sh" --steps 300)
 ok $? "the uninterrupted run (job $ref)"
 wait_done "$ref" 300
 want=$(grep -oE 'params_sha256=[0-9a-f]{64}' "$WORK/job-$ref.out")
 like "$want" '^params_sha256=' "it printed its parameters' hash" || fail_detail "$(cat "$WORK/job-$ref.out")"
 
 job=$(submit -p low --exclusive -N2 -n2 -c2 -t 10 --dl-runtime=torch --dl-requeue=2 "$WORK/train.sh" \
-	--steps 100 --sleep 0.4 --only-usr1)
+	--steps 300 --sleep 0.4 --only-usr1)
 ok $? "the training job in the preemptable partition (job $job)"
 for _ in $(seq 240); do grep -q '^step 10 ' "$WORK/job-$job.out" 2>/dev/null && break; sleep 0.5; done
 like "$(cat "$WORK/job-$job.out")" '^step 10 ' "it trains"
