@@ -12,7 +12,8 @@
  *    just before its limit.
  *  - task_init, in each task as the user: its pid, rank and role into the
  *    page (after the log relay's and the companion's forks, so the pid is the
- *    program's), and DLRT_CHECKPOINT_DIR, created here as the user
+ *    program's; the warning's signal back to its default until the program
+ *    catches it), and DLRT_CHECKPOINT_DIR, created here as the user
  *    (common/privdir.h); with --dl-hang-timeout, DLRT_HEARTBEAT and
  *    PYTHONFAULTHANDLER=1 (the watcher then also ends a step that hangs).
  * Slurm's own --signal is not used: it must be given at submission (a plugin
@@ -22,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 #include <stdio.h>
@@ -260,6 +262,27 @@ static int hang_env(spank_t sp, uint32_t rank, struct dlrt_err *err)
 	return 0;
 }
 
+/* The task, still slurmstepd's child before its exec, must not look as if it
+ * caught the warning's signal: the watcher sends it to a task that catches it
+ * (SigCgt), and here it would be lost. Slurm 24.11's slurmstepd catches
+ * SIGUSR1, SIGUSR2, SIGTERM and others with a handler that does nothing in
+ * the forked child (its conmgr), and no longer resets them before the exec as
+ * 22.05 did. exec would reset a caught signal to its default anyway, so the
+ * program sees no difference; the watcher now waits for the program's own
+ * handler. An ignored signal stays ignored (exec keeps that too). */
+static void uncatch_warning(int sig)
+{
+	struct sigaction sa;
+
+	if (!sig || sigaction(sig, NULL, &sa) < 0 || sa.sa_handler == SIG_DFL ||
+	    sa.sa_handler == SIG_IGN)
+		return;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
 int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
 {
 	struct dlrt_lc_page *pg = dlrt_plugin.lc_page;
@@ -267,6 +290,8 @@ int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
 
 	spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
 	if (pg && local >= 0 && (uint32_t)local < pg->ntasks) {
+		/* Before the pid is on the page: the watcher may look at once. */
+		uncatch_warning(dlrt_plugin.opts.warn_sig);
 		pg->rank[local] = (int32_t)rank;
 		if (rank < dlrt_plugin.layout.ntasks)
 			snprintf(pg->role[local], sizeof(pg->role[local]), "%s",

@@ -57,7 +57,10 @@ struct watch {
 	bool warned, requeue_done, load_failed;
 	bool pending;                    /* due, and a task has not got it yet */
 	time_t first_due;                /* when the warning was first due */
+	time_t settle_from;              /* the latest start of a task still waited for */
 	bool sent[DLRT_LC_MAX_TASKS];    /* the tasks that got the warning */
+	int32_t seen_pid[DLRT_LC_MAX_TASKS]; /* each task's pid when first seen on the page */
+	time_t seen[DLRT_LC_MAX_TASKS];  /* and when: a task's 30 s start then, or at first_due */
 	bool attempt_known; /* --attempt given, else the first answer's restart count */
 	/* --dl-hang-timeout */
 	uint32_t hang;
@@ -246,25 +249,34 @@ static void send_warning(struct watch *w, const struct dlrt_lc_job *j, const cha
 	int ntasks = 0, nsent = 0;
 
 	if (first)
-		w->first_due = j->now;
+		w->first_due = w->settle_from = j->now;
 	w->warned = true;
 	w->pending = false;
 	for (uint32_t t = 0; t < nt; t++) {
 		pid_t pid = w->page->pid[t];
+		time_t since;
 		int n = 0;
 
 		if (w->sent[t])
 			continue;
+		/* A task that registers later (a slow address exchange, a step whose
+		 * nodes start apart) has its 30 s from when it was first seen. */
+		if (pid > 0 && w->seen_pid[t] != pid) {
+			w->seen_pid[t] = pid;
+			w->seen[t] = j->now;
+		}
+		since = pid > 0 && w->seen[t] > w->first_due ? w->seen[t] : w->first_due;
 		/* A task that does not handle the signal yet (still starting) gets it
 		 * once it does. One that still does not WARN_SETTLE_S after the
-		 * warning was due never gets it: the signal's default action would
-		 * end it minutes early, with nothing saved (a program that finishes
-		 * just before its limit, or one that has no checkpoint yet). */
+		 * warning was due, or after it started if that was later, never gets
+		 * it: the signal's default action would end it minutes early, with
+		 * nothing saved (a program that finishes just before its limit, or
+		 * one that has no checkpoint yet). */
 		if (pid > 0 && w->children)
 			n = signal_children(pid, w->sig);
 		else if (pid > 0 && handles(pid, w->sig))
 			n = kill(pid, w->sig) == 0;
-		if (n <= 0 && pid > 0 && j->now - w->first_due >= WARN_SETTLE_S) {
+		if (n <= 0 && pid > 0 && j->now - since >= WARN_SETTLE_S) {
 			w->sent[t] = true;
 			record(w, "attempt=%u warning signal=%s not sent to task %u node=%s step=%u: "
 			       "it does not handle SIG%s, which would end it", w->attempt, sn,
@@ -273,6 +285,8 @@ static void send_warning(struct watch *w, const struct dlrt_lc_job *j, const cha
 		}
 		if (n <= 0) {
 			w->pending = true;
+			if (since > w->settle_from)
+				w->settle_from = since;
 			continue;
 		}
 		w->sent[t] = true;
@@ -735,9 +749,10 @@ static void watch_loop(struct watch *w)
 			if (w->batch && w->warned)
 				requeue_now(w, &j);
 			sleep_s = dlrt_lc_next_poll(&j, &w->pol, w->warned);
-			/* Tasks still starting: look again soon, for 30 s (one
-			 * slurmctld RPC each); then at the usual pace. */
-			if (w->pending && j.now - w->first_due < WARN_SETTLE_S + 5)
+			/* Tasks still starting: look again soon, for 30 s from the
+			 * latest one's start (one slurmctld RPC each); then at the
+			 * usual pace. */
+			if (w->pending && j.now - w->settle_from < WARN_SETTLE_S + 5)
 				sleep_s = 1;
 		}
 		if (w->hang && !w->hung) {
