@@ -86,6 +86,85 @@ good=$(grep -cE '^step ([0-9]+) task ([12]) put=200 rc=0 get=v\1\.\2 rc=0$' "$WO
 is "$good" $((2 * STEPS)) "every PUT and GET on the driver answered, with the value written" ||
 	fail_detail "$(grep -vE 'put=200 rc=0 get=v[0-9.]+ rc=0$' "$WORK/hvd.out" | head -5)"
 
+# A stranger's connections keep nothing alive: while the store waits for the
+# other nodes, another user on task 0's node holds 20 connections to it that
+# never prove the secret; the step still ends when its last task does, and
+# the store with it.
+cat >"$WORK/hold_task.sh" <<'SH'
+#!/bin/bash
+[ "$SLURM_PROCID" = 0 ] && { touch hold0.done; exit 0; }
+exec sleep 4
+SH
+chmod 0755 "$WORK/hold_task.sh"
+as_user srun -N3 -n3 --dl-runtime=caffe2 ./hold_task.sh >/dev/null 2>"$WORK/hold.err" &
+hold_pid=$!
+addr=
+for _ in $(seq 300); do
+	addr=$("$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null | awk '/"dlrt-store"/ {print $4; exit}')
+	[ -n "$addr" ] && [ -e "$WORK/hold0.done" ] && break
+	sleep 0.2
+done
+as_stranger_on n1 python3 -c '
+import socket, sys, time
+h, p = sys.argv[1].rsplit(":", 1)
+s = []
+for _ in range(20):
+    try: s.append(socket.create_connection((h, int(p)), timeout=3))
+    except OSError: break
+time.sleep(15)' "${addr:-127.0.0.1:1}" &
+stranger_pid=$!
+t0=$SECONDS
+wait "$hold_pid"
+is "$?" 0 "a step with a stranger's connections on its lingering store succeeded"
+gone=1
+for _ in $(seq 50); do
+	pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-store" >/dev/null ||
+		{ gone=0; break; }
+	sleep 0.2
+done
+ok "$gone" "its store ended with the step's last task ($((SECONDS - t0)) s), not with the stranger's connections"
+kill "$stranger_pid" 2>/dev/null
+wait "$stranger_pid" 2>/dev/null
+
+# A lingering service still ends with its step: task 0 ends at once, the
+# others would run for minutes; the step is cancelled while its service
+# lingers for them, and everything of it is gone promptly.
+cat >"$WORK/long_task.sh" <<'SH'
+#!/bin/bash
+[ "$SLURM_PROCID" = 0 ] && { touch task0.done; exit 0; }
+exec sleep 300
+SH
+chmod 0755 "$WORK/long_task.sh"
+as_user srun -N3 -n3 --dl-runtime=caffe2 ./long_task.sh >"$WORK/long.out" 2>"$WORK/long.err" &
+long_pid=$!
+store=
+for _ in $(seq 300); do
+	[ -e "$WORK/task0.done" ] &&
+		store=$(pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-store") &&
+		break
+	sleep 0.2
+done
+sleep 1
+ok "$([ -n "$store" ] && kill -0 "$store" 2>/dev/null; echo $?)" \
+	"task 0 has ended and the store still serves the other nodes (pid ${store:-none})"
+step=$(squeue -h -s -u "$DLRT_TEST_USER" -o '%i' | grep -E '^[0-9]+\.[0-9]+$' | head -1)
+t0=$SECONDS
+scancel "${step:-none}"
+wait "$long_pid"
+ended=$((SECONDS - t0))
+ok "$([ "$ended" -lt 60 ]; echo $?)" "the cancelled step ended (${ended} s after scancel of $step)"
+gone=1
+for _ in $(seq 100); do
+	pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-(store|relay)" >/dev/null ||
+		{ gone=0; break; }
+	sleep 0.2
+done
+ok "$gone" "its store and relays are gone with it"
+for _ in $(seq 100); do
+	[ "$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')" = "idle " ] && break
+	sleep 0.3
+done
+
 # Nothing lingers after the step: no service or relay process of this
 # cluster's (the nodes share the host's PID namespace), and every node idle.
 left=$(pgrep -a -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-(store|hvd-driver|relay)")
