@@ -55,12 +55,12 @@ void dlrt_service_spec_free(struct dlrt_service_spec *s)
 char **dlrt_service_argv(const struct dlrt_service_spec *s, const struct dlrt_service_common *c,
 			 struct dlrt_err *err)
 {
-	char life[16], ready[16], secret[16];
+	char life[16], ready[16], secret[16], nodes[16];
 	const char *fixed[] = {
 		c->path, "--bind", c->bind_ip, "--port", "0", "--allow", c->allow,
 		"--lifetime-fd", life, "--ready-fd", ready,
 	};
-	size_t nfixed = sizeof(fixed) / sizeof(*fixed), n = nfixed + s->nargs + 4, bytes = 0, k = 0;
+	size_t nfixed = sizeof(fixed) / sizeof(*fixed), n = nfixed + s->nargs + 6, bytes = 0, k = 0;
 	const char **src = NULL;
 	char **argv = NULL, *p;
 
@@ -78,6 +78,11 @@ char **dlrt_service_argv(const struct dlrt_service_spec *s, const struct dlrt_se
 		snprintf(secret, sizeof(secret), "%d", c->secret_fd);
 		src[k++] = "--secret-fd";
 		src[k++] = secret;
+	}
+	if (c->step_nodes > 0) {
+		snprintf(nodes, sizeof(nodes), "%u", (unsigned)c->step_nodes);
+		src[k++] = "--step-nodes";
+		src[k++] = nodes;
 	}
 	if (c->verbose)
 		src[k++] = "--verbose";
@@ -195,7 +200,8 @@ int dlrt_service_stop_on_signals(struct dlrt_evloop *loop, const char **why)
 	return fd;
 }
 
-/* EOF on the lifetime pipe ends the service at once, not at a later tick:
+/* EOF on the lifetime pipe ends the service at once (or, for a service the
+ * step's nodes hold, starts its lingering: w->lifetime_end), not at a later tick:
  * slurmstepd waits for it in slurm_spank_exit, and the next step of a batch
  * script may be waiting for this step's nodes. */
 static void lifetime_event(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
@@ -210,7 +216,10 @@ static void lifetime_event(struct dlrt_evloop *loop, int fd, unsigned events, vo
 		return; /* anything written is ignored; only the end counts */
 	*w->why = "the step ended (lifetime fd closed)";
 	dlrt_evloop_del_fd(loop, fd);
-	dlrt_evloop_stop(loop);
+	if (w->lifetime_end)
+		w->lifetime_end(w->lifetime_end_arg);
+	else
+		dlrt_evloop_stop(loop);
 }
 
 /* A pidfd cannot be fooled by pid reuse; without one, a parent that was our
@@ -404,6 +413,11 @@ int dlrt_service_args_option(struct dlrt_service_args *a, int opt, const char *a
 		return 1;
 	case DLRT_SERVICE_O_VERBOSE:
 		a->verbose = true;
+		return 1;
+	case DLRT_SERVICE_O_STEP_NODES:
+		if (dlrt_service_parse_u64("--step-nodes", arg, 1, 1u << 20, &v, err) < 0)
+			return -1;
+		a->step_nodes = (uint32_t)v;
 		return 1;
 	case DLRT_SERVICE_O_PORT_RANGE:
 		if (dlrt_service_parse_port_range(arg, &a->port_lo, &a->port_hi) < 0)

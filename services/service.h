@@ -20,6 +20,9 @@
  *                        connection must prove it (tcpserver.h) before the
  *                        protocol sees a byte. Only the node relays
  *                        (dlrt-relay, services/relay.h) hold it.
+ *   [--step-nodes N]     the step's nodes, whose relays hold the service
+ *                        (svchold.h): at the end of the lifetime fd it serves
+ *                        on until they let go (needs --secret-fd)
  *   [--verbose]          log to stderr
  * Service programs parse it with struct dlrt_service_args (below), so that
  * every service reads, checks and applies it in the same way; their main()
@@ -75,6 +78,7 @@ struct dlrt_service_common {
 	int lifetime_fd;
 	int ready_fd;
 	int secret_fd;       /* <= 0: none (a service outside a step; stdin is never it) */
+	uint32_t step_nodes; /* 0: none (the service ends with the lifetime fd) */
 	bool verbose;
 };
 
@@ -103,6 +107,11 @@ int dlrt_service_stop_on_signals(struct dlrt_evloop *loop, const char **why);
 /* Service programs: what ties a service's life to the step. */
 struct dlrt_service_watch {
 	int lifetime_fd;     /* -1: none */
+	/* Optional, set after the start: what the end of lifetime_fd does
+	 * instead of ending the loop (a service the step's nodes hold lingers,
+	 * service_run.c); *why is set all the same. */
+	void (*lifetime_end)(void *arg);
+	void *lifetime_end_arg;
 	pid_t parent_pid;    /* 0: none */
 	int parent_pidfd;    /* -1: none, or pidfd_open is not supported */
 	bool parent_is_ppid; /* parent_pid was our parent when the watch started */
@@ -137,6 +146,7 @@ enum {
 	DLRT_SERVICE_O_SECRET_FD,
 	DLRT_SERVICE_O_VERBOSE,
 	DLRT_SERVICE_O_PORT_RANGE,
+	DLRT_SERVICE_O_STEP_NODES,
 };
 
 /* Entries of a `struct option` table (getopt.h) for the common options.
@@ -151,7 +161,8 @@ enum {
 	{ "ready-fd", required_argument, NULL, DLRT_SERVICE_O_READY_FD }, \
 	{ "secret-fd", required_argument, NULL, DLRT_SERVICE_O_SECRET_FD }, \
 	{ "verbose", no_argument, NULL, DLRT_SERVICE_O_VERBOSE }, \
-	{ "port-range", required_argument, NULL, DLRT_SERVICE_O_PORT_RANGE }
+	{ "port-range", required_argument, NULL, DLRT_SERVICE_O_PORT_RANGE }, \
+	{ "step-nodes", required_argument, NULL, DLRT_SERVICE_O_STEP_NODES }
 #define DLRT_SERVICE_OPTION_ALLOW_ANY \
 	{ "allow-any", no_argument, NULL, DLRT_SERVICE_O_ALLOW_ANY }
 
@@ -168,6 +179,7 @@ struct dlrt_service_args {
 	int ready_fd;        /* -1: none */
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 	bool has_secret;
+	uint32_t step_nodes; /* --step-nodes (0: not given) */
 	bool verbose;
 };
 

@@ -1,4 +1,5 @@
 #include "service_run.h"
+#include "svchold.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -83,6 +84,35 @@ static struct option *options(const struct dlrt_service_protocol *p)
 	return o;
 }
 
+/* A service the step's nodes hold (--step-nodes, svchold.h): when task 0's
+ * node is done it serves on until the other nodes are, then ends the loop. */
+struct linger {
+	struct dlrt_evloop *loop;
+	struct dlrt_holds *holds;
+	const char **why;
+	const char *prog;
+	bool verbose;
+};
+
+static void linger_done(void *arg)
+{
+	struct linger *l = arg;
+
+	*l->why = "the step ended (every node's tasks are done)";
+	dlrt_evloop_stop(l->loop);
+}
+
+static void linger_begin(void *arg)
+{
+	struct linger *l = arg;
+
+	if (l->verbose)
+		fprintf(stderr, "%s: task 0's node is done; serving on while %u node(s) hold "
+			"the service (%u of the step's nodes held it)\n", l->prog,
+			dlrt_holds_held(l->holds), dlrt_holds_seen(l->holds));
+	dlrt_holds_linger(l->holds, DLRT_HOLD_GRACE_MS, linger_done, l);
+}
+
 /* PARSE_GO: run the service; else the exit code (--help: DLRT_SERVICE_EXIT_OK). */
 #define PARSE_GO (-1)
 
@@ -134,6 +164,7 @@ int dlrt_service_main(int argc, char **argv, const struct dlrt_service_protocol 
 	struct dlrt_evloop *loop = NULL;
 	struct dlrt_tcpserver *srv = NULL;
 	const struct dlrt_proto *proto = NULL;
+	struct linger linger = { .why = NULL };
 	struct dlrt_err err = { { 0 } };
 	const char *why = NULL;
 	int sfd = -1, rc;
@@ -169,6 +200,17 @@ int dlrt_service_main(int argc, char **argv, const struct dlrt_service_protocol 
 		goto out;
 	}
 	dlrt_service_args_server(&args, &cfg);
+	if (args.step_nodes && args.has_secret) {
+		linger = (struct linger){ .loop = loop, .why = &why, .prog = p->prog,
+					  .verbose = args.verbose };
+		linger.holds = dlrt_holds_create(loop, args.step_nodes);
+		if (!linger.holds) {
+			fprintf(stderr, "%s: out of memory\n", p->prog);
+			goto out;
+		}
+		cfg.on_hold = dlrt_holds_adopt;
+		cfg.hold_arg = linger.holds;
+	}
 	if (dlrt_tcpserver_start(&srv, loop, &cfg, proto, app, &err) < 0) {
 		fprintf(stderr, "%s: %s: pass --bind an address of this node and a free --port "
 			"(0 picks one)\n", p->prog, err.msg);
@@ -178,6 +220,10 @@ int dlrt_service_main(int argc, char **argv, const struct dlrt_service_protocol 
 	if (dlrt_service_args_watch(&args, &watch, loop, &why, &err) < 0) {
 		fprintf(stderr, "%s: %s\n", p->prog, err.msg);
 		goto out;
+	}
+	if (linger.holds) {
+		watch.lifetime_end = linger_begin;
+		watch.lifetime_end_arg = &linger;
 	}
 	if (args.verbose && p->listening)
 		p->listening(app, srv, &cfg);
@@ -197,6 +243,7 @@ out:
 	/* The server first: closing its connections runs the protocol's
 	 * on_close, which may still use the protocol's state. */
 	dlrt_tcpserver_stop(srv);
+	dlrt_holds_destroy(linger.holds);
 	p->teardown(app);
 	dlrt_evloop_destroy(loop);
 	dlrt_service_watch_end(&watch);

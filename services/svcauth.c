@@ -10,35 +10,58 @@
 #include "common/crypto.h"
 #include "common/netaddr.h"
 
-/* Binds an answer to this use, so an HMAC made for anything else with the
- * same key can never pass. */
-static const char label[] = "dlrt step service v1";
+/* Bind an answer to its use, so an HMAC made for anything else with the
+ * same key can never pass, and a node's hold on the service (svchold.h) can
+ * never be taken for a client's connection, nor the other way round. */
+#define LABEL_MAX 32
+static const char *const labels[] = {
+	[DLRT_SVCAUTH_CLIENT] = "dlrt step service v1",
+	[DLRT_SVCAUTH_HOLD] = "dlrt step hold v1",
+};
 
-static void mac(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+static void mac(enum dlrt_svcauth_use use, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 		const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN], uint8_t out[DLRT_HMAC_LEN])
 {
-	uint8_t msg[sizeof(label) + DLRT_SVCAUTH_CHALLENGE_LEN];
+	uint8_t msg[LABEL_MAX + DLRT_SVCAUTH_CHALLENGE_LEN];
+	size_t len = strlen(labels[use]) + 1; /* with its NUL, as before there were two */
 
-	memcpy(msg, label, sizeof(label));
-	memcpy(msg + sizeof(label), challenge, DLRT_SVCAUTH_CHALLENGE_LEN);
-	dlrt_crypto_hmac_sha256(secret, DLRT_SVCAUTH_SECRET_LEN, msg, sizeof(msg), out);
+	memcpy(msg, labels[use], len);
+	memcpy(msg + len, challenge, DLRT_SVCAUTH_CHALLENGE_LEN);
+	dlrt_crypto_hmac_sha256(secret, DLRT_SVCAUTH_SECRET_LEN, msg,
+				len + DLRT_SVCAUTH_CHALLENGE_LEN, out);
+}
+
+void dlrt_svcauth_answer_for(enum dlrt_svcauth_use use,
+			     const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			     const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
+			     uint8_t out[DLRT_SVCAUTH_ANSWER_LEN])
+{
+	mac(use, secret, challenge, out);
+}
+
+bool dlrt_svcauth_check_for(enum dlrt_svcauth_use use,
+			    const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			    const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
+			    const uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN])
+{
+	uint8_t want[DLRT_HMAC_LEN];
+
+	mac(use, secret, challenge, want);
+	return dlrt_crypto_equal(want, answer, DLRT_SVCAUTH_ANSWER_LEN);
 }
 
 void dlrt_svcauth_answer(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			 const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
 			 uint8_t out[DLRT_SVCAUTH_ANSWER_LEN])
 {
-	mac(secret, challenge, out);
+	mac(DLRT_SVCAUTH_CLIENT, secret, challenge, out);
 }
 
 bool dlrt_svcauth_check(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
 			const uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN])
 {
-	uint8_t want[DLRT_HMAC_LEN];
-
-	mac(secret, challenge, want);
-	return dlrt_crypto_equal(want, answer, DLRT_SVCAUTH_ANSWER_LEN);
+	return dlrt_svcauth_check_for(DLRT_SVCAUTH_CLIENT, secret, challenge, answer);
 }
 
 void dlrt_svcauth_hex(const uint8_t *in, size_t n, char *out)

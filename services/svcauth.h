@@ -29,6 +29,23 @@
 /* "255.255.255.255:65535#" + 64 hex digits + NUL */
 #define DLRT_SVCADDR_MAX (22 + DLRT_SVCAUTH_HEX_LEN + 1)
 
+/* What an answer proves besides the secret: a client's connection for the
+ * service's protocol, or a node's hold on the service (svchold.h). */
+enum dlrt_svcauth_use {
+	DLRT_SVCAUTH_CLIENT,
+	DLRT_SVCAUTH_HOLD,
+};
+
+void dlrt_svcauth_answer_for(enum dlrt_svcauth_use use,
+			     const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			     const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
+			     uint8_t out[DLRT_SVCAUTH_ANSWER_LEN]);
+/* Constant time. */
+bool dlrt_svcauth_check_for(enum dlrt_svcauth_use use,
+			    const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
+			    const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
+			    const uint8_t answer[DLRT_SVCAUTH_ANSWER_LEN]);
+/* The same for DLRT_SVCAUTH_CLIENT. */
 void dlrt_svcauth_answer(const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			 const uint8_t challenge[DLRT_SVCAUTH_CHALLENGE_LEN],
 			 uint8_t out[DLRT_SVCAUTH_ANSWER_LEN]);

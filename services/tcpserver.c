@@ -94,20 +94,27 @@ static void auth_end(struct dlrt_conn *conn)
 	conn->auth = NULL;
 }
 
-/* Frees a connection; the protocol's on_close runs only for one it opened. */
-static void conn_drop(struct dlrt_conn *conn)
+/* Frees a connection but not its descriptor, which it returns. */
+static int conn_detach(struct dlrt_conn *conn)
 {
 	struct dlrt_tcpserver *srv = conn->server;
+	int fd = conn->fd;
 
 	if (conn->auth)
 		auth_end(conn);
-	dlrt_evloop_del_fd(srv->loop, conn->fd);
-	close(conn->fd);
-	srv->conns[conn->fd] = NULL;
+	dlrt_evloop_del_fd(srv->loop, fd);
+	srv->conns[fd] = NULL;
 	srv->nconns--;
 	dlrt_buf_free(&conn->in);
 	dlrt_buf_free(&conn->out);
 	free(conn);
+	return fd;
+}
+
+/* Frees a connection; the protocol's on_close runs only for one it opened. */
+static void conn_drop(struct dlrt_conn *conn)
+{
+	close(conn_detach(conn));
 }
 
 void dlrt_conn_close(struct dlrt_conn *conn)
@@ -293,8 +300,15 @@ static int auth_read(struct dlrt_conn *conn)
 		}
 		a->got += (size_t)n;
 	}
-	if (!dlrt_svcauth_check(srv->secret, a->challenge, a->answer))
-		return -1;
+	if (!dlrt_svcauth_check(srv->secret, a->challenge, a->answer)) {
+		/* A node's hold on the service (svchold.h) is not the
+		 * protocol's: it goes, with its descriptor, to on_hold. */
+		if (!srv->cfg.on_hold || !dlrt_svcauth_check_for(DLRT_SVCAUTH_HOLD, srv->secret,
+								 a->challenge, a->answer))
+			return -1;
+		srv->cfg.on_hold(conn_detach(conn), srv->cfg.hold_arg);
+		return -2;
+	}
 	auth_end(conn);
 	conn->last_active_ms = dlrt_now_ms();
 	/* With a secret, max_conns counts the proven connections only: the
@@ -743,9 +757,19 @@ void dlrt_tcpserver_stop(struct dlrt_tcpserver *srv)
 {
 	if (!srv)
 		return;
-	for (int fd = 0; fd < srv->nconns_cap; fd++)
-		if (srv->conns[fd])
-			dlrt_conn_close(srv->conns[fd]);
+	for (int fd = 0; fd < srv->nconns_cap; fd++) {
+		struct dlrt_conn *c = srv->conns[fd];
+
+		if (!c)
+			continue;
+		/* A request already applied is answered, not cut off: its
+		 * reply goes out (as far as the socket takes it at once)
+		 * before the end of file; what was not read yet was not
+		 * applied. */
+		if (!c->auth && !c->linger_until_ms && c->out.len && conn_write(c) == 0)
+			shutdown(fd, SHUT_WR);
+		dlrt_conn_close(c);
+	}
 	if (srv->sweep_timer > 0)
 		dlrt_evloop_del_timer(srv->loop, srv->sweep_timer);
 	if (srv->resume_timer > 0)

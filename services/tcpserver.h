@@ -93,6 +93,13 @@ struct dlrt_tcpserver_cfg {
 	const uint8_t *secret;
 	unsigned max_unauthed;     /* connections still to prove it (0 = 4096) */
 	int64_t auth_timeout_ms;   /* time to answer the challenge (0 = 5000) */
+	/* With a secret: a connection that proved it under the hold label
+	 * (svcauth.h, DLRT_SVCAUTH_HOLD: a node relay's hold on the service,
+	 * svchold.h) is handed to on_hold with its descriptor, which on_hold
+	 * owns from then on; it never reaches the protocol. NULL: such an
+	 * answer is a wrong one. */
+	void (*on_hold)(int fd, void *hold_arg);
+	void *hold_arg;
 };
 
 int dlrt_tcpserver_start(struct dlrt_tcpserver **out, struct dlrt_evloop *loop,

@@ -93,6 +93,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 	if (spank_context() == S_CTX_REMOTE) {
 		dlrt_failfast_task_exit(sp);
 		dlrt_requeue_task_exit(sp);
+		dlrt_stepd_task_exit(sp);
 	}
 	return 0;
 }

@@ -63,6 +63,7 @@ struct dlrt_plugin {
 	struct dlrt_lc_page *lc_page; /* the node's task pids for it (lifecycle.c) */
 	struct dlrt_svc rendezvous; /* srun only: the step's rendezvous (rdvclient.h) */
 	int relay_config_fd;       /* its config pipe (close-on-exec); -1: none */
+	uint32_t tasks_ended;      /* this node's tasks that have ended (task_exit) */
 	long svc_start_us;         /* how long starting it took (--dl-verbose) */
 	/* The address exchange, one connection to srun per node (exchange.h): the
 	 * answer of the node's first task, shared with its other tasks, and the
@@ -81,7 +82,12 @@ extern struct dlrt_plugin dlrt_plugin;
 /* service.c: a runtime's node service, on the root task's node */
 int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct dlrt_svc *svc,
 		       struct dlrt_err *err);
+/* Ends it: closes its lifetime pipe and waits for it to exit (1 s), then
+ * kills what is left of it. */
 void dlrt_service_stop(struct dlrt_svc *svc);
+/* The same, waiting up to `ms`: a step's service lingers until the step's
+ * other nodes are done (services/svchold.h). */
+void dlrt_service_stop_within(struct dlrt_svc *svc, int64_t ms);
 /* Starts this node's relay (as the job user, like a service) and returns the
  * write end of its config pipe in *config_w. */
 int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
@@ -111,6 +117,9 @@ int dlrt_stepd_post_opt(spank_t sp);
 uint32_t dlrt_restart_count(spank_t sp);
 int dlrt_stepd_user_init(spank_t sp);
 int dlrt_stepd_task_init(spank_t sp);
+/* After each task of this node has ended: the last one ends the step's services
+ * here (the node relay; task 0's node waits for its service, svchold.h). */
+void dlrt_stepd_task_exit(spank_t sp);
 void dlrt_stepd_exit(void);
 
 /* gpu.c: slurmstepd GPU/NIC binding (--dl-gpu-bind, --dl-cpu-bind, --dl-topology) */

@@ -3,9 +3,12 @@
  * In slurm_spank_user_init on the node of the root task (task 0), slurmstepd
  * forks the service program from the install's libexec/dlrt, as the job user,
  * and waits (bounded) for the port on a readiness pipe: the service listens
- * before any task of the step starts. It lives exactly as long as the step:
- *   - slurm_spank_exit closes the lifetime pipe (the service exits on EOF) and
- *     reaps it, SIGKILL after a grace period;
+ * before any task of the step starts. It lives exactly as long as the step,
+ * not as long as the tasks of its own node:
+ *   - slurm_spank_exit on its node closes the lifetime pipe and waits for it:
+ *     the service serves on until every node's relay has let go of it, which
+ *     each does when its node's tasks have ended (services/svchold.h), then
+ *     exits; the wait is bounded by service_max_lifetime, SIGKILL after it;
  *   - if slurmstepd dies, the pipe closes too, and PR_SET_PDEATHSIG kills it;
  *   - alarm() set before exec is kept across execve: a last-resort bound
  *     (plugstack.conf service_max_lifetime) even if everything else failed.
@@ -22,6 +25,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
 #include <pwd.h>
@@ -221,7 +225,7 @@ static const char *exit_reason(int status, char *buf, size_t len)
  * True once it is reaped (or gone: slurmstepd may reap it first). */
 static bool reap(pid_t pid, int ms, int *status)
 {
-	int64_t end = dlrt_now_ms() + ms;
+	int64_t start = dlrt_now_ms(), end = start + ms;
 
 	*status = -1;
 	for (;;) {
@@ -237,7 +241,9 @@ static bool reap(pid_t pid, int ms, int *status)
 		}
 		if (dlrt_now_ms() >= end)
 			return false;
-		usleep(5000);
+		/* Most services are gone within milliseconds; a lingering one
+		 * may take as long as the step's other nodes: no busy wait. */
+		usleep(dlrt_now_ms() - start < 1000 ? 5000 : 100000);
 	}
 }
 
@@ -417,6 +423,7 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 	}
 	c.bind_ip = svc->ip;
 	c.allow = (const char *)dlrt_buf_head(&allow);
+	c.step_nodes = pl->layout.nnodes;
 	c.lifetime_fd = life[0];
 	c.ready_fd = ready[1];
 	c.secret_fd = a.extra_fd;
@@ -439,10 +446,10 @@ int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 			  struct dlrt_err *err)
 {
 	static const char what[] = "the node relay (dlrt-relay)";
-	char path[4096], life_s[16], ready_s[16], config_s[16];
+	char path[4096], life_s[16], ready_s[16], config_s[16], node_s[16];
 	struct child_args a = { .extra_fd = -1 };
 	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, config[2] = { -1, -1 }, rc = -1;
-	char *argv[10];
+	char *argv[12];
 	size_t n = 0;
 
 	memset(relay, 0, sizeof(*relay));
@@ -460,6 +467,7 @@ int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 	snprintf(life_s, sizeof(life_s), "%d", life[0]);
 	snprintf(ready_s, sizeof(ready_s), "%d", ready[1]);
 	snprintf(config_s, sizeof(config_s), "%d", config[0]);
+	snprintf(node_s, sizeof(node_s), "%u", (unsigned)dlrt_plugin.node_id);
 	argv[n++] = path;
 	argv[n++] = "--lifetime-fd";
 	argv[n++] = life_s;
@@ -467,6 +475,8 @@ int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 	argv[n++] = ready_s;
 	argv[n++] = "--config-fd";
 	argv[n++] = config_s;
+	argv[n++] = "--node"; /* it holds the service until this node is done */
+	argv[n++] = node_s;
 	if (dlrt_plugin.opts.verbose)
 		argv[n++] = "--verbose";
 	argv[n] = NULL;
@@ -523,13 +533,18 @@ out:
 
 void dlrt_service_stop(struct dlrt_svc *svc)
 {
+	dlrt_service_stop_within(svc, STOP_GRACE_MS);
+}
+
+void dlrt_service_stop_within(struct dlrt_svc *svc, int64_t ms)
+{
 	int status;
 
 	if (svc->pid <= 0)
 		return;
-	close(svc->life_fd); /* the service sees EOF and exits within ~100 ms */
+	close(svc->life_fd); /* the service sees EOF and exits (or lingers: svchold.h) */
 	svc->life_fd = -1;
-	if (!reap(svc->pid, STOP_GRACE_MS, &status)) {
+	if (!reap(svc->pid, ms > INT_MAX ? INT_MAX : (int)ms, &status)) {
 		kill(-svc->pid, SIGKILL);
 		kill(svc->pid, SIGKILL);
 		reap(svc->pid, STOP_GRACE_MS, &status);

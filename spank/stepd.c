@@ -733,6 +733,35 @@ int dlrt_stepd_task_init(spank_t sp)
 	return 0;
 }
 
+/* Stops this node's relay, which lets go of the step's service
+ * (services/svchold.h), then, on task 0's node, waits for the service to
+ * end: it serves on until every other node's relay has let go too. */
+static void stop_services(void)
+{
+	if (dlrt_plugin.relay.pid > 0 && dlrt_plugin.relay_config_fd >= 0)
+		close(dlrt_plugin.relay_config_fd);
+	dlrt_plugin.relay_config_fd = -1;
+	dlrt_service_stop(&dlrt_plugin.relay);
+	dlrt_service_stop_within(&dlrt_plugin.svc,
+				 (int64_t)dlrt_plugin.cfg.service_max_lifetime * 1000 + 1000);
+}
+
+/* After the node's last task has ended, slurmstepd kills every process left
+ * in the step's container (proctrack), the services it started for the step
+ * too, before slurm_spank_exit: so the services end here, after the last
+ * task's end and before that kill. Meanwhile slurmstepd's other threads
+ * still answer Slurm: a cancel or the time limit kills the service and ends
+ * the wait. */
+void dlrt_stepd_task_exit(spank_t sp)
+{
+	uint32_t local_tasks = 0;
+
+	if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &local_tasks) != ESPANK_SUCCESS ||
+	    ++dlrt_plugin.tasks_ended < local_tasks)
+		return;
+	stop_services();
+}
+
 void dlrt_stepd_exit(void)
 {
 	if (dlrt_plugin.share)
@@ -740,11 +769,7 @@ void dlrt_stepd_exit(void)
 	dlrt_plugin.share = NULL;
 	free(dlrt_plugin.reps);
 	dlrt_plugin.reps = NULL;
-	dlrt_service_stop(&dlrt_plugin.svc);
-	if (dlrt_plugin.relay.pid > 0 && dlrt_plugin.relay_config_fd >= 0)
-		close(dlrt_plugin.relay_config_fd);
-	dlrt_plugin.relay_config_fd = -1;
-	dlrt_service_stop(&dlrt_plugin.relay);
+	stop_services(); /* if no task ended here (dlrt_stepd_task_exit) */
 	dlrt_stepd_gpu_free();
 	dlrt_plan_free(&dlrt_plugin.plan);
 	dlrt_layout_free(&dlrt_plugin.layout);

@@ -4,11 +4,14 @@
  * step whose runtime has a node service: listens on 127.0.0.1, reports its
  * port on --ready-fd, learns the service's "IP:PORT#SECRET" from one line on
  * --config-fd (written by the node's first task after the address exchange),
- * and exits when --lifetime-fd reaches end of file. See dlrt-relay(8).
+ * and exits when --lifetime-fd reaches end of file. With --node it holds the
+ * service meanwhile, so that the service outlives task 0's node until this
+ * node is done too (services/svchold.h). See dlrt-relay(8).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +22,24 @@
 #include "services/relay.h"
 #include "services/service.h"
 #include "services/svcauth.h"
+#include "services/svchold.h"
 
 #define PROG "dlrt-relay"
 
 struct app {
 	struct dlrt_relay *relay;
+	struct dlrt_hold_client *hold;
+	int64_t node;           /* --node, -1: no hold */
 	int config_fd;
 	char line[DLRT_SVCADDR_MAX + 1];
 	size_t len;
 	bool verbose;
+	int64_t finish_ms;      /* finish_hold's deadline */
 };
+
+/* How long a relay whose node is done may still take to establish its hold,
+ * so that the service counts this node as one that came (svchold.h). */
+#define HOLD_FINISH_MS 2000
 
 static void usage(FILE *f)
 {
@@ -43,6 +54,9 @@ static void usage(FILE *f)
 "  --max-conns N        clients at once (default 1024)\n"
 "  --spares N           connections to the service kept connected and\n"
 "                       authenticated for the next clients (default 8, 0: none)\n"
+"  --node K             hold the service for node K of the step (its index, from 0)\n"
+"                       until this relay exits, so the service serves on until\n"
+"                       every node of the step is done\n"
 "  --no-challenge       the service sends no challenge (a benchmark's redis-server):\n"
 "                       forward at once; the secret in the line is not used\n"
 "  --verbose            log to stderr\n"
@@ -97,12 +111,45 @@ static void config_event(struct dlrt_evloop *loop, int fd, unsigned events, void
 	if (dlrt_svcaddr_parse(a->line, (size_t)(nl - a->line), ip, &port, secret) < 0) {
 		fprintf(stderr, PROG ": --config-fd: not \"IP:PORT#HEX\"\n");
 	} else {
+		struct dlrt_err err = { { 0 } };
+
 		dlrt_relay_set_target(a->relay, ip, port, secret);
 		if (a->verbose)
 			fprintf(stderr, PROG ": relaying to %s:%u\n", ip, port);
+		if (a->node >= 0 && dlrt_hold_client_start(&a->hold, loop, ip, port, secret,
+							   (uint32_t)a->node, &err) < 0)
+			fprintf(stderr, PROG ": %s\n", err.msg);
 	}
 	memset(secret, 0, sizeof(secret));
 	config_done(a, loop);
+}
+
+static int64_t finish_tick(struct dlrt_evloop *loop, void *arg)
+{
+	struct app *a = arg;
+
+	if (dlrt_now_ms() < a->finish_ms &&
+	    (a->config_fd >= 0 || (a->hold && !dlrt_hold_client_held(a->hold))))
+		return 10;
+	dlrt_evloop_stop(loop);
+	return -1;
+}
+
+/* This node is done, maybe before its hold on the service was established
+ * (a task that ended at once): it is established first, so that the
+ * service knows this node came and went, and waits the grace time only for
+ * nodes that never came (svchold.h). The config line may still wait in its
+ * pipe; an empty, closed pipe ends this at once. Bounded by HOLD_FINISH_MS. */
+static void finish_hold(struct dlrt_evloop *loop, struct app *a)
+{
+	struct pollfd p = { .fd = a->config_fd, .events = POLLIN };
+	bool pending_line = a->config_fd >= 0 && poll(&p, 1, 0) > 0;
+
+	if (a->node < 0 || (!pending_line && (!a->hold || dlrt_hold_client_held(a->hold))))
+		return;
+	a->finish_ms = dlrt_now_ms() + HOLD_FINISH_MS;
+	if (dlrt_evloop_add_timer(loop, 10, finish_tick, a) > 0)
+		dlrt_evloop_run(loop);
 }
 
 static int fd_arg(const char *name, const char *s, int *fd)
@@ -127,11 +174,12 @@ int main(int argc, char **argv)
 		{ "max-conns", required_argument, NULL, 'm' },
 		{ "spares", required_argument, NULL, 's' },
 		{ "no-challenge", no_argument, NULL, 'n' },
+		{ "node", required_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct app a = { .config_fd = -1 };
+	struct app a = { .config_fd = -1, .node = -1 };
 	struct dlrt_relay_cfg cfg = { .uid = getuid() };
 	struct dlrt_service_watch watch = DLRT_SERVICE_WATCH_NONE;
 	struct dlrt_evloop *loop = NULL;
@@ -180,6 +228,13 @@ int main(int argc, char **argv)
 		case 'n':
 			cfg.no_challenge = true;
 			break;
+		case 'k':
+			if (dlrt_parse_u32(optarg, 0, 1u << 20, &v) < 0) {
+				fprintf(stderr, PROG ": --node '%s' is not a node index\n", optarg);
+				return 2;
+			}
+			a.node = v;
+			break;
 		case 'v':
 			a.verbose = true;
 			break;
@@ -193,6 +248,8 @@ int main(int argc, char **argv)
 	}
 	if (a.verbose)
 		cfg.note = note_line;
+	if (cfg.no_challenge)
+		a.node = -1; /* a server without dlrt's challenge takes no hold */
 	if (optind < argc || a.config_fd < 0) {
 		fprintf(stderr, PROG ": --config-fd is required (see " PROG " --help)\n");
 		return 2;
@@ -224,6 +281,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": the event loop failed: %s\n", strerror(errno));
 		goto out;
 	}
+	finish_hold(loop, &a);
 	dlrt_relay_stats(a.relay, &st);
 	if (a.verbose)
 		fprintf(stderr, PROG ": exiting (%s): %llu admitted (%llu on a spare), %llu "
@@ -232,6 +290,7 @@ int main(int argc, char **argv)
 			(unsigned long long)st.refused, (unsigned long long)st.upstream_failed);
 	rc = 0;
 out:
+	dlrt_hold_client_stop(a.hold); /* lets go: this node is done */
 	dlrt_relay_stop(a.relay);
 	if (a.config_fd >= 0)
 		close(a.config_fd);

@@ -75,6 +75,8 @@ static void usage(FILE *f)
 		"  --ready-fd FD        once listening, write the port and a newline to FD and close it\n"
 		"  --secret-fd FD       read the step secret (32 bytes) from FD: every client must\n"
 		"                       prove it first (dlrt-relay does)\n"
+		"  --step-nodes N       the step's N nodes hold the service (their relays do): at\n"
+		"                       the end of --lifetime-fd, serve on until they let go\n"
 		"  --verbose            log connections and every command with its latency to stderr\n"
 		"  --help               this text\n"
 		"\n"

@@ -108,6 +108,8 @@ static void usage(FILE *f)
 "  --ready-fd FD        once listening, write the port as a decimal line to FD, close it\n"
 "  --secret-fd FD       read the step secret (32 bytes) from FD; every client must\n"
 "                       prove it first (dlrt-relay does)\n"
+"  --step-nodes N       the step's N nodes hold the service (their relays do): at\n"
+"                       the end of --lifetime-fd, serve on until they let go\n"
 "  --elastic            elastic Horovod: hold GET /rank_and_size at the barrier until\n"
 "                       every slot of the round asked or failed, then publish the\n"
 "                       next round's plan (horovod/runner/elastic)\n"
