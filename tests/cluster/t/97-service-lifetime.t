@@ -5,8 +5,9 @@
 # later in most steps and several seconds later in some. With real clients
 # through each node's relay: redis-py and redis-cli INCRBY on the Caffe2
 # helper store (every request answered, every counter exact: no increment
-# lost and none applied twice) and curl PUT/GET on the Horovod rendezvous
-# driver (every request answered 200 with the value written). Then the
+# lost and none applied twice), curl PUT/GET on the Horovod rendezvous
+# driver (every request answered 200 with the value written) and torch's
+# TCPStore add on the torch c10d store. Then the
 # service is gone and the nodes are idle: lingering never outlives the step.
 # Before the services waited for the step, 4 to 8 of 10 such steps had a
 # client reset ("Connection reset by peer", curl 52/56), sometimes after its
@@ -45,7 +46,20 @@ put=$(curl -s -m 20 -X PUT --data-binary "v$SLURM_STEP_ID.$SLURM_PROCID" -o /dev
 get=$(curl -s -m 20 "$url" 2>&1; echo " rc=$?")
 echo "step $SLURM_STEP_ID task $SLURM_PROCID put=$put get=$get"
 SH
-chmod 0755 "$WORK/caffe2_task.sh" "$WORK/hvd_task.sh"
+cat >"$WORK/torch_task.sh" <<'SH'
+#!/bin/bash
+[ "$SLURM_PROCID" = 0 ] && exit 0
+sleep "$1"
+v=$(timeout 60 /usr/bin/python3 -c '
+import datetime, os
+import torch.distributed as d
+s = d.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), None, False,
+               datetime.timedelta(seconds=20))
+print(s.add("ctr", 1))' 2>&1 | tail -1)
+echo "step $SLURM_STEP_ID task $SLURM_PROCID incr=$v"
+SH
+chmod 0755 "$WORK/caffe2_task.sh" "$WORK/hvd_task.sh" "$WORK/torch_task.sh"
+TORCH_STEPS=4
 
 # One allocation, many short three-node steps (as a job script would run them).
 run_batch -N3 -n3 <<JOB
@@ -60,6 +74,10 @@ for i in \$(seq 1 $STEPS); do
 	delay=1; [ \$i -gt $((STEPS - 2)) ] && delay=5
 	srun -N3 -n3 --dl-runtime=horovod ./hvd_task.sh \$delay >>hvd.out 2>>hvd.err
 	echo "horovod step rc \$?"
+done
+for i in \$(seq 1 $TORCH_STEPS); do
+	srun -N3 -n3 --dl-runtime=torch ./torch_task.sh 2 >>torch.out 2>>torch.err
+	echo "torch step rc \$?"
 done
 JOB
 is "$RC" 0 "the batch job of $((2 * STEPS)) three-node steps ended" ||
@@ -78,6 +96,16 @@ is "$bad" "" "every counter is exact: the two INCRBYs of each step answered 1 an
 	fail_detail "$(grep -v 'incr=[12]$' "$WORK/caffe2.out" | head -5)"
 is "$(grep -c 'incr=[12]$' "$WORK/caffe2.out")" $((2 * STEPS)) "no client saw an error (redis-py and redis-cli)" ||
 	fail_detail "$(head -3 "$WORK/caffe2.err")"
+
+# torch's c10d store (dlrt-c10d-store) with torch's own TCPStore client.
+is "$(grep -c '^torch step rc 0$' "$WORK/job.out")" "$TORCH_STEPS" \
+	"every torch step succeeded with task 0 ended first"
+bad=$(awk '/ incr=/ { split($0, a, "incr="); v[$2] = v[$2] " " a[2] }
+	END { for (s in v) { n = split(v[s], x, " "); if (n != 2 || x[1] + x[2] != 3 || x[1] * x[2] != 2) print "step " s ":" v[s] } }' \
+	"$WORK/torch.out")
+is "$bad$(grep -c 'incr=[12]$' "$WORK/torch.out")" $((2 * TORCH_STEPS)) \
+	"torch's TCPStore.add on the c10d store: every client answered, every counter exact" ||
+	fail_detail "$(grep -v 'incr=[12]$' "$WORK/torch.out" | head -3; head -3 "$WORK/torch.err")"
 
 is "$(grep -c '^horovod step rc 0$' "$WORK/job.out")" "$STEPS" \
 	"every horovod step succeeded with task 0 ended first" ||
