@@ -38,11 +38,11 @@
 #include "common/crypto.h"
 #include "exchange.h"
 #include "exchange_via.h"
-#include "exchange/elfneeds.h"
 #include "exchange/exchange_reply.h"
 #include "common/netaddr.h"
 #include "runtime/opts.h"
 #include "exchange/rdvclient.h"
+#include "plugin.h"
 #include "services/svcauth.h"
 
 /* Time the first task of a node may take beyond exchange_timeout (its checks
@@ -564,14 +564,16 @@ bool dlrt_exchange_program_path(spank_t sp, char *out, size_t len)
 
 bool dlrt_exchange_program_takes(spank_t sp, bool say)
 {
-	char mode[16] = "", prog[4096];
+	char mode[16] = "";
+	const char *prog;
 
 	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none"))
 		return false;
 	if (!strcmp(mode, "yes") || !strcmp(mode, "pmix"))
 		return true;
-	if (dlrt_exchange_program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
+	/* Never read by root: progcheck.c. */
+	if (dlrt_stepd_program_links_mpi(sp, &prog)) {
 		if (say)
 			fprintf(stderr, "dlrt: %s links MPI/PMIx: no address exchange before exec, "
 				"the program's MPI does the wire-up (DLRT_EXCHANGE=yes forces "
