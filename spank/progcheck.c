@@ -110,9 +110,17 @@ static int check_as_user(spank_t sp, struct dlrt_err *err)
 int dlrt_stepd_program_check(spank_t sp, struct dlrt_err *err)
 {
 	uid_t job_uid = 1;
+	char mode[16] = "";
 
 	if (kept.known)
 		return 0;
+	/* DLRT_EXCHANGE decides without the program (exchange.c): nothing to look at. */
+	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
+	if (!strcmp(mode, "none") || !strcmp(mode, "yes") || !strcmp(mode, "pmix")) {
+		kept.answer = PROG_PLAIN;
+		kept.known = true;
+		return 0;
+	}
 	spank_get_item(sp, S_JOB_UID, &job_uid);
 	if ((getuid() != 0 && geteuid() != 0) || job_uid == 0) {
 		/* Already the user (a task), or root's own job and path: nothing
