@@ -116,11 +116,15 @@ bool dlrt_program_uses_mpi(const char *path)
 	struct stat st;
 	bool mpi = false;
 	void *img;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The path is the user's: a FIFO must not block the open (nor a
+	 * terminal become ours), and only a regular file of bounded size is
+	 * read. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr) ||
+	    st.st_size > (off_t)DLRT_ELF_MAX_BYTES) {
 		close(fd);
 		return false;
 	}

@@ -21,8 +21,13 @@ int dlrt_elf_needs(const uint8_t *img, size_t len, void (*need)(const char *name
  * libpmix*, libpmi*, libopen-rte*, libopen-pal*). */
 bool dlrt_lib_is_mpi(const char *name);
 
+/* Larger programs are not looked into (taken as not linking MPI). */
+#define DLRT_ELF_MAX_BYTES (4ull << 30)
+
 /* True if the executable at `path` links such a library directly. A file
- * that cannot be read or is not ELF (a script) gives false. */
+ * that cannot be read, is not a regular file (opened without blocking: a
+ * FIFO gives false at once), is larger than DLRT_ELF_MAX_BYTES or is not ELF
+ * (a script) gives false. */
 bool dlrt_program_uses_mpi(const char *path);
 
 #endif

@@ -257,21 +257,28 @@ int dlrt_pmix_open(struct dlrt_pmix *p, int timeout_s, struct dlrt_err *err)
 	setenv("PMIX_MCA_gds", "hash", 0);
 	/* A server admits one connection per rank, and Slurm's admits anyone on
 	 * the node who states the job owner's uid: a process that connected as
-	 * this rank first (another user's, on a node the job shares) is as likely
-	 * as a server that is gone, so the line names both. */
+	 * this rank first is as likely as a server that is gone, so the line
+	 * names both. Such a process can be there also in a job that holds its
+	 * nodes alone (one an earlier job left behind where ProctrackType is not
+	 * proctrack/cgroup, or a login), so the line advises nothing the job may
+	 * already have, such as --exclusive. */
 	rc = init_bounded(&me, p->timeout_s);
 	if (rc == PMIX_ERR_TIMEOUT)
 		return dlrt_err_set(err, "Slurm's PMIx server did not admit this task as rank %s "
 				    "within %d s: another process connected as that rank first "
-				    "(any user of a node the job shares can), or the step's "
-				    "slurmstepd is overloaded or gone; run with --exclusive or "
-				    "--dl-exchange=srun", pmix_rank_text(), p->timeout_s);
+				    "(any process on this node can: another user's job or login, or "
+				    "one an earlier job left behind where ProctrackType is not "
+				    "proctrack/cgroup), or the step's slurmstepd is overloaded or "
+				    "gone; use --dl-exchange=srun (docs/ADMIN.md: when auto takes "
+				    "PMIx)", pmix_rank_text(), p->timeout_s);
 	if (rc != PMIX_SUCCESS)
 		return dlrt_err_set(err, "Slurm's PMIx server refused this task as rank %s (%s): "
-				    "another process connected as that rank first (any user of a "
-				    "node the job shares can), or the step has no PMIx server (start "
-				    "it with --mpi=pmix); run with --exclusive or "
-				    "--dl-exchange=srun", pmix_rank_text(), PMIx_Error_string(rc));
+				    "another process connected as that rank first (any process on "
+				    "this node can: another user's job or login, or one an earlier "
+				    "job left behind where ProctrackType is not proctrack/cgroup), "
+				    "or the step has no PMIx server (start it with --mpi=pmix); use "
+				    "--dl-exchange=srun (docs/ADMIN.md: when auto takes PMIx)",
+				    pmix_rank_text(), PMIx_Error_string(rc));
 	p->open = true;
 	p->rank = me.rank;
 	snprintf(p->nspace, sizeof(p->nspace), "%s", me.nspace);

@@ -544,6 +544,7 @@ static int set_checkpoint_dir(struct dlrt_opts *o, const struct dlrt_config *cfg
 				    "bytes on a filesystem every node shares", arg ? arg : "",
 				    sizeof(o->checkpoint_dir) - 64);
 	snprintf(o->checkpoint_dir, sizeof(o->checkpoint_dir), "%s", arg);
+	o->checkpoint_dir_given = true;
 	return 0;
 }
 

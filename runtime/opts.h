@@ -150,6 +150,7 @@ struct dlrt_opts {
 	uint32_t warn_secs;                 /* ... sent this many seconds before the time limit */
 	uint32_t requeue;                   /* --dl-requeue: requeues after a warning (spank/requeue.c) */
 	char checkpoint_dir[1024];          /* --dl-checkpoint-dir, else checkpoint_dir=, else "" (HOME) */
+	bool checkpoint_dir_given;          /* --dl-checkpoint-dir, not the site's checkpoint_dir= */
 	uint32_t hang_timeout;              /* --dl-hang-timeout: seconds; 0 = no hang detection */
 	uint32_t rt_given[DLRT_RUNTIME_MAX]; /* bit k: the job gave runtime i's option k */
 	struct dlrt_rt_opts rt[DLRT_RUNTIME_MAX]; /* each runtime's own options */

@@ -138,7 +138,7 @@ static int refuse_step(spank_t sp, const char *msg)
  * tasks take it out of the program's environment (spank/exchange.c). */
 static int start_exchange(spank_t sp)
 {
-	char value[DLRT_RDV_ENV_MAX], why[256];
+	char value[DLRT_RDV_ENV_MAX], why[512];
 	enum dlrt_exchange_via via;
 	bool risky;
 	struct dlrt_err err;
@@ -148,10 +148,10 @@ static int start_exchange(spank_t sp)
 		return 0;
 	via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, why, sizeof(why), &risky);
 	if (risky)
-		slurm_error("dlrt: warning: --dl-exchange=pmix on nodes the job may share with other "
-			    "users: any of them can connect to Slurm's PMIx as a task of this step "
-			    "and fail its address exchange (nothing secret travels there, and "
-			    "values are signed); use --exclusive or --dl-exchange=srun");
+		slurm_error("dlrt: warning: %s: another user's process there can connect to "
+			    "Slurm's PMIx as a task of this step and fail its address exchange "
+			    "(nothing secret travels there, and values are signed); "
+			    "--dl-exchange=srun avoids it", why);
 	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
 		slurm_info("dlrt: address exchange through %s: %s", via == DLRT_EXCHANGE_PMIX ?
 			   "Slurm's PMIx" : "srun's rendezvous", why);

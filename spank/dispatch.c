@@ -48,6 +48,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	case S_CTX_ALLOCATOR:
 		return dlrt_client_post_opt(sp);
 	case S_CTX_REMOTE:
+		dlrt_lifecycle_post_opt(sp);
 		return dlrt_stepd_post_opt(sp);
 	default:
 		return 0;

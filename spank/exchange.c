@@ -38,11 +38,11 @@
 #include "common/crypto.h"
 #include "exchange.h"
 #include "exchange_via.h"
-#include "exchange/elfneeds.h"
 #include "exchange/exchange_reply.h"
 #include "common/netaddr.h"
 #include "runtime/opts.h"
 #include "exchange/rdvclient.h"
+#include "plugin.h"
 #include "services/svcauth.h"
 
 /* Time the first task of a node may take beyond exchange_timeout (its checks
@@ -500,18 +500,63 @@ static bool job_nodes_private(spank_t sp)
 	return private;
 }
 
+/* Whether every process of an ended job is gone from its nodes: slurmctld's
+ * ProctrackType (into `name`). Only proctrack/cgroup holds all of a job's
+ * processes (one that left its session with setsid stays in the job's
+ * cgroup) and ends them with the job; linuxproc and pgid lose such a process,
+ * which then stays on the node, into the next job's exclusive allocation. One
+ * RPC, from srun only; a controller that does not answer counts as no. */
+static bool proctrack_ends_jobs(char *name, size_t len)
+{
+	slurm_conf_t *conf = NULL;
+	bool ends = false;
+
+	snprintf(name, len, "unknown (slurmctld did not answer)");
+	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS || !conf)
+		return false;
+	if (conf->proctrack_type) {
+		snprintf(name, len, "%s", conf->proctrack_type);
+		ends = !strcmp(conf->proctrack_type, "proctrack/cgroup");
+	}
+	slurm_free_ctl_conf(conf);
+	return ends;
+}
+
+/* Whether no other user's process can be on the job's nodes: the job holds
+ * them alone AND the process tracking ended every earlier job's processes
+ * there. If not, `risk` says why, for the lines that name the choice. */
+static bool nodes_closed(spank_t sp, char *risk, size_t len)
+{
+	char pt[64];
+
+	if (!job_nodes_private(sp)) {
+		snprintf(risk, len, "other users may be on the job's nodes (it does not hold them "
+			 "alone)");
+		return false;
+	}
+	if (!proctrack_ends_jobs(pt, sizeof(pt))) {
+		snprintf(risk, len, "the job holds its nodes alone, but with ProctrackType=%s a "
+			 "process an earlier job of another user left behind (setsid) may still "
+			 "be there: only proctrack/cgroup ends them all", pt);
+		return false;
+	}
+	return true;
+}
+
 enum dlrt_exchange_via dlrt_exchange_choose(spank_t sp, enum dlrt_exchange_via option, char *why,
 					    size_t len, bool *risky)
 {
+	char risk[256];
+
 	*risky = false;
 	switch (option) {
 	case DLRT_EXCHANGE_SRUN:
 		snprintf(why, len, "--dl-exchange=srun");
 		return DLRT_EXCHANGE_SRUN;
 	case DLRT_EXCHANGE_PMIX:
-		*risky = !job_nodes_private(sp);
-		snprintf(why, len, "--dl-exchange=pmix%s", *risky ? ", on nodes the job may share "
-			 "with other users" : "");
+		*risky = !nodes_closed(sp, risk, sizeof(risk));
+		snprintf(why, len, "--dl-exchange=pmix%s%s", *risky ? ", though " : "",
+			 *risky ? risk : "");
 		return DLRT_EXCHANGE_PMIX;
 	case DLRT_EXCHANGE_AUTO:
 		break;
@@ -520,13 +565,16 @@ enum dlrt_exchange_via dlrt_exchange_choose(spank_t sp, enum dlrt_exchange_via o
 		snprintf(why, len, "auto, and the step has no PMIx server (its --mpi is not pmix)");
 		return DLRT_EXCHANGE_SRUN;
 	}
-	if (!job_nodes_private(sp)) {
-		snprintf(why, len, "auto, and other users may be on the job's nodes, where Slurm's "
-			 "PMIx admits anyone who states the job owner's uid (--exclusive or "
-			 "--exclusive=user lets auto take PMIx)");
+	/* Slurm's PMIx admits anyone on a node who states the job owner's uid
+	 * (docs/SECURITY.md): taken only where nobody else can be. */
+	if (!nodes_closed(sp, risk, sizeof(risk))) {
+		snprintf(why, len, "auto, and %s; Slurm's PMIx admits any process of the node that "
+			 "states the job owner's uid (docs/ADMIN.md says when auto takes PMIx)",
+			 risk);
 		return DLRT_EXCHANGE_SRUN;
 	}
-	snprintf(why, len, "auto, a --mpi=pmix step on nodes no other user can be on");
+	snprintf(why, len, "auto, a --mpi=pmix step on nodes the job holds alone, where "
+		 "proctrack/cgroup ended every earlier job's processes");
 	return DLRT_EXCHANGE_PMIX;
 }
 
@@ -564,14 +612,16 @@ bool dlrt_exchange_program_path(spank_t sp, char *out, size_t len)
 
 bool dlrt_exchange_program_takes(spank_t sp, bool say)
 {
-	char mode[16] = "", prog[4096];
+	char mode[16] = "";
+	const char *prog;
 
 	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none"))
 		return false;
 	if (!strcmp(mode, "yes") || !strcmp(mode, "pmix"))
 		return true;
-	if (dlrt_exchange_program_path(sp, prog, sizeof(prog)) && dlrt_program_uses_mpi(prog)) {
+	/* Never read by root: progcheck.c. */
+	if (dlrt_stepd_program_links_mpi(sp, &prog)) {
 		if (say)
 			fprintf(stderr, "dlrt: %s links MPI/PMIx: no address exchange before exec, "
 				"the program's MPI does the wire-up (DLRT_EXCHANGE=yes forces "

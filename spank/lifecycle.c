@@ -75,15 +75,40 @@ int dlrt_lifecycle_record_base(spank_t sp, char *out, size_t len)
 	return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
+/* The site's checkpoint_dir= is the base (the job gave no --dl-checkpoint-dir):
+ * a folder every user shares, so each user has a folder of their own in it,
+ * BASE/uid-<uid> (docs/checkpoint.md, "Where"). The uid, not the name: no NSS
+ * lookup in slurmstepd, and a name can change. */
+static bool site_base(void)
+{
+	return dlrt_plugin.opts.checkpoint_dir[0] && !dlrt_plugin.opts.checkpoint_dir_given;
+}
+
+static int user_folder_name(spank_t sp, char *out, size_t len)
+{
+	uid_t uid = 0;
+
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || uid == 0)
+		return -1;
+	snprintf(out, len, "uid-%u", (unsigned)uid);
+	return 0;
+}
+
 int dlrt_lifecycle_ckpt_path(spank_t sp, char *base, size_t blen, char *out, size_t len)
 {
-	char home[2048];
+	char home[2048], user[32];
 	uint32_t job = 0;
 	int n;
 
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
 		return -1;
-	if (dlrt_plugin.opts.checkpoint_dir[0]) {
+	if (site_base()) {
+		if (user_folder_name(sp, user, sizeof(user)) < 0)
+			return -1;
+		n = snprintf(base, blen, "%s/%s", dlrt_plugin.opts.checkpoint_dir, user);
+		if (n < 0 || (size_t)n >= blen)
+			return -1;
+	} else if (dlrt_plugin.opts.checkpoint_dir[0]) {
 		if (absolute(sp, dlrt_plugin.opts.checkpoint_dir, base, blen) < 0)
 			return -1;
 	} else {
@@ -201,17 +226,93 @@ void dlrt_lifecycle_user_init(spank_t sp)
  * folder of the logs: every node and attempt must find the same one. */
 static int checkpoint_env_make(spank_t sp, struct dlrt_err *err);
 
-/* A job that asked for nothing of this (no --dl-requeue, --dl-hang-timeout,
- * --dl-checkpoint-dir, no site checkpoint_dir=) is not failed when the default
- * folder cannot be made (a read-only HOME on the nodes): it runs without
- * DLRT_CHECKPOINT_DIR, as before dlrt had it. */
+/* A job that asked for nothing of this (no --dl-requeue, --dl-hang-timeout
+ * or --dl-checkpoint-dir) is not failed when its folder cannot be made (a
+ * read-only HOME on the nodes, a site base that is full, broken, or where
+ * another user took this user's folder first): it runs without
+ * DLRT_CHECKPOINT_DIR, as before dlrt had it. The site's checkpoint_dir= is
+ * not a request of the job's. */
 static int checkpoint_env(spank_t sp, struct dlrt_err *err)
 {
 	const struct dlrt_opts *o = &dlrt_plugin.opts;
 
 	if (checkpoint_env_make(sp, err) == 0)
 		return 0;
-	return (o->requeue || o->hang_timeout || o->checkpoint_dir[0]) ? -1 : 0;
+	return (o->requeue || o->hang_timeout || o->checkpoint_dir_given) ? -1 : 0;
+}
+
+/* The folder the job's folder is made in: BASE, or BASE/uid-<uid> in the
+ * site's base (made here, as the user, if root could not make it). */
+static int checkpoint_parent(spank_t sp, const char *base, struct dlrt_err *err)
+{
+	char user[32];
+	int bfd, ufd;
+
+	if (!site_base())
+		return dlrt_privdir_base(base, "--dl-checkpoint-dir", err);
+	bfd = dlrt_privdir_base(dlrt_plugin.opts.checkpoint_dir, "checkpoint_dir", err);
+	if (bfd < 0)
+		return -1;
+	if (user_folder_name(sp, user, sizeof(user)) < 0) {
+		close(bfd);
+		return dlrt_err_set(err, "checkpoint_dir: cannot read the job's user from Slurm");
+	}
+	ufd = dlrt_privdir_sub(bfd, user, base, "checkpoint_dir", err);
+	close(bfd);
+	if (ufd >= 0)
+		fchmod(ufd, 0700); /* the user's own from the start: a list of job ids only */
+	return ufd;
+}
+
+/* slurmstepd, as root, before anything of the job's user runs: the user's
+ * folder in the site's base, BASE/uid-<uid>, made by root and given to the
+ * user, so that where the base is root's and writable by root alone (the
+ * setup docs/ADMIN.md advises) nobody can take the name first, and in a 1777
+ * base a stranger can take it only before the user's first job. Root acts
+ * only on a base that is root's and either writable by root alone or sticky
+ * (so nobody else can rename or replace what root makes in it), never
+ * follows a link there, and never looks into an entry it did not just make:
+ * an entry already there is the task's to check, as the user. Nothing here
+ * fails the step; it only saves the task the work (or does what the task, in
+ * a base only root can write, cannot). */
+void dlrt_lifecycle_post_opt(spank_t sp)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	char user[32];
+	uid_t uid = 0;
+	gid_t gid = 0;
+	struct stat st;
+	int bfd, ufd;
+
+	if (!dlrt_plugin.config_ok || !site_base() || (!o->runtime && !o->requeue && !o->retries) ||
+	    geteuid() != 0 || user_folder_name(sp, user, sizeof(user)) < 0 ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS)
+		return;
+	bfd = open(o->checkpoint_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+		   O_CLOEXEC);
+	if (bfd < 0)
+		return;
+	if (fstat(bfd, &st) < 0 || st.st_uid != 0 ||
+	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) ||
+	    mkdirat(bfd, user, 0700) < 0) {
+		close(bfd); /* not a base root may act in, or the folder is there already */
+		return;
+	}
+	/* Root's new, empty folder, in a folder where nobody else can replace it. */
+	ufd = openat(bfd, user, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (ufd < 0 || fstat(ufd, &st) < 0 || st.st_uid != 0 || fchown(ufd, uid, gid) < 0 ||
+	    fchmod(ufd, 0700) < 0) {
+		/* A root that cannot give it away (root squash on NFS): the task
+		 * makes it as the user instead. */
+		unlinkat(bfd, user, AT_REMOVEDIR);
+		slurm_info("dlrt: checkpoint_dir: cannot make %s/%s for uid %u as root (%s); the "
+			   "job's tasks make it as the user", o->checkpoint_dir, user,
+			   (unsigned)uid, strerror(errno));
+	}
+	if (ufd >= 0)
+		close(ufd);
+	close(bfd);
 }
 
 static int checkpoint_env_make(spank_t sp, struct dlrt_err *err)
@@ -227,10 +328,11 @@ static int checkpoint_env_make(spank_t sp, struct dlrt_err *err)
 				    "checkpoint folder goes (no HOME or working folder in the job's "
 				    "environment): give --dl-checkpoint-dir=/absolute/folder");
 	snprintf(job, sizeof(job), "%s", strrchr(path, '/') + 1);
-	bfd = dlrt_privdir_base(base, "--dl-checkpoint-dir", err);
+	bfd = checkpoint_parent(sp, base, err);
 	if (bfd < 0)
 		return -1;
-	dfd = dlrt_privdir_sub(bfd, job, path, "--dl-checkpoint-dir", err);
+	dfd = dlrt_privdir_sub(bfd, job, path, site_base() ? "checkpoint_dir" :
+			       "--dl-checkpoint-dir", err);
 	close(bfd);
 	if (dfd < 0)
 		return -1;

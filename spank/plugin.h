@@ -122,6 +122,14 @@ int dlrt_stepd_task_init(spank_t sp);
 void dlrt_stepd_task_exit(spank_t sp);
 void dlrt_stepd_exit(void);
 
+/* progcheck.c: whether the step's program links MPI, looked at once in
+ * user_init by a child as the job's user with a deadline (root never opens
+ * the user's path); the tasks inherit the answer. -1 + err: the look failed
+ * or took too long. */
+int dlrt_stepd_program_check(spank_t sp, struct dlrt_err *err);
+/* The answer (checked now if not yet); *path: the program found, or "". */
+bool dlrt_stepd_program_links_mpi(spank_t sp, const char **path);
+
 /* gpu.c: slurmstepd GPU/NIC binding (--dl-gpu-bind, --dl-cpu-bind, --dl-topology) */
 int dlrt_stepd_gpu_user_init(spank_t sp, struct dlrt_err *err);
 /* The GPU plan's variables of local task `local`, added to env (env.h). */
@@ -162,6 +170,8 @@ int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err);
 bool dlrt_stepd_in_container(spank_t sp);
 
 /* lifecycle.c: --dl-signal, --dl-requeue, DLRT_CHECKPOINT_DIR (slurmstepd) */
+/* slurmstepd, as root: the user's folder in the site's checkpoint_dir=. */
+void dlrt_lifecycle_post_opt(spank_t sp);
 void dlrt_lifecycle_user_init(spank_t sp);
 /* In the task (as the user), at the very end of task_init: its pid for the
  * watcher, DLRT_CHECKPOINT_DIR. -1 + err fails the task. */

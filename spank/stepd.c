@@ -306,7 +306,8 @@ int dlrt_stepd_user_init(spank_t sp)
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms() - dlrt_plugin.plan_ms;
-	if (check_step(sp, &err) < 0 || dlrt_stepd_gpu_user_init(sp, &err) < 0)
+	if (dlrt_stepd_program_check(sp, &err) < 0 || check_step(sp, &err) < 0 ||
+	    dlrt_stepd_gpu_user_init(sp, &err) < 0)
 		return defer(&err);
 	read_step_secret(sp);
 	if (start_service(sp, &err) < 0) {

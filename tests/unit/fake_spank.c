@@ -184,6 +184,17 @@ int slurm_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags)
 }
 
 void slurm_free_job_info_msg(job_info_msg_t *msg) { (void)msg; }
+
+/* slurmctld's configuration (ProctrackType, for the exchange's choice): no
+ * controller here. */
+int slurm_load_ctl_conf(time_t update_time, slurm_conf_t **conf)
+{
+	(void)update_time;
+	*conf = NULL;
+	return SLURM_ERROR;
+}
+
+void slurm_free_ctl_conf(slurm_conf_t *conf) { (void)conf; }
 void slurm_verbose(const char *fmt, ...) { (void)fmt; }
 void slurm_debug(const char *fmt, ...) { (void)fmt; }
 void slurm_debug2(const char *fmt, ...) { (void)fmt; }

@@ -2,8 +2,13 @@
 # Every runtime that exchanges addresses, through each carrier (--dl-exchange):
 # Slurm's PMIx and srun's rendezvous, each step checked with the runtime's real
 # program or its contract checker, and --dl-verbose naming the carrier it used.
-# Then the choice itself: auto takes PMIx in a --mpi=pmix step on nodes the job
-# holds exclusively, and srun's rendezvous on shared nodes and with --mpi=none; pmix without a PMIx server fails with one line;
+# Then the choice itself: auto takes PMIx only in a --mpi=pmix step on nodes the
+# job holds exclusively AND where ProctrackType=proctrack/cgroup ends every earlier
+# job's processes; the test cluster runs proctrack/linuxproc, where a process a
+# stranger's job left behind (setsid) stays on the node (t/98-pmix-leftover.t), so
+# auto takes srun's rendezvous there even with --exclusive, as on shared nodes and
+# with --mpi=none; --dl-exchange=pmix still uses PMIx there, with one warning line
+# naming why; pmix without a PMIx server fails with one line;
 # the dry run names the carrier; a PMIx step leaves nothing of dlrt's running
 # on srun's host.
 . "$(dirname "$0")/../lib.sh"
@@ -98,21 +103,33 @@ SH
 done
 
 # The choice. Slurm's PMIx admits anyone on a node who states the job owner's uid, so
-# auto takes it only where no other user can be: a job holding its nodes exclusively.
+# auto takes it only where no other user can be: a job holding its nodes exclusively
+# on a cluster whose process tracking ends every job's processes (proctrack/cgroup).
+# This cluster's proctrack/linuxproc does not: srun's rendezvous, with --exclusive too.
 run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
 is "$(carrier)" srun "auto with --mpi=pmix on nodes other users may share: srun's rendezvous"
 like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
 	"address exchange through srun's rendezvous: auto, and other users may be on the job's nodes" \
 	"--dl-verbose: srun says which carrier and why"
 run_srun -p whole -N2 -n2 --exclusive --mpi=pmix --dl-runtime=torch --dl-verbose true
-is "$(carrier)" pmix "auto with --mpi=pmix on nodes the job holds exclusively: Slurm's PMIx"
+is "$(carrier)" srun "auto with --exclusive under proctrack/linuxproc: srun's rendezvous"
+like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
+	"address exchange through srun's rendezvous: auto, and the job holds its nodes alone, but with ProctrackType=proctrack/linuxproc .*only proctrack/cgroup" \
+	"--dl-verbose: srun names the process tracking as the reason"
 run_srun -p whole -N2 -n2 --exclusive=user --mpi=pmix --dl-runtime=torch --dl-verbose true
-is "$(carrier)" pmix "auto with --exclusive=user: Slurm's PMIx"
+is "$(carrier)" srun "auto with --exclusive=user under proctrack/linuxproc: srun's rendezvous"
+run_srun -p whole -N2 -n2 --exclusive --mpi=pmix --dl-runtime=torch --dl-exchange=pmix --dl-verbose true
+is "$RC:$(carrier)" 0:pmix "--dl-exchange=pmix with --exclusive: Slurm's PMIx carries it"
+like "$(srun_errors | grep 'warning: --dl-exchange=pmix')" \
+	"warning: --dl-exchange=pmix, though the job holds its nodes alone, but with ProctrackType=proctrack/linuxproc" \
+	"... with one warning naming the process tracking"
+unlike "$(srun_errors | grep 'warning: --dl-exchange=pmix')" "use --exclusive" \
+	"... which does not advise --exclusive to a job that has it"
 run_srun -p whole -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
 is "$(carrier)" srun "auto on a partition that lets jobs share nodes, without --exclusive: srun's rendezvous"
 run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-exchange=pmix true
 is "$RC" 0 "--dl-exchange=pmix on shared nodes: the step runs"
-is "$(srun_errors | grep -c 'warning: --dl-exchange=pmix on nodes the job may share')" 1 \
+is "$(srun_errors | grep -c 'warning: --dl-exchange=pmix, though other users may be on the job.s nodes')" 1 \
 	"--dl-exchange=pmix on shared nodes: one warning line naming the risk"
 run_srun -N2 -n2 --mpi=none --dl-runtime=torch --dl-verbose true
 is "$(carrier)" srun "auto with --mpi=none: srun's rendezvous"
@@ -149,7 +166,7 @@ for via in pmix srun auto auto_none; do
 done
 is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
 is "$stores_srun" 1 "--dl-exchange=srun: srun's rendezvous ran as srun's child for the step"
-is "$stores_auto" 0 "auto in an exclusive --mpi=pmix step: srun started no rendezvous"
+is "$stores_auto" 1 "auto in an exclusive --mpi=pmix step under proctrack/linuxproc: srun's rendezvous ran"
 is "$stores_auto_none" 1 "auto with --mpi=none: srun's rendezvous ran for the step"
 
 done_testing

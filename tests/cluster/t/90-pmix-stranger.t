@@ -178,7 +178,9 @@ like "$(cat "$WORK/own.err")" "refused rank 0" "the stranger, as itself, was ref
 touch "$WORK/go"
 wait "$victim"
 like "$(grep -h 'dlrt-kv' "$ERR" "$OUT" | head -1)" \
-	"Slurm's PMIx server (did not admit|refused) this task as rank 0.*another process connected as that rank first.*--exclusive or --dl-exchange=srun" \
+	"Slurm's PMIx server (did not admit|refused) this task as rank 0.*another process connected as that rank first.*ProctrackType is not proctrack/cgroup.*use --dl-exchange=srun" \
 	"the task kept out says who may have taken its rank, in one line" ||
 	fail_detail "$(cat "$OUT" "$ERR" | tail -3)"
+unlike "$(grep -h 'dlrt-kv' "$ERR" "$OUT" | head -1)" "--exclusive" \
+	"... and does not advise --exclusive (a process left behind reaches exclusive nodes too)"
 done_testing
