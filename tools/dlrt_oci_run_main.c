@@ -28,13 +28,11 @@
  *   RunTimeQuery="PKGLIBEXECDIR/dlrt-oci-run --user %u -- crun ... state %n.%u.%j.%s.%t"
  *
  * (and RunTimeKill, RunTimeDelete): Slurm runs those three as root, on the
- * state folder the user's crun keeps; with --user it becomes the job's user
- * first, so crun acts on that folder with the user's rights alone.
+ * state folder the user's crun keeps; with --user crun runs as the job's user,
+ * with the user's rights alone, and within a time limit (tools/ociuser.c).
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +41,7 @@
 #include "common/fdio.h"
 #include "ocistate.h"
 #include "ocitask.h"
+#include "ociuser.h"
 
 extern char **environ;
 
@@ -115,50 +114,20 @@ static int check_state(char *const *runtime)
 }
 
 /* dlrt-oci-run --user NAME -- RUNTIME ARGS...: oci.conf's RunTimeQuery,
- * RunTimeKill and RunTimeDelete. slurmstepd runs them as root, on crun's state
- * folder, which the job's user can write (their crun keeps the containers'
- * states there): root's crun would take a state of the user's making and
- * signal the process it names, or remove what it names. Run as the user, crun
- * has the user's rights alone. NAME is %u, the job's user, as Slurm names it
- * (22.05 has no %U); the change happens before any path is touched. */
+ * RunTimeKill and RunTimeDelete, run by slurmstepd as root on crun's state
+ * folder, which the job's user can write: the runtime runs as that user, its
+ * state folder checked first, within a time limit (tools/ociuser.c). NAME is
+ * %u, the job's user as Slurm names it (22.05 has no %U). */
 static int run_as_user(char **argv)
 {
-	const char *name = argv[2];
-	struct passwd *pw;
-	uid_t uid;
-	gid_t gid;
+	struct dlrt_err err = { "" };
+	int rc = dlrt_ociuser_run(argv[2], argv + 4, DLRT_OCIUSER_TIMEOUT_S, check_state, &err);
 
-	errno = 0;
-	pw = getpwnam(name);
-	if (!pw) {
-		fprintf(stderr, "dlrt-oci-run: --user %s: no such user (%s): give it %%u, the "
-			"job's user, in RunTimeQuery, RunTimeKill and RunTimeDelete of oci.conf\n",
-			name, errno ? strerror(errno) : "not in the passwd database");
+	if (rc < 0) {
+		fprintf(stderr, "dlrt-oci-run: %s\n", err.msg);
 		return 1;
 	}
-	uid = pw->pw_uid;
-	gid = pw->pw_gid;
-	if (geteuid() == 0 && uid != 0) {
-		if (initgroups(name, gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0 ||
-		    setuid(0) == 0 || geteuid() != uid || getegid() != gid) {
-			fprintf(stderr, "dlrt-oci-run: --user %s: cannot become that user (uid %u, "
-				"gid %u): %s: run slurmstepd as root\n", name, (unsigned)uid,
-				(unsigned)gid, strerror(errno));
-			return 1;
-		}
-	} else if (geteuid() != uid) {
-		fprintf(stderr, "dlrt-oci-run: --user %s: running as uid %u, neither root nor "
-			"that user (uid %u): give --user only in oci.conf's RunTimeQuery, "
-			"RunTimeKill and RunTimeDelete, which slurmstepd runs as root\n", name,
-			(unsigned)geteuid(), (unsigned)uid);
-		return 1;
-	}
-	if (check_state(argv + 4) < 0)
-		return 1;
-	execvp(argv[4], argv + 4);
-	fprintf(stderr, "dlrt-oci-run: cannot run %s: %s: install it on the nodes or fix "
-		"oci.conf\n", argv[4], strerror(errno));
-	return 127;
+	return rc;
 }
 
 /* bundle/config.json, open for reading, checked (ocistate.h): -1 with the
