@@ -21,9 +21,9 @@
  * --root=%b/crun, the step's own folder; the user's own folders on the way
  * lose the group's write and their ACLs (Slurm 24.11 makes them mode 0770,
  * group the job's), and config.json must be root's or the user's, writable
- * by no one else. Slurm 23.02 and later
- * write each task's environment themselves: there, RunTimeRun needs no
- * wrapper. docs/containers.md has the whole setup.
+ * by no one else. Slurm 23.02 and later write each task's environment
+ * themselves: there the copy holds the environment Slurm wrote, and the
+ * wrapper is for those checks. docs/containers.md has the whole setup.
  *
  *   RunTimeQuery="PKGLIBEXECDIR/dlrt-oci-run --user %u -- crun ... state %n.%u.%j.%s.%t"
  *
