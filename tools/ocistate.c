@@ -47,31 +47,32 @@ static int has_acl(int fd, const char *name)
 	return errno == ENODATA || errno == ENOTSUP || errno == EOPNOTSUPP ? 0 : -1;
 }
 
-/* Takes every ACL off fd (a folder or file of the caller's) and the group's and
- * others' write (a folder) or the ACLs only (a file), then st is fd's status
- * again. Slurm 24.11 makes the step's and the task's spool folders mode 0770,
- * group the job's, and a default ACL on SlurmdSpoolDir gives them named users
- * of its own: who shares that group cannot be known (an account whose primary
- * group it is is in no member list), so no one but the user may write them
- * from here on. What someone else put in them before is checked where it is
- * used: crun's state folder, config.json. */
+/* Takes the group's write (a folder) and then every ACL off fd (a folder or
+ * file of the caller's), then st is fd's status again. Slurm 24.11 makes the
+ * step's and the task's spool folders mode 0770, group the job's, and a
+ * default ACL on SlurmdSpoolDir gives them named users of its own: who shares
+ * that group cannot be known (an account whose primary group it is is in no
+ * member list), so no one but the user may write them from here on. (In that
+ * order: with an ACL, the mode's group bits are its mask, which become the
+ * owning group's own bits once the ACL is gone.) What someone else put in
+ * them before is checked where it is used: crun's state folder, config.json. */
 static int lock(int fd, struct stat *st, const char *shown, const char *label,
 		struct dlrt_err *err)
 {
 	static const char *const acls[] = { ACL_ACCESS, ACL_DEFAULT };
 	mode_t mode = st->st_mode & 07777;
 
-	for (size_t i = 0; i < 2; i++) {
-		if (!S_ISDIR(st->st_mode) && i == 1)
-			break;
-		if (has_acl(fd, acls[i]) == 1 && fremovexattr(fd, acls[i]) < 0 && errno != ENODATA)
+	if (S_ISDIR(st->st_mode) && (mode & S_IWGRP) && fchmod(fd, mode & ~(mode_t)S_IWGRP) < 0)
+		return dlrt_err_errno(err, errno, "%s: cannot take the group's write off %s, which "
+				      "is yours: chmod g-w %s", label, shown, shown);
+	for (size_t i = 0; i < (S_ISDIR(st->st_mode) ? 2u : 1u); i++) {
+		int acl = has_acl(fd, acls[i]);
+
+		if (acl < 0 || (acl == 1 && fremovexattr(fd, acls[i]) < 0 && errno != ENODATA))
 			return dlrt_err_errno(err, errno, "%s: cannot take the ACL (%s) off %s, "
 					      "which is yours: setfacl -b %s", label, acls[i], shown,
 					      shown);
 	}
-	if (S_ISDIR(st->st_mode) && (mode & S_IWGRP) && fchmod(fd, mode & ~(mode_t)S_IWGRP) < 0)
-		return dlrt_err_errno(err, errno, "%s: cannot take the group's write off %s, which "
-				      "is yours: chmod g-w %s", label, shown, shown);
 	if (fstat(fd, st) < 0)
 		return dlrt_err_errno(err, errno, "%s: cannot check %s", label, shown);
 	return 0;
