@@ -89,6 +89,9 @@ end_step() {
 	wait "$VICTIM"
 }
 
+# fails CMD...: 0 (a passing status for ok) when CMD fails, else 1.
+fails() { if "$@"; then echo 1; else echo 0; fi; }
+
 # try_write WHO DIR: 0 when WHO could create a file in DIR on n1 (then removed).
 try_write() {
 	"$HERE/cluster.sh" exec n1 runuser -u "$1" -- sh -c \
@@ -106,12 +109,12 @@ for who in "$SAME" "$STRANGER"; do
 	fi
 	if start_step; then
 		for d in "$STEP" "$TASK"; do
-			try_write "$who" "$d"
-			ok "$([ $? -ne 0 ]; echo $?)" "$how: cannot create anything in $d while the task runs ($(node stat -c '%U:%G %a' "$d"))"
+			ok "$(fails try_write "$who" "$d")" \
+				"$how: cannot create anything in $d while the task runs ($(node stat -c '%U:%G %a' "$d"))"
 		done
 		if [ "${SLURM_MAJOR:-0}" -ge 23 ]; then
-			node runuser -u "$who" -- mv "$TASK/config.json" "$TASK/config.json.old" 2>/dev/null
-			ok "$([ $? -ne 0 ]; echo $?)" "$how: cannot move the task's config.json away"
+			ok "$(fails node runuser -u "$who" -- mv "$TASK/config.json" "$TASK/config.json.old" 2>/dev/null)" \
+				"$how: cannot move the task's config.json away"
 		fi
 		has=$(node python3 -c 'import os, sys; print(" ".join(p for p in sys.argv[1:] if os.path.exists(p) and "system.posix_acl_access" in os.listxattr(p)))' "$STEP" "$TASK")
 		is "$has" "" "$how: the step's folders have no access ACL left"
@@ -160,8 +163,8 @@ for who in "$SAME" "$STRANGER"; do
 	is "$rc,$(wc -l <<<"$out")" "1,1" "$how: dlrt-oci-run refuses it, in one line"
 	like "$out" "^dlrt-oci-run: the container's bundle \(%b\): $F/config\.json belongs to user $who \(uid [0-9]+\), not to you or root: another account that could write the step's spool folder \(Slurm 24\.11 makes it mode 0770, group the job's\) may have replaced it: submit the job again, with --gid=<a group of yours alone> if others share your group$" \
 		"$how: naming the cause and the fix" || fail_detail "$out"
-	try_write "$who" "$F"
-	ok "$([ $? -ne 0 ]; echo $?)" "$how: and can write the task folder no more ($(node stat -c '%U:%G %a' "$F"))"
+	ok "$(fails try_write "$who" "$F")" \
+		"$how: and can write the task folder no more ($(node stat -c '%U:%G %a' "$F"))"
 done
 node rm -rf "$SPOOL/oci-job999999-0"
 
@@ -210,6 +213,7 @@ if start_step; then
 	touch "$WORK/release"
 	for _ in $(seq 300); do [ -z "$(pgrep -f "^/bin/sh $WORK/wait.sh\$")" ] && break; sleep 0.1; done
 	pids=$(n1_pids "crun .* run .* n1\.$U\.$JOB\.0\.0\$")
+	# shellcheck disable=SC2086 # (one or more pids)
 	[ -z "$pids" ] || node runuser -u "$U" -- kill -KILL $pids
 	wait "$VICTIM"
 	for _ in $(seq 240); do [ -z "$(n1_pids "^slurmstepd: \[$JOB\.0\]\$")" ] && break; sleep 0.5; done
