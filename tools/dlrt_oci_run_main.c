@@ -18,9 +18,18 @@
  * in the user's own spool folder, as the job's user. Before all that, the
  * runtime's state folder (its --root) must be the job user's own, in a
  * folder no other user can write (tools/ocistate.c): oci.conf gives
- * --root=%b/crun, the step's own folder. Slurm 23.02 and later
- * write each task's environment themselves: there, RunTimeRun needs no
- * wrapper. docs/containers.md has the whole setup.
+ * --root=%b/crun, the step's own folder; the user's own folders on the way
+ * lose the group's write and their ACLs (Slurm 24.11 makes them mode 0770,
+ * group the job's), and config.json must be root's or the user's, writable
+ * by no one else. Slurm 23.02 and later write each task's environment
+ * themselves: there the copy holds the environment Slurm wrote, and the
+ * wrapper is for those checks. docs/containers.md has the whole setup.
+ *
+ *   RunTimeQuery="PKGLIBEXECDIR/dlrt-oci-run --user %u -- crun ... state %n.%u.%j.%s.%t"
+ *
+ * (and RunTimeKill, RunTimeDelete): Slurm runs those three as root, on the
+ * state folder the user's crun keeps; with --user crun runs as the job's user,
+ * with the user's rights alone, and within a time limit (tools/ociuser.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +41,7 @@
 #include "common/fdio.h"
 #include "ocistate.h"
 #include "ocitask.h"
+#include "ociuser.h"
 
 extern char **environ;
 
@@ -84,28 +94,103 @@ fail:
 	return -1;
 }
 
+/* The runtime's state folder, when its arguments name one: checked (and
+ * created) before the runtime runs, as the job user. */
+static int check_state(char *const *runtime)
+{
+	struct dlrt_err err = { "" };
+	const char *state = dlrt_ocistate_root(runtime);
+	int fd;
+
+	if (!state)
+		return 0;
+	fd = dlrt_ocistate_open(state, &err);
+	if (fd < 0) {
+		fprintf(stderr, "dlrt-oci-run: %s\n", err.msg);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* dlrt-oci-run --user NAME -- RUNTIME ARGS...: oci.conf's RunTimeQuery,
+ * RunTimeKill and RunTimeDelete, run by slurmstepd as root on crun's state
+ * folder, which the job's user can write: the runtime runs as that user, its
+ * state folder checked first, within a time limit (tools/ociuser.c). NAME is
+ * %u, the job's user as Slurm names it (22.05 has no %U). */
+static int run_as_user(char **argv)
+{
+	struct dlrt_err err = { "" };
+	int rc = dlrt_ociuser_run(argv[2], argv + 4, DLRT_OCIUSER_TIMEOUT_S, check_state, &err);
+
+	if (rc < 0) {
+		fprintf(stderr, "dlrt-oci-run: %s\n", err.msg);
+		return 1;
+	}
+	return rc;
+}
+
+/* bundle/config.json, open for reading, checked (ocistate.h): -1 with the
+ * line printed. */
+static int open_config(const char *bundle, const char *src)
+{
+	struct dlrt_err err = { "" };
+	int bfd, fd, e;
+
+	bfd = dlrt_ocistate_bundle(bundle, "config.json", &err);
+	if (bfd < 0) {
+		fprintf(stderr, "dlrt-oci-run: %s\n", err.msg);
+		return -1;
+	}
+	fd = openat(bfd, "config.json", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	e = errno;
+	close(bfd);
+	if (fd < 0 && e != ELOOP) {
+		fprintf(stderr, "dlrt-oci-run: cannot write the task's config.json from %s: cannot "
+			"open %s: %s: check the bundle's config.json\n", src, src, strerror(e));
+		return -1;
+	}
+	if (fd < 0)
+		dlrt_err_set(&err, "the container's bundle (%%b): %s is a symbolic link: another "
+			     "account that could write the step's spool folder may have put it "
+			     "there: submit the job again", src);
+	if (fd >= 0 && dlrt_ocistate_file(fd, src, &err) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0)
+		fprintf(stderr, "dlrt-oci-run: %s\n", err.msg);
+	return fd;
+}
+
 int main(int argc, char **argv)
 {
-	const char *bundle, *task, *state;
+	const char *bundle, *task;
 	struct dlrt_err err = { "" };
 	struct dlrt_buf out;
 	char *src, *dst = NULL, *doc = NULL, *name = NULL;
 	size_t len;
-	int rc;
+	int rc, cfd;
 
 	if (argc == 2 && strcmp(argv[1], "--help") == 0) {
 		fputs("usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n"
+		      "       dlrt-oci-run --user USER -- RUNTIME ARGS...\n"
 		      "oci.conf's RunTimeRun for Slurm 22.05's srun --container: checks the\n"
 		      "runtime's --root (the job user's own, --root=%b/crun), writes\n"
 		      "BUNDLE/config-taskTASK.json, BUNDLE/config.json with the task's environment\n"
-		      "as process.env, then runs RUNTIME ARGS. dlrt-oci-run(8), docs/containers.md.\n",
+		      "as process.env, then runs RUNTIME ARGS. With --user (RunTimeQuery, RunTimeKill,\n"
+		      "RunTimeDelete, which slurmstepd runs as root: --user %u): becomes USER, checks\n"
+		      "--root, runs RUNTIME ARGS. dlrt-oci-run(8), docs/containers.md.\n",
 		      stdout);
 		return 0;
 	}
 	if (argc < 5 || strcmp(argv[3], "--") != 0) {
-		fputs("usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n", stderr);
+		fputs("usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n"
+		      "       dlrt-oci-run --user USER -- RUNTIME ARGS...\n", stderr);
 		return 2;
 	}
+	if (strcmp(argv[1], "--user") == 0)
+		return run_as_user(argv);
 	bundle = argv[1];
 	task = argv[2];
 	if (!task[0] || strspn(task, "0123456789") != strlen(task)) {
@@ -115,22 +200,19 @@ int main(int argc, char **argv)
 	/* Before anything is written: a state folder another user could have
 	 * made or reached first fails the task here, in one line, instead of in
 	 * crun (or in root's RunTimeKill once the task ends). */
-	if ((state = dlrt_ocistate_root(argv + 4))) {
-		int fd = dlrt_ocistate_open(state, &err);
-
-		if (fd < 0) {
-			fprintf(stderr, "dlrt-oci-run: %s\n", err.msg);
-			return 1;
-		}
-		close(fd);
-	}
+	if (check_state(argv + 4) < 0)
+		return 1;
 	src = join(bundle, "config.json");
 	if (!src || asprintf(&name, "config-task%s.json", task) < 0 || !(dst = join(bundle, name))) {
 		fputs("dlrt-oci-run: out of memory\n", stderr);
 		return 1;
 	}
+	cfd = open_config(bundle, src);
+	if (cfd < 0)
+		return 1;
 	dlrt_buf_init(&out, DLRT_OCITASK_MAX_OUT);
-	rc = dlrt_ocitask_read(src, &doc, &len, &err);
+	rc = dlrt_ocitask_read_fd(cfd, src, &doc, &len, &err);
+	close(cfd);
 	if (rc == 0)
 		rc = dlrt_ocitask_build(doc, len, getenv("SLURM_PROCID") ? environ : NULL, &out,
 					&err);

@@ -20,12 +20,13 @@ bench-gpuplan: $(BUILD)/bench/bench_gpuplan
 	BUILD=$(BUILD) bench/gpuplan.sh
 # dlrt-oci-run: oci.conf's RunTimeRun wrapper for Slurm 22.05's srun --container
 # (docs/containers.md): each task's own config.json (tools/ocitask.c, tools/ocijson.c),
-# crun's state folder checked first (tools/ocistate.c).
-LIB_SRCS   += tools/ocijson.c tools/ocitask.c tools/ocistate.c
+# crun's state folder checked first (tools/ocistate.c); with --user, oci.conf's
+# RunTimeQuery/Kill/Delete as the job's user (tools/ociuser.c).
+LIB_SRCS   += tools/ocijson.c tools/ocitask.c tools/ocistate.c tools/ociuser.c
 LIBEXEC    += $(BUILD)/libexec/dlrt-oci-run
 MANPAGES   += docs/man/dlrt-oci-run.8
 FUZZERS    += ocijson
-UNIT_TESTS += $(BUILD)/tests/test_ocitask $(BUILD)/tests/test_ocistate
+UNIT_TESTS += $(BUILD)/tests/test_ocitask $(BUILD)/tests/test_ocistate $(BUILD)/tests/test_ociuser
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-oci-run,tools/dlrt_oci_run_main.c))
 # the unit test runs the program too
 $(BUILD)/tests/test_ocitask $(SAN_BUILD)/tests/test_ocitask: | $(BUILD)/libexec/dlrt-oci-run

@@ -11,18 +11,23 @@
 
 int dlrt_ocitask_read(const char *path, char **data, size_t *len, struct dlrt_err *err)
 {
-	size_t cap = DLRT_OCITASK_MAX_CONFIG + 1, n = 0;
-	char *buf;
-	int fd;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return dlrt_err_errno(err, errno, "cannot open %s", path);
-	buf = malloc(cap + 1);
-	if (!buf) {
-		close(fd);
+	rc = dlrt_ocitask_read_fd(fd, path, data, len, err);
+	close(fd);
+	return rc;
+}
+
+int dlrt_ocitask_read_fd(int fd, const char *path, char **data, size_t *len,
+			 struct dlrt_err *err)
+{
+	size_t cap = DLRT_OCITASK_MAX_CONFIG + 1, n = 0;
+	char *buf = malloc(cap + 1);
+
+	if (!buf)
 		return dlrt_err_set(err, "out of memory reading %s", path);
-	}
 	while (n < cap) {
 		ssize_t got = read(fd, buf + n, cap - n);
 
@@ -31,7 +36,6 @@ int dlrt_ocitask_read(const char *path, char **data, size_t *len, struct dlrt_er
 		if (got < 0) {
 			int e = errno;
 
-			close(fd);
 			free(buf);
 			return dlrt_err_errno(err, e, "cannot read %s", path);
 		}
@@ -39,7 +43,6 @@ int dlrt_ocitask_read(const char *path, char **data, size_t *len, struct dlrt_er
 			break;
 		n += (size_t)got;
 	}
-	close(fd);
 	if (n > DLRT_OCITASK_MAX_CONFIG) {
 		free(buf);
 		return dlrt_err_set(err, "%s is over %u MiB, the most dlrt-oci-run reads", path,

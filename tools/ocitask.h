@@ -28,6 +28,10 @@
  * DLRT_OCITASK_MAX_CONFIG. */
 int dlrt_ocitask_read(const char *path, char **data, size_t *len, struct dlrt_err *err);
 
+/* The same from the file open on fd (`path` names it in messages). */
+int dlrt_ocitask_read_fd(int fd, const char *path, char **data, size_t *len,
+			 struct dlrt_err *err);
+
 /* The task's config.json from config.json (doc[0..len)) into out (initialised
  * by the caller). env NULL (a step without dlrt): doc unchanged, once it is
  * checked to be JSON. env not NULL (an environ-style array): the environment

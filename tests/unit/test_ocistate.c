@@ -3,16 +3,19 @@
  * absent; the job user's own folder taken; a link, a file, a folder others
  * can write, another user's folder, or any of them in a folder others can
  * write (a shared /tmp) or in another user's folder, refused in one line
- * that names the cause and the fix. */
+ * that names the cause and the fix; the user's own group-writable folders on
+ * the way (Slurm 24.11's) lose the group's write and their ACLs; root's with
+ * group write or an ACL refused. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -70,21 +73,6 @@ static void test_root_arg(void)
 		   "the runtime's name itself is not an option");
 }
 
-/* Whether our primary group is ours alone (no other member named), as
- * tools/ocistate.c decides it: Slurm 24.11's 0770 folders are accepted then. */
-static bool our_group_private(void)
-{
-	struct passwd *pw = getpwuid(geteuid());
-	struct group *gr = pw ? getgrgid(pw->pw_gid) : NULL;
-
-	if (!gr || pw->pw_gid != getegid()) /* (our new folders' group is getegid()) */
-		return false;
-	for (char **m = gr->gr_mem; *m; m++)
-		if (strcmp(*m, pw->pw_name))
-			return false;
-	return true;
-}
-
 static void mkdir_mode(const char *rel, mode_t mode)
 {
 	char p[512];
@@ -94,73 +82,151 @@ static void mkdir_mode(const char *rel, mode_t mode)
 	chmod(p, mode);
 }
 
+static int mode_of(const char *rel)
+{
+	char p[512];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", top, rel);
+	return stat(p, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+/* An extended access ACL for `rel` with a named entry rwx for uid 4242 (who
+ * may write when `mask` has w), or a default ACL (`dflt`), set through the xattr itself (no
+ * libacl): the kernel's format, version 2, then (tag, perm, id) entries. */
+static int set_acl(const char *rel, bool dflt, uint16_t mask)
+{
+	struct { uint16_t tag, perm; uint32_t id; } e[] = {
+		{ 0x01, 7, (uint32_t)-1 },	/* ACL_USER_OBJ rwx */
+		{ 0x02, 7, STRANGER },		/* ACL_USER 4242 rwx */
+		{ 0x04, 7, (uint32_t)-1 },	/* ACL_GROUP_OBJ rwx */
+		{ 0x10, mask, (uint32_t)-1 },	/* ACL_MASK */
+		{ 0x20, 5, (uint32_t)-1 },	/* ACL_OTHER r-x */
+	};
+	char buf[4 + sizeof(e)], p[512];
+	uint32_t version = 2;
+
+	memcpy(buf, &version, 4);
+	memcpy(buf + 4, e, sizeof(e));
+	snprintf(p, sizeof(p), "%s/%s", top, rel);
+	return setxattr(p, dflt ? "system.posix_acl_default" : "system.posix_acl_access", buf,
+			sizeof(buf), 0);
+}
+
+static bool acl_there(const char *rel, const char *name)
+{
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/%s", top, rel);
+	return getxattr(p, name, NULL, 0) >= 0;
+}
+
 /* Slurm 24.11: SlurmdSpoolDir/oci-jobJ-S/task-T/, both the user's, group the
- * job's, mode 0770; Slurm 22.05: SlurmdSpoolDir/oci-jobJJJJJ-SSSSS/, 0750. */
-static void test_private_group(void)
+ * job's, mode 0770; Slurm 22.05: SlurmdSpoolDir/oci-jobJJJJJ-SSSSS/, 0750.
+ * Who else is in a group cannot be known (an account whose primary group it
+ * is is in no member list), so the user's own folders lose the group's write
+ * and their ACLs, whatever the group. */
+static void test_group_writable(void)
 {
 	char msg[DLRT_ERR_MAX];
-	bool priv = our_group_private();
 
 	mkdir_mode("step", 0770);
 	mkdir_mode("step/task-0", 0770);
 	mkdir_mode("s2205", 0750);
 	TAP_IS_INT(try("s2205/crun", msg, sizeof(msg)), 0700,
 		   "22.05: in a 0750 folder of ours: taken (%s)", msg);
-	if (!priv) {
-		TAP_IS_INT(try("step/task-0/crun", msg, sizeof(msg)), -1,
-			   "24.11: 0770 folders of ours, our group shared with others: refused");
-		TAP_OK(has(msg, "/step/task-0, which group ") && has(msg, "can write (mode 0770), "
-		       "and that group is not yours alone (") && has(msg, "): submit the job with "
-		       "--gid=<a group of yours alone>, or give each user a private group"),
-		       "%s", msg);
-		return;
-	}
+	TAP_IS_INT(mode_of("s2205"), 0750, "22.05: its folder stays 0750");
 	TAP_IS_INT(try("step/task-0/crun", msg, sizeof(msg)), 0700,
-		   "24.11: 0770 folders of ours, group our private one: taken (%s)", msg);
+		   "24.11: 0770 folders of ours: taken (%s)", msg);
+	TAP_IS_INT(mode_of("step/task-0"), 0750, "24.11: the task's folder loses the group's write");
+	/* (as root, a folder of root's that only root can write ends the walk) */
+	if (geteuid() != 0)
+		TAP_IS_INT(mode_of("step"), 0750, "24.11: and the step's folder");
 	mkdir_mode("step/task-0/open", 0777);
 	TAP_IS_INT(try("step/task-0/open/crun", msg, sizeof(msg)), -1,
 		   "with a folder every user can write on the way: refused");
 	TAP_OK(has(msg, "/open, which other users can write (mode 0777)"), "%s", msg);
+	/* ACLs (a default ACL on SlurmdSpoolDir gives Slurm's folders one): taken off. */
+	mkdir_mode("acl", 0770);
+	mkdir_mode("acl/task-0", 0770);
+	if (set_acl("acl", false, 7) < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP)) {
+		printf("# no ACLs on this filesystem: the ACL tests skipped\n");
+		return;
+	}
+	TAP_IS_INT(set_acl("acl/task-0", false, 7) + set_acl("acl/task-0", true, 7), 0,
+		   "a task folder of ours with an access ACL for uid 4242, and a default ACL");
+	TAP_IS_INT(try("acl/task-0/crun", msg, sizeof(msg)), 0700, "taken (%s)", msg);
+	TAP_OK((geteuid() == 0 || !acl_there("acl", "system.posix_acl_access")) &&
+	       !acl_there("acl/task-0", "system.posix_acl_access") &&
+	       !acl_there("acl/task-0", "system.posix_acl_default") &&
+	       !acl_there("acl/task-0/crun", "system.posix_acl_access"),
+	       "every ACL is taken off the folders on the way and the state folder");
+	TAP_IS_INT(mode_of("acl/task-0"), 0755,
+		   "and the group's write (the mask; others r-x, as the ACL had it)");
 }
 
-/* As root: folders on the way that another group, or another user, can write. */
-static void test_foreign_groups(void)
+/* As a user (run by root through a child that becomes uid 4242): a folder of
+ * root's that its group can write, or with an ACL, is not root's alone; our
+ * Slurm 24.11 layout under a folder of another user's (4243), who could
+ * rename the step's folder away and put theirs in its place, is refused. */
+static void test_roots_group(void)
 {
 	char p[512], msg[DLRT_ERR_MAX];
-	struct group *gr = getgrgid(1);
+	int st = -1, ok = 1;
+	pid_t pid;
 
-	mkdir_mode("fgrp", 0770);
-	snprintf(p, sizeof(p), "%s/fgrp", top);
-	TAP_IS_INT(chown(p, geteuid(), STRANGER), 0, "a 0770 folder of ours, group gid 4242");
-	TAP_IS_INT(try("fgrp/crun", msg, sizeof(msg)), -1, "is refused (no such group)");
-	TAP_OK(has(msg, "/fgrp/crun is in ") && has(msg, "/fgrp, which gid 4242 can write (mode "
-	       "0770), and that group is not yours alone (no such group: who is in it cannot be "
-	       "checked): submit the job with --gid=<a group of yours alone>, or give each user "
-	       "a private group"), "%s", msg);
-	mkdir_mode("fgrp/task-0", 0770);
-	TAP_IS_INT(try("fgrp/task-0/crun", msg, sizeof(msg)), -1,
-		   "one level further down (24.11's step folder): refused too");
-	TAP_OK(has(msg, "/fgrp/task-0/crun is under ") && has(msg, "/fgrp, which gid 4242 can "
-	       "write"), "%s", msg);
-	if (gr) {
-		mkdir_mode("ogrp", 0770);
-		snprintf(p, sizeof(p), "%s/ogrp", top);
-		TAP_IS_INT(chown(p, geteuid(), 1), 0, "a 0770 folder of ours, group %s", gr->gr_name);
-		TAP_IS_INT(try("ogrp/crun", msg, sizeof(msg)), -1, "(not our primary group): refused");
-		TAP_OK(has(msg, "which group ") && has(msg, "(it is not your primary group)"), "%s",
-		       msg);
-	}
-	/* 24.11's layout under a folder of another user's: they could rename
-	 * the step's folder away and put theirs in its place. */
+	mkdir_mode("rg", 0755);
+	mkdir_mode("rg/sp", 0775);
+	mkdir_mode("rg/sp/step", 0700);
+	mkdir_mode("rg/acl", 0755);
+	mkdir_mode("rg/acl/step", 0700);
 	mkdir_mode("gp", 0755);
 	mkdir_mode("gp/step", 0770);
 	mkdir_mode("gp/step/task-0", 0770);
 	snprintf(p, sizeof(p), "%s/gp", top);
-	TAP_IS_INT(chown(p, STRANGER, STRANGER), 0, "our step folder in another user's folder");
-	TAP_IS_INT(try("gp/step/task-0/crun", msg, sizeof(msg)), -1, "is refused");
-	TAP_OK(has(msg, "/gp/step/task-0/crun is under ") && has(msg, "/gp, which belongs to uid "
-	       "4242, who could replace the folders below it: keep it in the step's own folder "
-	       "(%b/crun) under a SlurmdSpoolDir that is root's"), "%s", msg);
+	ok &= chown(p, STRANGER + 1, STRANGER + 1) == 0;
+	snprintf(p, sizeof(p), "%s/gp/step", top);
+	ok &= chown(p, STRANGER, STRANGER) == 0;
+	snprintf(p, sizeof(p), "%s/gp/step/task-0", top);
+	ok &= chown(p, STRANGER, STRANGER) == 0;
+	snprintf(p, sizeof(p), "%s/rg/sp/step", top);
+	ok &= chown(p, STRANGER, STRANGER) == 0;
+	snprintf(p, sizeof(p), "%s/rg/acl/step", top);
+	ok &= chown(p, STRANGER, STRANGER) == 0;
+	snprintf(p, sizeof(p), "%s", top);
+	ok &= chmod(p, 0755) == 0;
+	TAP_OK(ok, "a root's folder 0775 and one with an ACL, each with a step folder of uid "
+	       "4242's, and 0770 step and task folders of 4242's in a folder of 4243's");
+	pid = fork();
+	if (pid == 0) {
+		int acl = set_acl("rg/acl", false, 5) == 0, r1, r2, r3;
+
+		if (setgid(STRANGER) < 0 || setuid(STRANGER) < 0)
+			_exit(9);
+		r1 = try("rg/sp/step/crun", msg, sizeof(msg)) == -1 &&
+		     has(msg, "/rg/sp, which group ") + has(msg, "which gid ") &&
+		     has(msg, "can write (mode 0775), and no one can tell who is in a group") &&
+		     has(msg, "make ") && has(msg, "/rg/sp writable by root alone (chmod g-w)");
+		if (!r1)
+			fprintf(stderr, "# %s\n", msg);
+		r2 = !acl || (try("rg/acl/step/crun", msg, sizeof(msg)) == -1 &&
+			      has(msg, "/rg/acl, which has an access ACL: named users or groups may "
+				  "write it beyond its mode bits") && has(msg, "setfacl -b "));
+		if (!r2)
+			fprintf(stderr, "# %s\n", msg);
+		r3 = try("gp/step/task-0/crun", msg, sizeof(msg)) == -1 &&
+		     has(msg, "/gp/step/task-0/crun is under ") && has(msg, "/gp, which belongs to "
+		     "uid 4243, who could replace the folders below it: keep the step's folder (%b) "
+		     "under a SlurmdSpoolDir that is root's");
+		if (!r3)
+			fprintf(stderr, "# %s\n", msg);
+		_exit(r1 && r2 && r3 ? 0 : 1);
+	}
+	waitpid(pid, &st, 0);
+	TAP_IS_INT(st, 0, "as that user: all three refused, in one line naming the cause and the "
+		   "fix");
+	snprintf(p, sizeof(p), "%s", top);
+	chmod(p, 0700);
 }
 
 int main(void)
@@ -214,7 +280,7 @@ int main(void)
 	mkdir(p, 0700);
 	TAP_IS_INT(try("shared/dlrt-crun-u", msg, sizeof(msg)), -1,
 		   "even when the folder there is ours");
-	test_private_group();
+	test_group_writable();
 
 	{
 		struct dlrt_err err = { "" };
@@ -255,7 +321,7 @@ int main(void)
 	TAP_IS_INT(lchown(p, STRANGER, STRANGER), 0, "(the link is theirs too)");
 	TAP_IS_INT(try("shared/dlrt-crun-w", msg, sizeof(msg)), -1, "is refused");
 	TAP_OK(has(msg, "(a symbolic link of uid 4242 is there now): keep it in"), "%s", msg);
-	test_foreign_groups();
+	test_roots_group();
 	snprintf(p, sizeof(p), "%s/other", top);
 	mkdir(p, 0755);
 	TAP_IS_INT(chown(p, STRANGER, STRANGER), 0, "a folder above of another user's, 0755");

@@ -4,6 +4,7 @@
  * unicode; the network namespace refusal; the runtime's state folder;
  * malformed documents; the size bound. Every output is read back by Python's json (python3 -m json.tool). */
 #include <fcntl.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,7 +318,8 @@ static void test_program(void)
 
 	rc = run((char *[]){ prog, dir, "3", "cat", NULL }, dlrt_env, &out, &err);
 	TAP_IS_INT(rc, 2, "program: no --: usage");
-	TAP_IS_STR(err, "usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n", "program: usage line");
+	TAP_IS_STR(err, "usage: dlrt-oci-run BUNDLE TASK -- RUNTIME ARGS...\n"
+		   "       dlrt-oci-run --user USER -- RUNTIME ARGS...\n", "program: usage lines");
 	free(out);
 	free(err);
 	rc = run((char *[]){ prog, "--help", NULL }, dlrt_env, &out, &err);
@@ -405,6 +407,109 @@ static void test_program(void)
 	free(err);
 }
 
+/* config.json must be root's or ours, a regular file with one link, writable
+ * by no one else (Slurm 24.11's task folder is 0770, group the job's: another
+ * member of that group could have replaced it). */
+static void test_program_config(void)
+{
+	char cfg[256], other[256], *out, *err;
+	char *env[] = { "SLURM_PROCID=0", "PATH=/usr/bin:/bin", NULL };
+	static const struct {
+		const char *how, *want;
+	} cases[] = {
+		{ "link", "/config.json is a symbolic link: another account that could write the "
+			  "step's spool folder may have put it there: submit the job again\n" },
+		{ "0660", "/config.json is writable by other users (mode 0660): another account "
+			  "that could write the step's spool folder (Slurm 24.11 makes it mode "
+			  "0770, group the job's) may have replaced it: submit the job again" },
+		{ "hard", "/config.json has 2 hard links, so it may be another file of yours that "
+			  "others can write: " },
+		{ "4242", "/config.json belongs to uid 4242, not to you or root: another account" },
+	};
+	int rc;
+
+	snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+	snprintf(other, sizeof(other), "%s/other.json", dir);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *how = cases[i].how;
+
+		unlink(cfg);
+		unlink(other);
+		write_text(other, bundle_config, strlen(bundle_config));
+		if (!strcmp(how, "link") && symlink("other.json", cfg) < 0)
+			continue;
+		if (!strcmp(how, "hard") && link(other, cfg) < 0)
+			continue;
+		if (!strcmp(how, "0660") || !strcmp(how, "4242"))
+			write_text(cfg, bundle_config, strlen(bundle_config));
+		if (!strcmp(how, "0660"))
+			chmod(cfg, 0660);
+		if (!strcmp(how, "4242") && (geteuid() != 0 || chown(cfg, 4242, 4242) < 0)) {
+			printf("# config.json of another user's: needs root, skipped\n");
+			continue;
+		}
+		rc = run((char *[]){ prog, dir, "0", "--", "/bin/sh", "-c", "exit 7", NULL }, env,
+			 &out, &err);
+		TAP_IS_INT(rc, 1, "program: config.json %s: refused, the runtime not run", how);
+		TAP_OK(!strncmp(err, "dlrt-oci-run: the container's bundle (%b): ", 43) &&
+		       strstr(err, cases[i].want) && !strchr(err, '\n')[1],
+		       "program: in one line (%s)", err);
+		free(out);
+		free(err);
+	}
+	unlink(other);
+	unlink(cfg);
+	write_text(cfg, bundle_config, strlen(bundle_config));
+}
+
+/* --user USER: oci.conf's RunTimeQuery, Kill and Delete, which slurmstepd runs
+ * as root, become the job's user before the runtime runs. */
+static void test_program_user(void)
+{
+	char *env[] = { "PATH=/usr/bin:/bin", NULL }, *out, *err;
+	struct passwd *pw = getpwuid(geteuid());
+	struct passwd *nobody = getpwnam("nobody");
+	char name[256];
+	int rc;
+
+	if (!pw)
+		return;
+	snprintf(name, sizeof(name), "%s", pw->pw_name);
+	rc = run((char *[]){ prog, "--user", name, "--", "/bin/sh", "-c", "id -u; exit 7", NULL },
+		 env, &out, &err);
+	TAP_IS_INT(rc, 7, "program: --user ourselves: the runtime runs (%s)", err);
+	TAP_IS_INT(atoi(out), (int)geteuid(), "program: as us");
+	free(out);
+	free(err);
+	rc = run((char *[]){ prog, "--user", "no-such-user-dlrt", "--", "true", NULL }, env, &out,
+		 &err);
+	TAP_IS_INT(rc, 1, "program: --user with no such user: 1");
+	TAP_OK(!strncmp(err, "dlrt-oci-run: --user no-such-user-dlrt: no such user (", 54) &&
+	       strstr(err, "give it %u, the job's user, in RunTimeQuery, RunTimeKill and "
+		      "RunTimeDelete of oci.conf\n"), "program: in one line (%s)", err);
+	free(out);
+	free(err);
+	if (!nobody || nobody->pw_uid == geteuid())
+		return;
+	rc = run((char *[]){ prog, "--user", "nobody", "--", "/bin/sh", "-c", "id -u; id -G",
+			     NULL }, env, &out, &err);
+	if (geteuid() == 0) {
+		char want[64];
+
+		snprintf(want, sizeof(want), "%u\n", (unsigned)nobody->pw_uid);
+		TAP_IS_INT(rc, 0, "program: as root, --user nobody: runs (%s)", err);
+		TAP_OK(!strncmp(out, want, strlen(want)) && !strstr(out, "\n0\n") &&
+		       !strstr(out, " 0 ") && !strstr(out, "\n0 "),
+		       "program: as nobody, without root's groups (%s)", out);
+	} else {
+		TAP_IS_INT(rc, 1, "program: as a user, --user another one: 1");
+		TAP_OK(strstr(err, ", neither root nor that user (uid ") != NULL,
+		       "program: in one line (%s)", err);
+	}
+	free(out);
+	free(err);
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -418,6 +523,8 @@ int main(void)
 	test_malformed();
 	test_size();
 	test_program();
+	test_program_config();
+	test_program_user();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", dir);
