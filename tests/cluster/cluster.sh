@@ -102,6 +102,12 @@ PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 JobRequeue=1
 CONF
+		# Slurm 25.11's expedited requeue (docs/checkpoint.md): a job submitted with
+		# --requeue=expedite may start again as soon as it is requeued, instead of
+		# two minutes later; a site allows it here, and t/91 uses it.
+		if slurm_at_least 25 11; then
+			echo "SlurmctldParameters=enable_expedited_requeue"
+		fi
 		for n in $(nodes); do
 			echo "NodeName=$n NodeAddr=$(node_ip "$n") NodeHostname=$n CPUs=16 Sockets=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:4 State=UNKNOWN"
 		done
@@ -165,6 +171,14 @@ CONF
 # Slurm makes %b for the job's user under SlurmdSpoolDir, which only root can
 # write), never in the node's shared /tmp, where another user could create
 # the name first (t/89).
+# slurm_at_least MAJOR MINOR: whether the cluster's Slurm is that release or a later one.
+slurm_at_least() {
+	local v
+	v=$(slurmd -V | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+	set -- "$1" "$2" $v
+	[ "${3:-0}" -gt "$1" ] || { [ "${3:-0}" -eq "$1" ] && [ "${4:-0}" -ge "$2" ]; }
+}
+
 write_oci_conf() {
 	local crun="crun --rootless=true --root=%b/crun --cgroup-manager=disabled" query major
 	# Slurm runs RunTimeQuery, Kill and Delete as root, in slurmstepd's own

@@ -112,13 +112,16 @@ job_field() { scontrol show job -o "$1" 2>/dev/null | grep -oE "(^| )$2=[^ ]*" |
 # start only ~2 minutes later (Slurm's own delay): its start is moved to now, as
 # the admin, 2 s after it was first seen pending for it (a start in the same
 # second as the end of the run before is refused: "Job credential revoked").
+# WAIT_DONE_HELD says whether it was ever seen so (1) or not (0).
 wait_done() {
 	local deadline=$((SECONDS + $2)) st seen=-1
+	WAIT_DONE_HELD=0
 	while [ $SECONDS -lt $deadline ]; do
 		st=$(job_field "$1" JobState)
 		[[ "$st" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL)$ ]] && return 0
 		if [ "$st" = PENDING ] && [ "$(job_field "$1" Reason)" = BeginTime ]; then
 			[ $seen -lt 0 ] && seen=$SECONDS
+			WAIT_DONE_HELD=1
 			[ $((SECONDS - seen)) -ge 2 ] && scontrol update JobId="$1" StartTime=now 2>/dev/null
 		else
 			seen=-1
