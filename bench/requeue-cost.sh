@@ -11,7 +11,9 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 eval "$(tests/cluster/cluster.sh env)"
 U=$DLRT_TEST_USER
-W=$(runuser -u "$U" -- mktemp -d /tmp/dlrt-requeue-cost.XXXXXX) || exit 1
+# On the cluster's shared folder: each node has its own /tmp.
+W=$(mktemp -d "$DLRT_CLUSTER_DIR/work/requeue-cost.XXXXXX") || exit 1
+chown "$U": "$W"
 trap 'rm -rf "$W"' EXIT
 cat >"$W/job.sh" <<'JOB'
 #!/bin/bash

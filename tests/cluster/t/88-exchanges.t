@@ -36,7 +36,12 @@ contract() {
 	CRC=$?
 }
 
-for via in pmix srun; do
+vias="pmix srun"
+if [ -n "$NO_PMIX" ]; then
+	skip "every runtime through Slurm's PMIx: $NO_PMIX"
+	vias=srun
+fi
+for via in $vias; do
 	run_srun -N3 -n6 --dl-runtime=mxnet --dl-servers=2 --dl-exchange=$via --dl-verbose \
 		"$TESTS_BIN/pslite_contract" --timeout-s 20
 	is "$RC:$(grep -c 'rounds ok' "$OUT")" 0:3 "$via: mxnet ps-lite job, 3 workers checked every value" ||
@@ -99,6 +104,9 @@ done
 
 # The choice. Slurm's PMIx admits anyone on a node who states the job owner's uid, so
 # auto takes it only where no other user can be: a job holding its nodes exclusively.
+if [ -n "$NO_PMIX" ]; then
+	skip "auto and --dl-exchange=pmix in --mpi=pmix steps: $NO_PMIX"
+else
 run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
 is "$(carrier)" srun "auto with --mpi=pmix on nodes other users may share: srun's rendezvous"
 like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
@@ -114,6 +122,7 @@ run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-exchange=pmix true
 is "$RC" 0 "--dl-exchange=pmix on shared nodes: the step runs"
 is "$(srun_errors | grep -c 'warning: --dl-exchange=pmix on nodes the job may share')" 1 \
 	"--dl-exchange=pmix on shared nodes: one warning line naming the risk"
+fi
 run_srun -N2 -n2 --mpi=none --dl-runtime=torch --dl-verbose true
 is "$(carrier)" srun "auto with --mpi=none: srun's rendezvous"
 run_srun -N2 -n2 --mpi=none --dl-runtime=torch --dl-exchange=pmix true
@@ -132,7 +141,9 @@ like "$(grep '^address exchange:' "$OUT")" "^address exchange: Slurm's PMIx \(--
 # rendezvous has it as srun's child (dlrt-c10d-store), and so has auto with
 # --mpi=none. Counted while the step runs: its tasks write a file, then wait
 # for the test to be done counting.
-for via in pmix srun auto auto_none; do
+vias="pmix srun auto auto_none"
+[ -z "$NO_PMIX" ] || vias="srun auto_none"
+for via in $vias; do
 	mark="$WORK/running.$via"
 	opt="--dl-exchange=$via"
 	[ "$via" = auto ] && opt="-p whole --exclusive --mpi=pmix --dl-exchange=auto"
@@ -147,9 +158,13 @@ for via in pmix srun auto auto_none; do
 	touch "$mark.done"
 	wait $bg
 done
-is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
+if [ -n "$NO_PMIX" ]; then
+	skip "no rendezvous on srun's host for a PMIx step: $NO_PMIX"
+else
+	is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
+	is "$stores_auto" 0 "auto in an exclusive --mpi=pmix step: srun started no rendezvous"
+fi
 is "$stores_srun" 1 "--dl-exchange=srun: srun's rendezvous ran as srun's child for the step"
-is "$stores_auto" 0 "auto in an exclusive --mpi=pmix step: srun started no rendezvous"
 is "$stores_auto_none" 1 "auto with --mpi=none: srun's rendezvous ran for the step"
 
 done_testing
