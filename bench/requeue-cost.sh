@@ -26,7 +26,9 @@ v=$(srun --version | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
 # measure [SBATCH_OPTION...]: prints the seconds from the requeue to the next start.
 measure() {
 	local job deadline at0 at1
-	job=$(cd "$W" && runuser -u "$U" -- sbatch --parsable -o "$W/job-%j.out" -N1 -n1 -t 1 "$@" \
+	# The job's record goes to $HOME/.dlrt/jobs/JOB/.
+	job=$(cd "$W" && runuser -u "$U" -- env HOME="$W" sbatch --parsable --open-mode=append \
+		-o "$W/job-%j.out" -N1 -n1 -t 1 "$@" \
 		--dl-runtime=torch --dl-signal=USR1@30 --dl-requeue=1 "$W/job.sh") || return 1
 	deadline=$((SECONDS + 420))
 	while [ $SECONDS -lt $deadline ] && ! grep -q '^attempt=1 ' "$W/job-$job.out" 2>/dev/null; do
