@@ -164,13 +164,6 @@ CONF
 	return 1
 }
 
-# Slurm's own containers (srun --container=BUNDLE, docs/containers.md): slurmd
-# reads oci.conf next to slurm.conf at start. crun runs rootless as the job
-# user, with no cgroup of its own (rootless crun cannot manage cgroup v1; the
-# step's limits are Slurm's). Its state is in the step's own folder (%b/crun:
-# Slurm makes %b for the job's user under SlurmdSpoolDir, which only root can
-# write), never in the node's shared /tmp, where another user could create
-# the name first (t/89).
 # The steps' default MPI plugin: Slurm's PMIx where Slurm has its plugin. Debian unstable's
 # slurm-wlm 26.05.5 dropped it (its changelog: "Remove pmix"), and srun refuses every step
 # whose MpiDefault it cannot load, so there it is none (the tests that need PMIx skip).
@@ -190,6 +183,13 @@ slurm_at_least() {
 	[ "${3:-0}" -gt "$1" ] || { [ "${3:-0}" -eq "$1" ] && [ "${4:-0}" -ge "$2" ]; }
 }
 
+# Slurm's own containers (srun --container=BUNDLE, docs/containers.md): slurmd
+# reads oci.conf next to slurm.conf at start. crun runs rootless as the job
+# user, with no cgroup of its own (rootless crun cannot manage cgroup v1; the
+# step's limits are Slurm's). Its state is in the step's own folder (%b/crun:
+# Slurm makes %b for the job's user under SlurmdSpoolDir, which only root can
+# write), never in the node's shared /tmp, where another user could create
+# the name first (t/89).
 write_oci_conf() {
 	local crun="crun --rootless=true --root=%b/crun --cgroup-manager=disabled" query major
 	# Slurm runs RunTimeQuery, Kill and Delete as root, in slurmstepd's own
