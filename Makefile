@@ -7,6 +7,8 @@
 #   make check           install dependencies, bring up the local cluster, run every test
 #   make check-debian13  the same on Debian 13 (Slurm 24.11) in a debootstrapped root;
 #                        check-debian13-core: its core set (tests/debian13/check.sh)
+#   make check-sid       the same on Debian unstable (Slurm 26.05); check-sid-core: its
+#                        smaller core set
 #   make check-scale     bring up a 16-node cluster, run t/82-scale.t across it, take it down
 #   make demo            install dependencies, bring up the local cluster, run an example job
 #   make check-layout    the folder rules: no folder includes one above it nor links one its
@@ -114,7 +116,7 @@ endef
 define dlrt_cxx_program
 $(1): $(2)
 	@mkdir -p $$(@D)
-	$$(CXX) $$(DLRT_CXXFLAGS) $$(CXXFLAGS) -o $$@ $$^ $(3)
+	$$(CXX) -I. $$(DLRT_CXXFLAGS) $$(CXXFLAGS) -o $$@ $$^ $(3)
 endef
 
 # MODULES can be narrowed to build a subset while other parts are mid-change.
@@ -231,6 +233,17 @@ check-debian13-core: debian13-root models
 	tests/debian13/root.sh run tests/debian13/check.sh core
 check-debian13: debian13-root models
 	tests/debian13/root.sh run tests/debian13/check.sh all
+
+# Debian unstable (Slurm 26.05, PMIx 7, Open MPI 6, gcc 16, torch 2.14) the same way, in its
+# own cache (tests/debian13/root.sh --release sid). check-sid-core: sid's core set, smaller
+# than Debian 13's (every runtime once, both exchanges, MPI, the packages: check.sh says which).
+.PHONY: sid-root check-sid check-sid-core
+sid-root:
+	tests/debian13/root.sh --release sid build
+check-sid-core: sid-root models
+	tests/debian13/root.sh --release sid run tests/debian13/check.sh core
+check-sid: sid-root models
+	tests/debian13/root.sh --release sid run tests/debian13/check.sh all
 
 # The 16-node test (t/82-scale.t) on its own 16-node cluster, taken down afterwards whatever
 # the result: too heavy for CI's 2 cores next to `make check`, which keeps its 3 nodes.

@@ -183,7 +183,7 @@ static void take(struct dlrt_logrelay *r, int s, const char *p, size_t n)
 {
 	while (n > 0) {
 		size_t room = DLRT_LOGRELAY_LINE - r->len[s], k = n < room ? n : room;
-		char *nl = memchr(p, '\n', k);
+		const char *nl = memchr(p, '\n', k);
 
 		if (nl)
 			k = (size_t)(nl - p) + 1;

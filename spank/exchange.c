@@ -36,6 +36,7 @@
 #include "common/buf.h"
 #include "common/clock.h"
 #include "common/crypto.h"
+#include "common/slurm_compat.h"
 #include "exchange.h"
 #include "exchange_via.h"
 #include "exchange/exchange_reply.h"
@@ -490,7 +491,7 @@ static bool job_nodes_private(spank_t sp)
 
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
 		return false;
-	if (slurm_load_job(&msg, job, SHOW_ALL) == SLURM_SUCCESS && msg && msg->record_count >= 1) {
+	if (dlrt_slurm_load_job(&msg, job, SHOW_ALL) == SLURM_SUCCESS && msg && msg->record_count >= 1) {
 		uint16_t shared = msg->job_array[0].shared;
 
 		private = shared == JOB_SHARED_NONE || shared == JOB_SHARED_USER;

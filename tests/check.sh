@@ -1,15 +1,18 @@
 #!/bin/bash
 # check.sh - what `make check` runs after `make deps`: on the host (Debian 12, Slurm 22.05)
 # the layout rules, the build, the unit tests, the fuzz smoke run and every cluster test; on
-# Debian 13 (Slurm 24.11) the core set of cluster tests with the unit tests of the package
-# build (what make check-debian13-core runs), in the root that tests/debian13/root.sh makes.
+# Debian 13 (Slurm 24.11) and on Debian unstable (sid: Slurm 26.05) each release's core set of
+# cluster tests with the unit tests of the package build (what make check-debian13-core and
+# make check-sid-core run), in the roots that tests/debian13/root.sh makes.
 #
-# Debian 13 runs beside Debian 12 rather than after it, so that both fit in CI's time on two
-# cores: its root is made (or brought up to date) in the background from the start (from
-# nothing, about 11 minutes of downloads and unpacking), and its cluster tests run while the
-# host's do, each on its own cluster (the root's has its own network and PID namespaces).
-# The tests hold no timing in pass/fail, so the shared cores slow them and fail none. Debian
-# 13's output goes to build/debian13.log and is shown when Debian 12's suite has ended.
+# The two roots run beside Debian 12 rather than after it, so that all three fit in CI's time
+# on two cores: both roots are made (or brought up to date) in the background from the start
+# (from nothing, about 11 minutes of downloads and unpacking each, at once), then Debian 13's
+# core set runs while the host's tests do, each on its own cluster (a root's has its own
+# network and PID namespaces), and sid's smaller core set after Debian 13's, so that no more
+# than two clusters share the cores. The tests hold no timing in pass/fail, so the shared
+# cores slow them and fail none. The roots' output goes to build/debian13.log and
+# build/sid.log and is shown when Debian 12's suite has ended.
 #
 # Every part runs even when an earlier one failed, so one run tells everything; the exit
 # status is the first failure's.
@@ -17,8 +20,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
 mkdir -p build
-d13_log=build/debian13.log
+d13_log=build/debian13.log sid_log=build/sid.log
 : >"$d13_log"
+: >"$sid_log"
 
 status=0
 fail() { # fail RC WHAT
@@ -33,42 +37,70 @@ part() { # part NAME CMD...
 	[ "$rc" -eq 0 ] || fail "$rc" "$*"
 }
 
-# Debian 13 in the background: the root, then (once the host's build has made the models it
-# takes along, which would cost the root minutes of training) the core set.
-models_ready=build/.check-models-ready
-rm -f "$models_ready"
-(
-	tests/debian13/root.sh build || exit
+# The roots in the background, then (once the host's build has made the models they take
+# along, which would cost each root minutes of training) Debian 13's core set, then sid's.
+# Each part leaves its exit status in a file when it ends (the next waits for it: siblings
+# cannot wait for each other); a part killed with this script leaves none, and the EXIT trap
+# kills them all.
+models_ready=build/.check-models-ready sid_root_done=build/.check-sid-root d13_done=build/.check-d13
+rm -f "$models_ready" "$sid_root_done" "$d13_done"
+wait_models() {
 	while [ ! -e "$models_ready" ]; do sleep 5; done
-	[ -s "$models_ready" ] || exit 1 # the host's build failed: nothing to test
+	[ -s "$models_ready" ] # empty: the host's build failed, nothing to test
+}
+(
+	rc=0
+	tests/debian13/root.sh --release sid build || rc=$?
+	echo "$rc" >"$sid_root_done"
+) >"$sid_log" 2>&1 &
+sid_root_pid=$!
+(
+	rc=0
 	# root.sh itself, not make check-debian13-core: no second make in this tree while the
 	# host's builds in it (the root copies the sources and the models, not build/).
-	tests/debian13/root.sh run tests/debian13/check.sh core
+	{ tests/debian13/root.sh build && wait_models &&
+		tests/debian13/root.sh run tests/debian13/check.sh core; } || rc=$?
+	echo "$rc" >"$d13_done"
+	exit "$rc"
 ) >"$d13_log" 2>&1 &
 d13_pid=$!
-# Ended with this script (a signal, an interrupted make): the root's namespace ends with its
+(
+	while [ ! -e "$sid_root_done" ] || [ ! -e "$d13_done" ]; do sleep 5; done
+	[ "$(cat "$sid_root_done")" = 0 ] || exit 1 # its log says why
+	wait_models && tests/debian13/root.sh --release sid run tests/debian13/check.sh core
+) >>"$sid_log" 2>&1 &
+sid_pid=$!
+# Ended with this script (a signal, an interrupted make): a root's namespace ends with its
 # runner (root.sh: --kill-child), a half-made root is redone by the next build.
-trap 'kill "$d13_pid" 2>/dev/null' EXIT
+trap 'kill "$d13_pid" "$sid_pid" "$sid_root_pid" 2>/dev/null' EXIT
 
 part "Debian 12: layout rules" "$MAKE" check-layout
 part "Debian 12: build" "$MAKE" all models
 [ "$status" -eq 0 ] && echo ok >"$models_ready" || : >"$models_ready"
-echo "check.sh: Debian 13 runs in the background meanwhile (build/debian13.log)"
+echo "check.sh: Debian 13, then sid, run in the background meanwhile (build/debian13.log, build/sid.log)"
 part "Debian 12: unit tests (plain, ASan/UBSan)" "$MAKE" unit
 part "Debian 12: fuzz smoke run" "$MAKE" fuzz-smoke
 part "Debian 12: every cluster test" "$MAKE" cluster-test
 
-echo "check.sh: Debian 12 done; waiting for Debian 13"
-rc=0
-wait "$d13_pid" || rc=$?
+# show_root PID NAME LOG WHAT: wait for a root's part, then the end of its log (all of it
+# when it failed).
+show_root() {
+	local rc=0
+	wait "$1" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		echo "---- $2, the end of $3"
+		tail -n 60 "$3"
+	else
+		echo "---- $2 ($3)"
+		cat "$3"
+		fail "$rc" "$2: $4"
+	fi
+}
+echo "check.sh: Debian 12 done; waiting for Debian 13 and sid"
+show_root "$d13_pid" "Debian 13" "$d13_log" "root.sh build, then root.sh run tests/debian13/check.sh core"
+wait "$sid_root_pid" 2>/dev/null || true
+show_root "$sid_pid" "Debian unstable (sid)" "$sid_log" \
+	"root.sh --release sid build, then root.sh --release sid run tests/debian13/check.sh core"
 trap - EXIT
-if [ "$rc" -eq 0 ]; then
-	echo "---- Debian 13, the end of build/debian13.log"
-	tail -n 60 "$d13_log"
-else
-	echo "---- Debian 13 (build/debian13.log)"
-	cat "$d13_log"
-	fail "$rc" "Debian 13: root.sh build, then root.sh run tests/debian13/check.sh core"
-fi
-rm -f "$models_ready"
+rm -f "$models_ready" "$sid_root_done" "$d13_done"
 exit "$status"

@@ -36,6 +36,7 @@
 
 #include "common/parse.h"
 #include "common/privdir.h"
+#include "common/slurm_compat.h"
 #include "runtime/hangwhere.h"
 #include "logs/logline.h"
 #include "runtime/lifecycle.h"
@@ -138,7 +139,7 @@ static int load_job(struct watch *w, struct dlrt_lc_job *j)
 	j->now = time(NULL);
 	/* libslurm's error is in errno (Slurm 24.11 has no slurm_get_errno). */
 	errno = 0;
-	if (slurm_load_job(&msg, w->job, SHOW_ALL) == SLURM_SUCCESS && msg &&
+	if (dlrt_slurm_load_job(&msg, w->job, SHOW_ALL) == SLURM_SUCCESS && msg &&
 	    msg->record_count >= 1) {
 		const job_info_t *ji = &msg->job_array[0];
 
@@ -324,7 +325,7 @@ static void requeue_now(struct watch *w, const struct dlrt_lc_job *j)
 		       "(--dl-requeue=%u)", w->attempt, (long)(j->end_time - j->now), w->pol.requeue);
 		return;
 	}
-	if (slurm_requeue(w->job, 0) != SLURM_SUCCESS) {
+	if (dlrt_slurm_requeue(w->job, 0) != SLURM_SUCCESS) {
 		record(w, "attempt=%u requeue refused: %s (was the job submitted with "
 		       "--no-requeue?)", w->attempt, slurm_strerror(errno));
 		return;
@@ -675,7 +676,7 @@ static void report_hang(struct watch *w, time_t last, time_t now)
 	if (!has0)
 		return;
 	sleep(3); /* the tracebacks first */
-	slurm_signal_job_step(w->job, w->step, SIGKILL);
+	dlrt_slurm_signal_step(w->job, w->step, SIGKILL);
 }
 
 /* Whether the checkpoint folder is the user's own, 0700 as the tasks made it

@@ -144,7 +144,7 @@ int64_t dlrt_coord_tick(struct dlrt_evloop *loop, void *arg)
 		struct jrt *r = &c->jr[ji];
 		struct dlrt_infer_job *j = &c->st.jobs[ji];
 		uint64_t q = 0, qall = 0, qc_now = 0, qwin = 0;
-		double occ = 0, held = 0, age, occ_now = 0, hold = 0, hold_now = 0;
+		double occ = 0, held = 0, age, hold = 0, hold_now = 0;
 		int nb_now = 0;
 		uint32_t samples = 0;
 		int slot;
@@ -174,7 +174,6 @@ int64_t dlrt_coord_tick(struct dlrt_evloop *loop, void *arg)
 			samples += r->bsamples[i];
 			if (r->bucket[i] >= bmin) {
 				q += r->bq[i];
-				occ_now += r->bocc[i];
 				qc_now += r->bqc[i];
 				hold_now += r->bhold[i];
 				nb_now++;

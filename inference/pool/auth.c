@@ -10,7 +10,10 @@
 
 #include "common/crypto.h"
 
-static const char MAGIC[16] = "DLRT-INFER-AUTH1";
+/* The transcript's first 16 bytes: the string without its NUL. */
+static const char MAGIC[] = "DLRT-INFER-AUTH1";
+#define MAGIC_LEN (sizeof(MAGIC) - 1)
+_Static_assert(MAGIC_LEN == 16, "the transcript starts with 16 bytes of magic");
 
 const char *dlrt_auth_mode_name(unsigned mode)
 {
@@ -23,8 +26,8 @@ void dlrt_auth_transcript(uint8_t out[DLRT_AUTH_TRANSCRIPT], uint8_t mode,
 {
 	size_t o = 0;
 
-	memcpy(out, MAGIC, sizeof(MAGIC));
-	o += sizeof(MAGIC);
+	memcpy(out, MAGIC, MAGIC_LEN);
+	o += MAGIC_LEN;
 	out[o++] = mode;
 	memcpy(out + o, snonce, DLRT_AUTH_NONCE);
 	o += DLRT_AUTH_NONCE;

@@ -3,15 +3,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include <slurm/slurm.h>
-
-/* Slurm 23.02 named the iterator list_itr_t (a struct, used through a
- * pointer) and 24.11 dropped the old pointer typedef ListIterator. */
-#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 2, 0)
-typedef list_itr_t *dlrt_list_itr;
-#else
-typedef ListIterator dlrt_list_itr;
-#endif
+#include "common/slurm_compat.h"
 
 int dlrt_hvd_steppids_write(int fd, void *arg)
 {

@@ -88,7 +88,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
-MpiDefault=pmix
+MpiDefault=$(slurm_mpi_default)
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 ReturnToService=2
@@ -105,6 +105,12 @@ PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 JobRequeue=1
 CONF
+		# Slurm 25.11's expedited requeue (docs/checkpoint.md): a job submitted with
+		# --requeue=expedite may start again as soon as it is requeued, instead of
+		# two minutes later; a site allows it here, and t/91 uses it.
+		if slurm_at_least 25 11; then
+			echo "SlurmctldParameters=enable_expedited_requeue"
+		fi
 		for n in $(nodes); do
 			echo "NodeName=$n NodeAddr=$(node_ip "$n") NodeHostname=$n CPUs=16 Sockets=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=8000 Gres=gpu:4 State=UNKNOWN"
 		done
@@ -159,6 +165,25 @@ CONF
 	fi
 	rm -f "$conf"
 	return 1
+}
+
+# The steps' default MPI plugin: Slurm's PMIx where Slurm has its plugin. Debian unstable's
+# slurm-wlm 26.05.5 dropped it (its changelog: "Remove pmix"), and srun refuses every step
+# whose MpiDefault it cannot load, so there it is none (the tests that need PMIx skip).
+slurm_mpi_default() {
+	local d
+	for d in /usr/lib/*/slurm-wlm /usr/lib64/slurm /usr/lib/slurm; do
+		[ -e "$d/mpi_pmix.so" ] && { echo pmix; return; }
+	done
+	echo none
+}
+
+# slurm_at_least MAJOR MINOR: whether the cluster's Slurm is that release or a later one.
+slurm_at_least() {
+	local v
+	v=$(slurmd -V | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+	set -- "$1" "$2" $v
+	[ "${3:-0}" -gt "$1" ] || { [ "${3:-0}" -eq "$1" ] && [ "${4:-0}" -ge "$2" ]; }
 }
 
 # Slurm's own containers (srun --container=BUNDLE, docs/containers.md): slurmd

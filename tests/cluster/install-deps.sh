@@ -2,16 +2,23 @@
 # install-deps.sh - install every Debian package dlrt needs to build, test and demo.
 #
 # Idempotent: packages already present are skipped, so `make check` can call it every time.
-# Needs root on Debian 12 (bookworm) or 13 (trixie: tests/debian13/root.sh runs it in its root).
+# Needs root on Debian 12 (bookworm), 13 (trixie) or unstable (sid): tests/debian13/root.sh runs
+# it in the roots of the last two.
 # This is the only place that installs anything.
 set -euo pipefail
 
 . /etc/os-release
-case "${VERSION_CODENAME:-}" in
+release=${VERSION_CODENAME:-}
+# Unstable calls itself by the name of the next release (os-release's codename is testing's;
+# /etc/debian_version says "forky/sid"), which changes when that one is released.
+case "$(cat /etc/debian_version 2>/dev/null)" in */sid) release=sid ;; esac
+case "$release" in
 bookworm) CLANG_RT=libclang-rt-14-dev RELEASE_EXTRA=() ;;
 # Podman 5's rootless network is pasta (passt); clang 19 is trixie's default.
 trixie) CLANG_RT=libclang-rt-19-dev RELEASE_EXTRA=(passt) ;;
-*) echo "install-deps.sh: Debian ${VERSION_CODENAME:-?} is not one dlrt is tested on (bookworm, trixie)" >&2; exit 1 ;;
+# Unstable's default clang moves: libclang-rt-dev follows it.
+sid) CLANG_RT=libclang-rt-dev RELEASE_EXTRA=(passt) ;;
+*) echo "install-deps.sh: Debian ${VERSION_CODENAME:-?} is not one dlrt is tested on (bookworm, trixie, sid)" >&2; exit 1 ;;
 esac
 
 PACKAGES=(

@@ -1,30 +1,50 @@
 #!/bin/bash
-# root.sh - a Debian 13 (trixie: Slurm 24.11, PMIx 5, Open MPI 5, torch 2.6) root for dlrt's
-# tests, made with debootstrap from the same package registry as the host, and commands run in it.
+# root.sh - a Debian root of another release for dlrt's tests, made with debootstrap from the
+# same package registry as the host, and commands run in it. Two releases:
 #
-#   root.sh build          make the cached root, or bring its packages up to date (needs network)
-#   root.sh run CMD...     run CMD (a bash command line) in a fresh copy of the root: the
-#                          working tree's clean copy is at /src; own mount, network, PID and
-#                          UTS namespaces; nothing is mounted on the host, and when CMD ends
-#                          every process it started ends with it (the PID namespace's init dies)
-#   root.sh shell          an interactive shell there (run bash)
-#   root.sh clean          remove the cache
+#   debian13 (the default)  trixie: Slurm 24.11, PMIx 5, Open MPI 5, gcc 14, torch 2.6
+#   sid                     Debian unstable: Slurm 26.05, PMIx 7 (rc), Open MPI 6 (rc), gcc 16,
+#                           torch 2.14
 #
-# The cache ($DLRT_D13_CACHE, default /var/cache/dlrt/debian13) holds root/, made once by
-# debootstrap and then tests/cluster/install-deps.sh run inside it (the same list of packages as
-# the host's, with the names trixie changed); it is rebuilt only when install-deps.sh changes.
+#   root.sh [--release R] CMD, where CMD is:
+#   build          make the cached root, or bring its packages up to date (needs network)
+#   run CMD...     run CMD (a bash command line) in a fresh copy of the root: the
+#                  working tree's clean copy is at /src; own mount, network, PID and
+#                  UTS namespaces; nothing is mounted on the host, and when CMD ends
+#                  every process it started ends with it (the PID namespace's init dies)
+#   shell          an interactive shell there (run bash)
+#   clean          remove the cache
+#
+# Each release has its own cache ($DLRT_D13_CACHE, default /var/cache/dlrt/debian13;
+# $DLRT_SID_CACHE, default /var/cache/dlrt/sid) holding root/, made once by debootstrap and then
+# tests/cluster/install-deps.sh run inside it (the same list of packages as the host's, with the
+# names the release changed); it is redone only when install-deps.sh changes. The registry's
+# copy of unstable's index is weeks old: its Release file's Valid-Until has passed, so sid's apt
+# is told not to check it (a file in the root's /etc/apt/apt.conf.d).
 # `run` never writes to it: the root is mounted read-only under an overlay whose writable layer
 # is a scratch folder removed on every exit path, so every run starts from the same root.
 set -euo pipefail
 
-SUITE=trixie
-MIRROR=${DLRT_D13_MIRROR:-http://deb.debian.org/debian}
-CACHE=${DLRT_D13_CACHE:-/var/cache/dlrt/debian13}
+die() { echo "root.sh: $*" >&2; exit 1; }
+RELEASE=debian13
+if [ "${1:-}" = --release ]; then
+	RELEASE=${2:-}
+	shift 2 || die "usage: root.sh [--release debian13|sid] build|run CMD...|shell|clean"
+fi
+# Per release: the suite, the cache, the name the root's host has, whether apt checks the
+# index's Valid-Until, and the variables' prefix (DLRT_D13_*, DLRT_SID_*).
+case "$RELEASE" in
+debian13) SUITE=trixie V=D13 NAME=dlrt-d13 CHECK_VALID=true ;;
+sid) SUITE=sid V=SID NAME=dlrt-sid CHECK_VALID=false ;;
+*) die "unknown release '$RELEASE': debian13 or sid" ;;
+esac
+var() { local n="DLRT_${V}_$1"; echo "${!n:-$2}"; }
+MIRROR=$(var MIRROR http://deb.debian.org/debian)
+CACHE=$(var CACHE "/var/cache/dlrt/$RELEASE")
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
 DEPS=$TOP/tests/cluster/install-deps.sh
-MODELS=${DLRT_D13_MODELS:-$TOP/build/models}
-die() { echo "root.sh: $*" >&2; exit 1; }
+MODELS=$(var MODELS "$TOP/build/models")
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, namespaces, mounts): re-run with sudo"
 
@@ -60,8 +80,11 @@ cmd_build() {
 		echo "root.sh: debootstrap $SUITE from $MIRROR into $root (a few minutes)"
 		debootstrap --variant=minbase --include=ca-certificates "$SUITE" "$root.new" "$MIRROR" \
 			>"$CACHE/debootstrap.log" 2>&1 ||
-			die "debootstrap failed: see $CACHE/debootstrap.log (the mirror is DLRT_D13_MIRROR=$MIRROR)"
+			die "debootstrap failed: see $CACHE/debootstrap.log (the mirror is DLRT_${V}_MIRROR=$MIRROR)"
 		mv "$root.new" "$root"
+	fi
+	if [ "$CHECK_VALID" = false ]; then
+		printf 'Acquire::Check-Valid-Until "false";\n' >"$root/etc/apt/apt.conf.d/99dlrt-valid-until"
 	fi
 	# Packages' scripts start no daemon in the root: the tests start their own.
 	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
@@ -85,11 +108,11 @@ copy_tree() {
 
 cmd_run() {
 	[ $# -gt 0 ] || die "usage: root.sh run CMD..."
-	[ -f "$CACHE/stamp" ] || die "no root at $CACHE/root yet: run 'root.sh build' first"
+	[ -f "$CACHE/stamp" ] || die "no root at $CACHE/root yet: run 'root.sh --release $RELEASE build' first"
 	[ "$(cat "$CACHE/stamp")" = "$(stamp)" ] ||
-		echo "root.sh: warning: $CACHE/root predates the current install-deps.sh: run 'root.sh build'" >&2
+		echo "root.sh: warning: $CACHE/root predates the current install-deps.sh: run 'root.sh --release $RELEASE build'" >&2
 	# Global: the EXIT trap runs after this function has returned.
-	SCRATCH=$(mktemp -d "${DLRT_D13_SCRATCH:-/var/tmp}/dlrt-d13.XXXXXX")
+	SCRATCH=$(mktemp -d "$(var SCRATCH /var/tmp)/$NAME.XXXXXX")
 	local scratch=$SCRATCH
 	# Every exit path (CMD's status, a signal, a failure here) removes the scratch folder; the
 	# mounts live only in the namespace, which ends with its last process.
@@ -111,9 +134,9 @@ cmd_run() {
 	# process in the namespace) goes too. In the background, so that a signal to this
 	# script is handled at once: it ends the namespace, then the EXIT trap cleans up.
 	unshare --mount --net --pid --uts --ipc --fork --kill-child --propagation private -- bash -euc '
-		s=$1 lower=$2; shift 2
+		s=$1 lower=$2 name=$3 cid=$4; shift 4
 		r=$s/merged
-		mount -t overlay -o "lowerdir=$lower,upperdir=$s/upper,workdir=$s/work" dlrt-d13 "$r"
+		mount -t overlay -o "lowerdir=$lower,upperdir=$s/upper,workdir=$s/work" "$name" "$r"
 		mount -t proc proc "$r/proc"
 		mount -t sysfs sysfs "$r/sys"
 		mount --rbind /sys/fs/cgroup "$r/sys/fs/cgroup" 2>/dev/null || true
@@ -129,8 +152,8 @@ cmd_run() {
 		mount -t tmpfs -o mode=0755 tmpfs "$r/run"
 		mkdir -p "$r/run/lock" "$r/run/netns"
 		ln -sfn /run "$r/var/run" 2>/dev/null || true
-		hostname dlrt-d13
-		printf "127.0.0.1 localhost\n127.0.1.1 dlrt-d13\n" >"$r/etc/hosts"
+		hostname "$name"
+		printf "127.0.0.1 localhost\n127.0.1.1 %s\n" "$name" >"$r/etc/hosts"
 		ip link set lo up 2>/dev/null || true
 		# pivot_root, not chroot: the kernel refuses a user namespace to a
 		# chrooted process (EPERM), and rootless crun and ch-run need one.
@@ -139,9 +162,9 @@ cmd_run() {
 		pivot_root . .dlrt-oldroot
 		umount -l /.dlrt-oldroot
 		exec /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-			HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DLRT_CLUSTER_ID="${DLRT_D13_CLUSTER_ID:-1}" \
+			HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" DLRT_CLUSTER_ID="$cid" \
 			bash -c "cd /src && $*"
-	' root_run "$scratch" "$CACHE/root" "$@" <&0 &
+	' root_run "$scratch" "$CACHE/root" "$NAME" "$(var CLUSTER_ID 1)" "$@" <&0 &
 	NS_PID=$!
 	trap 'kill -KILL "$NS_PID" 2>/dev/null; wait "$NS_PID"; exit 130' INT TERM HUP
 	wait "$NS_PID"
@@ -152,5 +175,5 @@ build) cmd_build ;;
 run) shift; cmd_run "$*" ;;
 shell) TERM=${TERM:-dumb} cmd_run "exec bash -i" ;;
 clean) rm -rf --one-file-system "$CACHE" ;;
-*) echo "usage: $0 build|run CMD...|shell|clean" >&2; exit 2 ;;
+*) echo "usage: $0 [--release debian13|sid] build|run CMD...|shell|clean" >&2; exit 2 ;;
 esac

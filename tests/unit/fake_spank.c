@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/slurm_compat.h"
+
 #define NOPTS 64
 #define NVARS 64
 
@@ -175,7 +177,7 @@ void slurm_info(const char *fmt, ...) { (void)fmt; }
 /* libslurm, as srun exports it (spank/exchange.c asks slurmctld whether the
  * job holds its nodes alone): this host has no controller, so every job
  * counts as sharing its nodes. */
-int slurm_load_job(job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags)
+int slurm_load_job(job_info_msg_t **resp, dlrt_slurm_job_ref job_id, uint16_t show_flags)
 {
 	(void)job_id;
 	(void)show_flags;

@@ -2,6 +2,7 @@
 # MPI programs keep working under dlrt: the plugin opens no PMIx session in their
 # tasks, so Open MPI's own PMIx wire-up in MPI_Init succeeds.
 . "$(dirname "$0")/../lib.sh"
+skip_all_without_pmix
 
 # Horovod runs MPI programs in its MPI mode (its default, gloo, hands out a driver instead);
 # Caffe2's MPI rendezvous needs no helper store, so no PMIx session: --dl-store=file:.

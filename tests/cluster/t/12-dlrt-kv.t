@@ -3,6 +3,7 @@
 # for MPI programs started through a script: DLRT_EXCHANGE=none leaves the
 # wire-up to MPI.
 . "$(dirname "$0")/../lib.sh"
+skip_all_without_pmix
 
 run_batch -N3 -n3 <<'JOB'
 #!/bin/bash

@@ -4,6 +4,7 @@
 # (Open MPI's MPI_Init would fail after one, see docs/ARCHITECTURE.md), starts no
 # driver and sets no gloo variable; the slot variables are the ones MPI derives.
 . "$(dirname "$0")/../lib.sh"
+skip_all_without_pmix
 
 run_batch -N3 -n7 --dl-runtime=horovod --dl-horovod=mpi --dl-verbose <<JOB
 #!/bin/bash

@@ -9,6 +9,7 @@
 # for 40 s, past the end of Slurm's retries of those requests, which is when
 # the kill came (before the fix: killed in 3 of 3 runs this long, 6 to 33 s in).
 . "$(dirname "$0")/../lib.sh"
+skip_all_without_pmix
 
 run_srun -N2 -n2 --mpi=pmix bash -c 'if [ "$SLURM_PROCID" = 0 ]; then exit 0; fi
 	dlrt-kv --timeout 10 linger 0 never 8; echo "linger rc=$?"; sleep 40; echo still here'

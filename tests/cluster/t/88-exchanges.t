@@ -41,7 +41,12 @@ contract() {
 	CRC=$?
 }
 
-for via in pmix srun; do
+vias="pmix srun"
+if [ -n "$NO_PMIX" ]; then
+	skip "every runtime through Slurm's PMIx: $NO_PMIX"
+	vias=srun
+fi
+for via in $vias; do
 	run_srun -N3 -n6 --dl-runtime=mxnet --dl-servers=2 --dl-exchange=$via --dl-verbose \
 		"$TESTS_BIN/pslite_contract" --timeout-s 20
 	is "$RC:$(grep -c 'rounds ok' "$OUT")" 0:3 "$via: mxnet ps-lite job, 3 workers checked every value" ||
@@ -106,31 +111,35 @@ done
 # auto takes it only where no other user can be: a job holding its nodes exclusively
 # on a cluster whose process tracking ends every job's processes (proctrack/cgroup).
 # This cluster's proctrack/linuxproc does not: srun's rendezvous, with --exclusive too.
-run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
-is "$(carrier)" srun "auto with --mpi=pmix on nodes other users may share: srun's rendezvous"
-like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
-	"address exchange through srun's rendezvous: auto, and other users may be on the job's nodes" \
-	"--dl-verbose: srun says which carrier and why"
-run_srun -p whole -N2 -n2 --exclusive --mpi=pmix --dl-runtime=torch --dl-verbose true
-is "$(carrier)" srun "auto with --exclusive under proctrack/linuxproc: srun's rendezvous"
-like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
-	"address exchange through srun's rendezvous: auto, and the job holds its nodes alone, but with ProctrackType=proctrack/linuxproc .*only proctrack/cgroup" \
-	"--dl-verbose: srun names the process tracking as the reason"
-run_srun -p whole -N2 -n2 --exclusive=user --mpi=pmix --dl-runtime=torch --dl-verbose true
-is "$(carrier)" srun "auto with --exclusive=user under proctrack/linuxproc: srun's rendezvous"
-run_srun -p whole -N2 -n2 --exclusive --mpi=pmix --dl-runtime=torch --dl-exchange=pmix --dl-verbose true
-is "$RC:$(carrier)" 0:pmix "--dl-exchange=pmix with --exclusive: Slurm's PMIx carries it"
-like "$(srun_errors | grep 'warning: --dl-exchange=pmix')" \
-	"warning: --dl-exchange=pmix, though the job holds its nodes alone, but with ProctrackType=proctrack/linuxproc" \
-	"... with one warning naming the process tracking"
-unlike "$(srun_errors | grep 'warning: --dl-exchange=pmix')" "use --exclusive" \
-	"... which does not advise --exclusive to a job that has it"
-run_srun -p whole -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
-is "$(carrier)" srun "auto on a partition that lets jobs share nodes, without --exclusive: srun's rendezvous"
-run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-exchange=pmix true
-is "$RC" 0 "--dl-exchange=pmix on shared nodes: the step runs"
-is "$(srun_errors | grep -c 'warning: --dl-exchange=pmix, though other users may be on the job.s nodes')" 1 \
-	"--dl-exchange=pmix on shared nodes: one warning line naming the risk"
+if [ -n "$NO_PMIX" ]; then
+	skip "auto and --dl-exchange=pmix in --mpi=pmix steps: $NO_PMIX"
+else
+	run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
+	is "$(carrier)" srun "auto with --mpi=pmix on nodes other users may share: srun's rendezvous"
+	like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
+		"address exchange through srun's rendezvous: auto, and other users may be on the job's nodes" \
+		"--dl-verbose: srun says which carrier and why"
+	run_srun -p whole -N2 -n2 --exclusive --mpi=pmix --dl-runtime=torch --dl-verbose true
+	is "$(carrier)" srun "auto with --exclusive under proctrack/linuxproc: srun's rendezvous"
+	like "$(grep 'address exchange through' "$ERR" | grep -v task | head -1)" \
+		"address exchange through srun's rendezvous: auto, and the job holds its nodes alone, but with ProctrackType=proctrack/linuxproc .*only proctrack/cgroup" \
+		"--dl-verbose: srun names the process tracking as the reason"
+	run_srun -p whole -N2 -n2 --exclusive=user --mpi=pmix --dl-runtime=torch --dl-verbose true
+	is "$(carrier)" srun "auto with --exclusive=user under proctrack/linuxproc: srun's rendezvous"
+	run_srun -p whole -N2 -n2 --exclusive --mpi=pmix --dl-runtime=torch --dl-exchange=pmix --dl-verbose true
+	is "$RC:$(carrier)" 0:pmix "--dl-exchange=pmix with --exclusive: Slurm's PMIx carries it"
+	like "$(srun_errors | grep 'warning: --dl-exchange=pmix')" \
+		"warning: --dl-exchange=pmix, though the job holds its nodes alone, but with ProctrackType=proctrack/linuxproc" \
+		"... with one warning naming the process tracking"
+	unlike "$(srun_errors | grep 'warning: --dl-exchange=pmix')" "use --exclusive" \
+		"... which does not advise --exclusive to a job that has it"
+	run_srun -p whole -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-verbose true
+	is "$(carrier)" srun "auto on a partition that lets jobs share nodes, without --exclusive: srun's rendezvous"
+	run_srun -N2 -n2 --mpi=pmix --dl-runtime=torch --dl-exchange=pmix true
+	is "$RC" 0 "--dl-exchange=pmix on shared nodes: the step runs"
+	is "$(srun_errors | grep -c 'warning: --dl-exchange=pmix, though other users may be on the job.s nodes')" 1 \
+		"--dl-exchange=pmix on shared nodes: one warning line naming the risk"
+fi
 run_srun -N2 -n2 --mpi=none --dl-runtime=torch --dl-verbose true
 is "$(carrier)" srun "auto with --mpi=none: srun's rendezvous"
 run_srun -N2 -n2 --mpi=none --dl-runtime=torch --dl-exchange=pmix true
@@ -140,16 +149,22 @@ like "$(srun_errors | grep dlrt | sort -u | head -1)" "no PMIx server.*--mpi=pmi
 	"one line naming both fixes"
 run_srun -N1 -n1 --dl-runtime=torch --dl-exchange=zk true
 like "$(srun_errors)" "^srun: error: dlrt: --dl-exchange=zk is unknown: use pmix" "a bad value: one line"
-run_srun -N2 -n2 --dl-runtime=torch --dl-exchange=pmix --dl-dry-run true
-like "$(grep '^address exchange:' "$OUT")" "^address exchange: Slurm's PMIx \(--dl-exchange=pmix\)$" \
-	"the dry run names the carrier"
+if [ -n "$NO_PMIX" ]; then
+	skip "the dry run of a PMIx step: $NO_PMIX"
+else
+	run_srun -N2 -n2 --dl-runtime=torch --dl-exchange=pmix --dl-dry-run true
+	like "$(grep '^address exchange:' "$OUT")" "^address exchange: Slurm's PMIx \(--dl-exchange=pmix\)$" \
+		"the dry run names the carrier"
+fi
 
 # A PMIx step starts nothing on srun's host, also with auto in a step whose
 # MPI plugin is pmix (the cluster's MpiDefault); the same step through srun's
 # rendezvous has it as srun's child (dlrt-c10d-store), and so has auto with
 # --mpi=none. Counted while the step runs: its tasks write a file, then wait
 # for the test to be done counting.
-for via in pmix srun auto auto_none; do
+vias="pmix srun auto auto_none"
+[ -z "$NO_PMIX" ] || vias="srun auto_none"
+for via in $vias; do
 	mark="$WORK/running.$via"
 	opt="--dl-exchange=$via"
 	[ "$via" = auto ] && opt="-p whole --exclusive --mpi=pmix --dl-exchange=auto"
@@ -164,9 +179,13 @@ for via in pmix srun auto auto_none; do
 	touch "$mark.done"
 	wait $bg
 done
-is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
+if [ -n "$NO_PMIX" ]; then
+	skip "no rendezvous on srun's host for a PMIx step: $NO_PMIX"
+else
+	is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
+	is "$stores_auto" 1 "auto in an exclusive --mpi=pmix step under proctrack/linuxproc: srun's rendezvous ran"
+fi
 is "$stores_srun" 1 "--dl-exchange=srun: srun's rendezvous ran as srun's child for the step"
-is "$stores_auto" 1 "auto in an exclusive --mpi=pmix step under proctrack/linuxproc: srun's rendezvous ran"
 is "$stores_auto_none" 1 "auto with --mpi=none: srun's rendezvous ran for the step"
 
 done_testing

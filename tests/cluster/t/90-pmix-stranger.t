@@ -16,6 +16,7 @@
 # connection fails no step: the exchange goes through srun's rendezvous.
 # No step depends on timing: the victim waits for a file, every wait bounded.
 . "$(dirname "$0")/../lib.sh"
+skip_all_without_pmix
 
 psec=$(tr '\0' '\n' <"/proc/$(cat "$DLRT_CLUSTER_DIR/run/slurmd-n1.pid")/environ" 2>/dev/null |
 	sed -n 's/^PMIX_MCA_psec=//p')

@@ -7,7 +7,10 @@
 # uninterrupted run itself, with --dl-requeue, finishes in time and is never
 # requeued. A job whose program ignores the warning is requeued by dlrt before the
 # limit kills it (a TIMEOUT job is never requeued), and --dl-requeue=1 bounds it:
-# the second attempt runs into its limit and ends TIMEOUT.
+# the second attempt runs into its limit and ends TIMEOUT. On Slurm 25.11 and later that
+# job asks for the expedited requeue (--requeue=expedite, which the test cluster allows):
+# it is requeued the same way, dlrt's bound holds, and its next attempt is never held
+# pending for Slurm's requeue delay (Reason=BeginTime), which every other requeue is.
 . "$(dirname "$0")/../lib.sh"
 
 if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
@@ -71,8 +74,11 @@ echo "batch attempt=$DLRT_ATTEMPT"
 srun bash -c 'trap "echo task $SLURM_PROCID ignores USR1 attempt=$DLRT_ATTEMPT" USR1; while :; do sleep 1; done'
 JOB
 chmod 0755 "$WORK/stubborn.sh"
-job=$(submit -N1 -n1 -t 1 --dl-runtime=torch --dl-signal=USR1@30 --dl-requeue=1 "$WORK/stubborn.sh")
-ok $? "a job that ignores the warning (job $job)"
+v=$(srun --version | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+expedite=()
+[ "${v% *}" -gt 25 ] || { [ "${v% *}" -eq 25 ] && [ "${v#* }" -ge 11 ]; } && expedite=(--requeue=expedite)
+job=$(submit -N1 -n1 -t 1 "${expedite[@]}" --dl-runtime=torch --dl-signal=USR1@30 --dl-requeue=1 "$WORK/stubborn.sh")
+ok $? "a job that ignores the warning (job $job${expedite:+, ${expedite[*]}})" || fail_detail "$(cat "$WORK/sbatch.err")"
 wait_done "$job" 420
 out=$(cat "$WORK/job-$job.out")
 rec=$(record "$job")
@@ -83,4 +89,8 @@ like "$rec" 'attempt=0 requeued reason=time-limit left=[0-9]+s next-attempt=1' \
 	"dlrt requeued attempt 0 before its limit" || fail_detail "$rec"
 like "$rec" 'attempt=1 still running [0-9]+ s before its time limit: no requeue left \(--dl-requeue=1\)' \
 	"and said that attempt 1 had no requeue left"
+if [ ${#expedite[@]} -gt 0 ]; then
+	is "$(job_field "$job" ExpeditedRequeue)" Yes "Slurm ${v/ /.}: the job asked for the expedited requeue"
+	is "$WAIT_DONE_HELD" 0 "its next attempt was never held for Slurm's requeue delay (Reason=BeginTime)"
+fi
 done_testing

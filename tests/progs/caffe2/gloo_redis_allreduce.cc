@@ -33,6 +33,8 @@
 #include <gloo/rendezvous/redis_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "tests/progs/gloo_compat.h"
+
 static const char *prog = "gloo_redis_allreduce";
 
 static long env_long(const char *name, long dflt, bool required)
@@ -147,16 +149,16 @@ int main()
 			attr.hostname = hn;
 		}
 		auto dev = gloo::transport::tcp::CreateDevice(attr);
-		std::unique_ptr<gloo::rendezvous::Store> base;
+		std::shared_ptr<gloo::rendezvous::Store> base;
 		if (use_redis)
-			base.reset(new gloo::rendezvous::RedisStore(host, (int)port));
+			base = std::make_shared<gloo::rendezvous::RedisStore>(host, (int)port);
 		else
-			base.reset(new gloo::rendezvous::FileStore(nfs));
-		gloo::rendezvous::PrefixStore store(run_id, *base);
+			base = std::make_shared<gloo::rendezvous::FileStore>(nfs);
+		auto store = dlrt_gloo::prefix_store(run_id, base);
 		auto ctx = std::make_shared<gloo::rendezvous::Context>((int)rank, (int)size);
 
 		ctx->setTimeout(std::chrono::seconds(60));
-		ctx->connectFullMesh(store, dev);
+		dlrt_gloo::connect_full_mesh(*ctx, store, dev);
 		double rdv_ms = ms_since(t0);
 
 		// Keys are write-once (SETNX must answer 1, then 0): a second set of
@@ -213,8 +215,8 @@ int main()
 		std::vector<std::string> done;
 		for (long r = 0; r < size; r++)
 			done.push_back("done/" + std::to_string(r));
-		store.set(done[(size_t)rank], std::vector<char>{ '1' });
-		store.wait(done, std::chrono::seconds(60));
+		store->set(done[(size_t)rank], std::vector<char>{ '1' });
+		store->wait(done, std::chrono::seconds(60));
 		if (use_redis && redis_check_sum(rc, ctr, rank, size) < 0)
 			return 1;
 		if (bad) {

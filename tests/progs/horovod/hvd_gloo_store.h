@@ -33,6 +33,8 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "tests/progs/gloo_compat.h"
+
 namespace {
 
 // As Horovod's http_store.h.
@@ -225,13 +227,13 @@ std::string envStr(const char* name, const char* def) {
 std::shared_ptr<gloo::rendezvous::Context> rendezvous(
     const std::string& scope, const std::string& addr, int port, int rank, int size,
     std::shared_ptr<gloo::transport::Device>& dev, int timeout_s) {
-  HTTPStore store(addr, port, scope, rank, timeout_s);
+  auto store = std::make_shared<HTTPStore>(addr, port, scope, rank, timeout_s);
   auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
   ctx->setTimeout(std::chrono::seconds(timeout_s));
-  ctx->connectFullMesh(store, dev);
+  dlrt_gloo::connect_full_mesh(*ctx, store, dev);
   gloo::BarrierOptions opts(ctx);
   gloo::barrier(opts);
-  store.finalize();
+  store->finalize();
   return ctx;
 }
 
