@@ -14,12 +14,12 @@ cd "$(dirname "$0")/../.."
 
 # Every runtime (mxnet, horovod gloo and mpi, caffe2, torch, torchrun, jax, tensorflow,
 # infer), both exchanges (Slurm's PMIx and srun's rendezvous), MPI under --mpi=pmix, the
-# PMIx key/value store, Slurm's containers, the packages, and that no failing dlrt step
-# drains a node.
+# PMIx key/value store, Slurm's containers, the packages, that no failing dlrt step drains a
+# node, and SlurmdParameters=contain_spank (24.05+: skipped on 22.05).
 CORE=(t/01-cluster.t t/02-plugin.t t/04-roles.t t/06-mpi.t t/10-exchange.t t/11-mxnet-pslite.t
 	t/12-dlrt-kv.t t/20-hvd-gloo.t t/22-hvd-mpi.t t/30-torch-ddp.t t/32-caffe2-store.t
 	t/36-torch-store.t t/37-torchrun.t t/38-jax.t t/39-tf.t t/50-infer-pool.t t/67-packages.t
-	t/88-exchanges.t t/89-containers.t t/97-no-drain.t)
+	t/88-exchanges.t t/89-containers.t t/97-no-drain.t t/98-contain-spank.t)
 
 what=${1:-core}
 case "$what" in
