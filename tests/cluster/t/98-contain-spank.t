@@ -22,8 +22,9 @@ like "$(grep -E '^(SlurmdParameters|JobContainerType)=' "$SLURM_CONF" | tr '\n' 
 
 # Each job once the last one's nodes are idle again. Now and then Slurm 24.11 fails to make a
 # job's namespace on this cluster before the job starts (srun: "Nodes ... are still not
-# ready"; a batch step: "container_p_join: open failed for .../.ns"), with or without dlrt:
-# such a job, which never ran, is run once more, and says so.
+# ready"; a batch step: "container_p_join: open failed for .../.ns"), also for a plain srun
+# without any dlrt option: such a job, which never ran, is run again (at most three times in
+# all), and says so.
 idle() {
 	for _ in $(seq 120); do
 		[ "$(sinfo -h -o %t | sort -u)" = idle ] && return 0
@@ -32,20 +33,19 @@ idle() {
 }
 NO_NS='are still not ready|container_p_join: open failed'
 step() {
-	idle
-	run_srun "$@"
-	if grep -Eq "$NO_NS" "$ERR"; then
-		diag "Slurm did not make the job's namespace ($(grep -Em1 "$NO_NS" "$ERR")): once more"
+	for _ in 1 2 3; do
 		idle
 		run_srun "$@"
-	fi
+		grep -Eq "$NO_NS" "$ERR" || return 0
+		diag "Slurm did not make the job's namespace ($(grep -Em1 "$NO_NS" "$ERR")): again"
+	done
 }
 batch() {
-	for _ in 1 2; do
+	for _ in 1 2 3; do
 		idle
 		as_user sbatch --wait -N1 -o "$WORK/batch.out" "$@" >/dev/null 2>&1
 		grep -Eq "$NO_NS" "$WORK/batch.out" || return 0
-		diag "Slurm did not make the job's namespace ($(grep -Em1 "$NO_NS" "$WORK/batch.out")): once more"
+		diag "Slurm did not make the job's namespace ($(grep -Em1 "$NO_NS" "$WORK/batch.out")): again"
 	done
 }
 
@@ -73,7 +73,8 @@ is "$(sort -u "$OUT")" "store ok True" "caffe2: the helper store answers both ta
 
 watcher='sleep 2; pgrep -u "$(id -u)" -f dlrt-lifecycle >/dev/null && echo WATCHER-ALIVE || echo WATCHER-GONE'
 step -N1 -n1 --dl-runtime=torch bash -c "$watcher"
-is "$(cat "$OUT")" "WATCHER-ALIVE" "the step's --dl-signal watcher lives through the step"
+is "$(cat "$OUT")" "WATCHER-ALIVE" "the step's --dl-signal watcher lives through the step" ||
+	fail_detail "stderr: $(head -5 "$ERR")"
 batch --dl-runtime=torch --dl-requeue=1 --wrap "$watcher"
 is "$(cat "$WORK/batch.out")" "WATCHER-ALIVE" "the batch step's watcher (--dl-requeue) lives through the job"
 
