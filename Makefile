@@ -10,7 +10,8 @@
 #   make check-sid       the same on Debian unstable (Slurm 26.05); check-sid-core: its
 #                        smaller core set
 #   make check-scale     bring up a 16-node cluster, run t/82-scale.t across it, take it down
-#   make demo            install dependencies, bring up the local cluster, run an example job
+#   make demo            install dependencies, build and start the local cluster, run the
+#                        example jobs (only what they use: no test program, no model training)
 #   make check-layout    the folder rules: no folder includes one above it nor links one its
 #                        sources do not include, no file over 900 lines, no function over
 #                        150, docs/ARCHITECTURE.md's file tables match the tree
@@ -186,17 +187,25 @@ unit: $(UNIT_RUN) $(SAN_RUN) $(PLUGIN)
 # ---- cluster, check, demo ----------------------------------------------------------
 CLUSTER := tests/cluster/cluster.sh
 
-.PHONY: deps cluster-up cluster-down check demo cluster-test
+.PHONY: deps cluster-start cluster-up cluster-down check demo cluster-test
 deps:
 	tests/cluster/install-deps.sh
 
-# The cluster loads dlrt from its own prefix; the programs the cluster tests run
-# inside jobs go next to it (never into a real install).
-cluster-up: all
+# cluster-start: what the demo needs, dlrt built for the cluster's own prefix, installed
+# there, and the cluster up. It builds once, for that prefix (make install builds
+# what it installs); nothing else: no test program, no trained model.
+cluster-start:
 	$(MAKE) install DESTDIR= PREFIX=$$($(CLUSTER) prefix)
+	$(CLUSTER) up
+
+# cluster-up: what the tests need on top, every test program (all) next to dlrt in the
+# cluster's prefix (never into a real install), and dlrt-infer's trained built-in models
+# (inference/module.mk adds them as a prerequisite). cluster-start is a second make, run
+# after `all` is built: its install rebuilds for the cluster's prefix in the same BUILD.
+cluster-up: all
+	$(MAKE) cluster-start
 	install -d $$($(CLUSTER) prefix)/libexec/dlrt-tests
 	$(if $(TEST_PROGS),install -m 0755 $(TEST_PROGS) $$($(CLUSTER) prefix)/libexec/dlrt-tests/)
-	$(CLUSTER) up
 
 cluster-down:
 	$(CLUSTER) down
@@ -254,8 +263,10 @@ check-scale: all
 	$(MAKE) cluster-up && tests/cluster/run-tests.sh t/82-scale.t; rc=$$?; \
 	$(CLUSTER) down; exit $$rc
 
+# The demo serves the model its own job trains (examples/demo.sh): it builds and starts
+# only what it runs (cluster-start), on every core unless make was given -j.
 demo: deps
-	$(MAKE) cluster-up
+	$(MAKE) $(if $(filter -j%,$(MAKEFLAGS)),,-j$$(nproc)) cluster-start
 	examples/demo.sh
 
 # ---- install -----------------------------------------------------------------------

@@ -64,7 +64,9 @@ cat <<EOF
    eval "\$($top/tests/cluster/cluster.sh env)"; cd $work
    srun -N3 -n6 --dl-runtime=torch --dl-dry-run true   # what each task gets, without running
    EPOCHS=3 sbatch train.sbatch                        # train longer (or --ntasks-per-node=2: 6 ranks)
-   ./infer.sh lenet5                                   # the built-in model, for comparison
+   ./infer.sh lenet5                                   # a built-in model, for comparison, once
+                                                       # they are trained: make cluster-up, as
+                                                       # root in $top (about 5 minutes)
    dlrt-infer status --watch                           # a pool's progress (docs/inference.md)
    DeepSpeed, Accelerate and Lightning under dlrt: docs/trainers.md
 EOF

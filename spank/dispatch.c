@@ -1,9 +1,12 @@
-/* dispatch.c - the SPANK entry points, and nothing else.
+/* dispatch.c - the SPANK entry points (and, from Slurm 25.05, the failure mode of
+ * slurm_spank_init), and nothing else.
  *
  * Like NVIDIA/pyxis, each entry point only routes to the file of the context
  * it runs in: client.c (srun, sbatch, salloc), stepd.c (slurmstepd). The
  * linker script dlrt.lds exports exactly these symbols.
  */
+#include <slurm/slurm_errno.h>
+#include <slurm/slurm_version.h>
 #include <slurm/spank.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +14,17 @@
 #include "plugin.h"
 
 SPANK_PLUGIN(dlrt, 1);
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+/* Slurm reads a SPANK callback's failure only from a plugin loaded `required`,
+ * and then a failing slurm_spank_init in slurmstepd drains the node unless the
+ * plugin exports this (25.05 on): the job fails instead. dlrt's init fails only
+ * when Slurm refuses to register its options (another plugin's of the same name),
+ * never on a user's value; every failure a user can cause in slurmstepd fails the
+ * step's tasks instead (stepd.c: deferred to task_init), on every release, so no
+ * node is drained for it (docs/ADMIN.md, "Required or optional"). */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
 
 struct dlrt_plugin dlrt_plugin;
 

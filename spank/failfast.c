@@ -13,8 +13,9 @@
  *
  * Not reported either: tasks that dlrt itself failed before exec (a failed
  * address exchange, a user_init error), which already printed their line.
- * They say so through a close-on-exec pipe created in user_init, so the
- * program never sees it. A runtime's companion process (struct
+ * They say so through a close-on-exec pipe created in init_post_opt, in
+ * slurmstepd's own process (where the tasks fork; user_init may run in a child
+ * of it: plugin.h, struct dlrt_stepd_pipe), so the program never sees it. A runtime's companion process (struct
  * dlrt_companion) is watched by its supervisor, its task (companion.c),
  * which reports for that task itself too.
  */
@@ -42,7 +43,7 @@ static bool watching(void)
 	       !pl->opts.dry_run;
 }
 
-void dlrt_failfast_user_init(void)
+void dlrt_failfast_post_opt(void)
 {
 	if (watching() && prexec_pipe[0] < 0 &&
 	    pipe2(prexec_pipe, O_CLOEXEC | O_NONBLOCK) < 0)

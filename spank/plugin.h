@@ -25,6 +25,16 @@ struct dlrt_lc_page;
  * task_init, so that Slurm frees the step (client.c, refuse_step). */
 #define DLRT_REFUSED_ENV "SLURM_DLRT_REFUSED"
 
+/* A pipe made in slurmstepd's own process (init_post_opt) for a program that
+ * user_init starts: with SlurmdParameters=contain_spank (Slurm 24.05+) user_init
+ * runs in a child process of slurmstepd (clone with CLONE_VM: the same memory, a
+ * copy of the descriptors, gone when user_init returns), so an end slurmstepd or
+ * its tasks use later must be in slurmstepd's own table (service.c). -1: not
+ * made, or no longer slurmstepd's to close. */
+struct dlrt_stepd_pipe {
+	int fd[2];
+};
+
 /* A node service started by this slurmstepd (service.c). */
 struct dlrt_svc {
 	pid_t pid;         /* 0 = none */
@@ -75,6 +85,10 @@ struct dlrt_plugin {
 	int deferred_rc;
 	struct dlrt_err deferred_err;
 	double plan_ms;            /* --dl-verbose: time user_init took to build the table */
+	/* slurmstepd's own pid (init_post_opt): user_init and task_exit run in a child
+	 * of it with contain_spank (dlrt_stepd_apart), and the pipes made for them. */
+	pid_t stepd_pid;
+	struct dlrt_stepd_pipe pipe_svc, pipe_relay, pipe_relay_config, pipe_watcher;
 };
 
 extern struct dlrt_plugin dlrt_plugin;
@@ -88,6 +102,14 @@ void dlrt_service_stop(struct dlrt_svc *svc);
 /* The same, waiting up to `ms`: a step's service lingers until the step's
  * other nodes are done (services/svchold.h). */
 void dlrt_service_stop_within(struct dlrt_svc *svc, int64_t ms);
+/* In init_post_opt (slurmstepd's own process): records its pid and, if `want`,
+ * makes the pipes of the programs user_init may start (struct dlrt_stepd_pipe);
+ * at exit, closes what is left of them. */
+void dlrt_stepd_pipes_make(bool want);
+void dlrt_stepd_pipes_close(void);
+/* Whether this is a child process slurmstepd runs a SPANK callback in
+ * (SlurmdParameters=contain_spank), not slurmstepd itself. */
+bool dlrt_stepd_apart(void);
 /* Starts this node's relay (as the job user, like a service) and returns the
  * write end of its config pipe in *config_w. */
 int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
@@ -149,8 +171,9 @@ void dlrt_verbose(uint32_t rank, const char *fmt, ...) __attribute__((format(pri
 /* logs.c: --dl-log-dir, at the end of task_init (as the user) */
 int dlrt_logs_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err);
 
-/* failfast.c: the first failing task of a ps-lite step ends the step */
-void dlrt_failfast_user_init(void);
+/* failfast.c: the first failing task of a ps-lite step ends the step; its pipe
+ * is made in init_post_opt, in slurmstepd's own process */
+void dlrt_failfast_post_opt(void);
 void dlrt_failfast_prexec_failed(void);
 void dlrt_failfast_task_exit(spank_t sp);
 /* Ends this step now (scancel as the job's user `cred`, SIGTERM then

@@ -14,6 +14,12 @@
  *     (plugstack.conf service_max_lifetime) even if everything else failed.
  * Only the step's nodes may connect: their IPv4 addresses go to --allow.
  *
+ * With SlurmdParameters=contain_spank (Slurm 24.05+) user_init runs in a child
+ * process of slurmstepd that ends when it returns (dlrt_stepd_apart): the
+ * program is then started as slurmstepd's own child (CLONE_PARENT, spawn()),
+ * and the pipe ends slurmstepd keeps were made in slurmstepd itself, in
+ * init_post_opt (struct dlrt_stepd_pipe), so nothing ends with that child.
+ *
  * The service admits only connections that prove the step secret (32 random
  * bytes made here, handed over on a pipe, never in an argv or a file), and
  * only the node relays hold it: every node of the step runs dlrt-relay
@@ -29,6 +35,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,6 +205,24 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 	_exit(127);
 }
 
+static int child_entry(void *arg)
+{
+	child(arg);
+}
+
+/* fork(), or where user_init runs in a child process of slurmstepd
+ * (contain_spank: dlrt_stepd_apart), a process whose parent is slurmstepd
+ * itself (CLONE_PARENT), as without: slurmstepd reaps it and PR_SET_PDEATHSIG
+ * ties it to slurmstepd, not to the child that ends when user_init returns. */
+static pid_t spawn(struct child_args *a, bool apart)
+{
+	static char stack[64 * 1024] __attribute__((aligned(16)));
+
+	if (!apart)
+		return fork();
+	return clone(child_entry, stack + sizeof(stack), CLONE_PARENT | SIGCHLD, a);
+}
+
 static const char *exit_reason(int status, char *buf, size_t len)
 {
 	if (WIFSIGNALED(status)) {
@@ -302,13 +327,14 @@ static int launch(struct child_args *a, const char *program, const char *what,
 	struct dlrt_plugin *pl = &dlrt_plugin;
 	const char *node = pl->layout.nodes.names ? pl->layout.nodes.names[pl->node_id] :
 			   "srun's host";
+	bool apart = dlrt_stepd_apart();
 	char why[64];
 	int status;
 	pid_t pid;
 
 	a->life_r = life[0];
 	a->ready_w = ready[1];
-	a->parent = getpid();
+	a->parent = apart ? getppid() : getpid();
 	a->max_lifetime = pl->cfg.service_max_lifetime;
 	if (pl->opts.verbose && !a->keep_stderr) {
 		/* Random, so nobody can create it first (the name is in the
@@ -331,7 +357,7 @@ static int launch(struct child_args *a, const char *program, const char *what,
 		if (conf && *conf && strlen(conf) < sizeof(a->slurm_conf) - 12)
 			snprintf(a->slurm_conf, sizeof(a->slurm_conf), "SLURM_CONF=%s", conf);
 	}
-	pid = fork();
+	pid = spawn(a, apart);
 	if (pid < 0)
 		return dlrt_err_errno(err, errno, "cannot fork to start %s", what);
 	if (pid == 0)
@@ -340,8 +366,19 @@ static int launch(struct child_args *a, const char *program, const char *what,
 	close(ready[1]);
 	life[0] = ready[1] = -1;
 	if (read_ready(ready[0], (int)pl->cfg.service_timeout * 1000, &svc->port) < 0) {
-		bool exited = reap(pid, 200, &status);
+		bool exited;
 
+		if (apart) {
+			/* slurmstepd's child, not ours: its pid cannot be reused
+			 * before slurmstepd reaps it, after user_init. */
+			kill(-pid, SIGKILL);
+			kill(pid, SIGKILL);
+			return dlrt_err_set(err, "%s (%s) did not start on %s within %u s%s%s", what,
+					    path, node, pl->cfg.service_timeout,
+					    a->log ? "; its log: " : "; rerun with --dl-verbose for "
+					    "its log", a->log ? a->log : "");
+		}
+		exited = reap(pid, 200, &status);
 		if (!exited) {
 			kill(-pid, SIGKILL); /* its own process group (setsid): helpers too */
 			kill(pid, SIGKILL);  /* in case it had not reached setsid yet */
@@ -369,6 +406,63 @@ static void close_pair(int p[2])
 		if (p[i] >= 0)
 			close(p[i]);
 	p[0] = p[1] = -1;
+}
+
+static int make_pipe(int p[2])
+{
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if ((p[0] = high_fd(p[0])) < 0 || (p[1] = high_fd(p[1])) < 0) {
+		close_pair(p);
+		return -1;
+	}
+	return 0;
+}
+
+static struct dlrt_stepd_pipe *const stepd_pipes[] = {
+	&dlrt_plugin.pipe_svc, &dlrt_plugin.pipe_relay, &dlrt_plugin.pipe_relay_config,
+	&dlrt_plugin.pipe_watcher,
+};
+#define NPIPES (sizeof(stepd_pipes) / sizeof(*stepd_pipes))
+
+void dlrt_stepd_pipes_make(bool want)
+{
+	dlrt_plugin.stepd_pid = getpid();
+	for (size_t i = 0; i < NPIPES; i++)
+		if (!want || make_pipe(stepd_pipes[i]->fd) < 0) /* made where used, then */
+			stepd_pipes[i]->fd[0] = stepd_pipes[i]->fd[1] = -1;
+}
+
+void dlrt_stepd_pipes_close(void)
+{
+	for (size_t i = 0; i < NPIPES; i++)
+		if (dlrt_plugin.stepd_pid > 0) /* never made outside slurmstepd: fd 0 is not ours */
+			close_pair(stepd_pipes[i]->fd);
+}
+
+/* The pipe made for it in slurmstepd (dlrt_stepd_pipes_make), or a new one. */
+static int take_pipe(const struct dlrt_stepd_pipe *made, int p[2])
+{
+	if (dlrt_plugin.stepd_pid > 0 && made->fd[0] >= 0) {
+		p[0] = made->fd[0];
+		p[1] = made->fd[1];
+		return 0;
+	}
+	return make_pipe(p);
+}
+
+/* After its start: in slurmstepd's own process, what the start closed or handed
+ * on is no longer slurmstepd's to close; apart from it (contain_spank), only the
+ * write end handed on (`kept`: a service's lifetime, the relay's config) is
+ * accounted for, and slurmstepd closes its copy of the rest at exit. */
+static void settle_pipe(struct dlrt_stepd_pipe *made, bool kept)
+{
+	if (dlrt_plugin.stepd_pid <= 0)
+		return;
+	if (!dlrt_stepd_apart())
+		made->fd[0] = made->fd[1] = -1;
+	else if (kept)
+		made->fd[1] = -1;
 }
 
 /* The step secret goes to the service on a pipe that holds it whole before
@@ -416,8 +510,7 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 	 * (stepd.c), so every node has it without it travelling anywhere. */
 	if ((a.extra_fd = secret_pipe(pl->secret, err)) < 0)
 		goto out;
-	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
-	    (life[0] = high_fd(life[0])) < 0 || (ready[1] = high_fd(ready[1])) < 0) {
+	if (take_pipe(&pl->pipe_svc, life) < 0 || make_pipe(ready) < 0) {
 		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", spec->what);
 		goto out;
 	}
@@ -435,6 +528,7 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 out:
 	close_pair(life);
 	close_pair(ready);
+	settle_pipe(&pl->pipe_svc, rc == 0);
 	if (a.extra_fd >= 0)
 		close(a.extra_fd);
 	free(argv);
@@ -457,10 +551,8 @@ int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 	*config_w = -1;
 	if (job_user(sp, &a, what, err) < 0 || program_path("dlrt-relay", path, sizeof(path), err) < 0)
 		return -1;
-	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
-	    pipe2(config, O_CLOEXEC) < 0 || (life[0] = high_fd(life[0])) < 0 ||
-	    (ready[1] = high_fd(ready[1])) < 0 || (config[0] = high_fd(config[0])) < 0 ||
-	    (config[1] = high_fd(config[1])) < 0) {
+	if (take_pipe(&dlrt_plugin.pipe_relay, life) < 0 || make_pipe(ready) < 0 ||
+	    take_pipe(&dlrt_plugin.pipe_relay_config, config) < 0) {
 		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
 		goto out;
 	}
@@ -492,6 +584,8 @@ out:
 	close_pair(life);
 	close_pair(ready);
 	close_pair(config);
+	settle_pipe(&dlrt_plugin.pipe_relay, rc == 0);
+	settle_pipe(&dlrt_plugin.pipe_relay_config, rc == 0);
 	return rc;
 }
 
@@ -508,8 +602,7 @@ int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *
 	svc->life_fd = -1;
 	if (job_user(sp, &a, what, err) < 0 || program_path(program, path, sizeof(path), err) < 0)
 		return -1;
-	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0 ||
-	    (life[0] = high_fd(life[0])) < 0 || (ready[1] = high_fd(ready[1])) < 0) {
+	if (take_pipe(&dlrt_plugin.pipe_watcher, life) < 0 || make_pipe(ready) < 0) {
 		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
 		goto out;
 	}
@@ -528,6 +621,7 @@ int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *
 out:
 	close_pair(life);
 	close_pair(ready);
+	settle_pipe(&dlrt_plugin.pipe_watcher, rc == 0);
 	return rc;
 }
 

@@ -91,6 +91,9 @@ int dlrt_stepd_post_opt(spank_t sp)
 		/* srun already refused such a value; this only guards direct launches. */
 		return defer(&dlrt_plugin.opt_err);
 	}
+	/* Here, in slurmstepd's own process: the pipes of what user_init starts
+	 * (the batch step's watcher too), before user_init may run apart. */
+	dlrt_stepd_pipes_make(dlrt_plugin.opts.runtime || dlrt_plugin.opts.requeue);
 	if (!dlrt_plugin.opts.runtime)
 		return 0;
 	if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS)
@@ -124,7 +127,13 @@ int dlrt_stepd_post_opt(spank_t sp)
 			     "admin to fix it");
 		return defer(&err);
 	}
+	dlrt_failfast_post_opt();
 	return 0;
+}
+
+bool dlrt_stepd_apart(void)
+{
+	return dlrt_plugin.stepd_pid > 0 && getpid() != dlrt_plugin.stepd_pid;
 }
 
 /* The runtime's node service, if this step needs one: every node learns that
@@ -315,7 +324,6 @@ int dlrt_stepd_user_init(spank_t sp)
 		share_init();
 		return defer(&err);
 	}
-	dlrt_failfast_user_init();
 	share_init();
 	return 0;
 }
@@ -771,6 +779,7 @@ void dlrt_stepd_exit(void)
 	free(dlrt_plugin.reps);
 	dlrt_plugin.reps = NULL;
 	stop_services(); /* if no task ended here (dlrt_stepd_task_exit) */
+	dlrt_stepd_pipes_close();
 	dlrt_stepd_gpu_free();
 	dlrt_plan_free(&dlrt_plugin.plan);
 	dlrt_layout_free(&dlrt_plugin.layout);

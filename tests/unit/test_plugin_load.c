@@ -115,6 +115,18 @@ int main(void)
 		TAP_OK(v && *v == SLURM_VERSION_NUMBER, "plugin_version 0x%x is the Slurm it was "
 		       "built against (0x%x)", v ? *v : 0, SLURM_VERSION_NUMBER);
 	}
+	{
+		/* Where Slurm has it (25.05 on), a failing init fails the job, never
+		 * drains the node (spank/dispatch.c); an older Slurm never looks. */
+		const int *mode = dlsym(h, "slurm_spank_init_failure_mode");
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+		TAP_OK(mode && *mode == ESPANK_JOB_FAILURE, "slurm_spank_init_failure_mode "
+		       "exported as ESPANK_JOB_FAILURE");
+#else
+		TAP_OK(mode == NULL, "no slurm_spank_init_failure_mode before Slurm 25.05");
+#endif
+	}
 	for (size_t i = 0; i < sizeof(internal) / sizeof(*internal); i++)
 		TAP_OK(dlsym(h, internal[i]) == NULL, "internal symbol %s is not exported", internal[i]);
 
