@@ -104,6 +104,11 @@ int dlrt_service_write_ready(int fd, uint16_t port);
  * close after the loop; -1 on error (errno). */
 int dlrt_service_stop_on_signals(struct dlrt_evloop *loop, const char **why);
 
+/* Service programs with --step-nodes: this signal means what the end of
+ * --lifetime-fd means (task 0's node is done: serve on until the nodes let go,
+ * svchold.h), for a launcher that cannot close the pipe's last write end. */
+#define DLRT_SERVICE_LINGER_SIGNAL SIGUSR1
+
 /* Service programs: what ties a service's life to the step. */
 struct dlrt_service_watch {
 	int lifetime_fd;     /* -1: none */

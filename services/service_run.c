@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #define O_HELP 512
@@ -88,6 +89,8 @@ static struct option *options(const struct dlrt_service_protocol *p)
  * node is done it serves on until the other nodes are, then ends the loop. */
 struct linger {
 	struct dlrt_evloop *loop;
+	bool begun;
+	int sigfd;              /* DLRT_SERVICE_LINGER_SIGNAL, -1: none */
 	struct dlrt_holds *holds;
 	const char **why;
 	const char *prog;
@@ -106,11 +109,39 @@ static void linger_begin(void *arg)
 {
 	struct linger *l = arg;
 
+	if (l->begun)
+		return;
+	l->begun = true;
 	if (l->verbose)
 		fprintf(stderr, "%s: task 0's node is done; serving on while %u node(s) hold "
 			"the service (%u of the step's nodes held it)\n", l->prog,
 			dlrt_holds_held(l->holds), dlrt_holds_seen(l->holds));
 	dlrt_holds_linger(l->holds, DLRT_HOLD_GRACE_MS, linger_done, l);
+}
+
+/* DLRT_SERVICE_LINGER_SIGNAL means what the end of the lifetime fd means:
+ * the plugin sends it where it cannot close the pipe's last write end (its
+ * callback runs in a child of slurmstepd: SlurmdParameters=contain_spank). */
+static void linger_signal(struct dlrt_evloop *loop, int fd, unsigned events, void *arg)
+{
+	struct signalfd_siginfo si;
+
+	(void)loop;
+	(void)events;
+	if (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		linger_begin(arg);
+}
+
+static int linger_watch_signal(struct linger *l)
+{
+	sigset_t sigs;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, DLRT_SERVICE_LINGER_SIGNAL);
+	if (sigprocmask(SIG_BLOCK, &sigs, NULL) < 0 ||
+	    (l->sigfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+		return -1;
+	return dlrt_evloop_add_fd(l->loop, l->sigfd, DLRT_EV_READ, linger_signal, l);
 }
 
 /* PARSE_GO: run the service; else the exit code (--help: DLRT_SERVICE_EXIT_OK). */
@@ -164,7 +195,7 @@ int dlrt_service_main(int argc, char **argv, const struct dlrt_service_protocol 
 	struct dlrt_evloop *loop = NULL;
 	struct dlrt_tcpserver *srv = NULL;
 	const struct dlrt_proto *proto = NULL;
-	struct linger linger = { .why = NULL };
+	struct linger linger = { .sigfd = -1 };
 	struct dlrt_err err = { { 0 } };
 	const char *why = NULL;
 	int sfd = -1, rc;
@@ -202,9 +233,9 @@ int dlrt_service_main(int argc, char **argv, const struct dlrt_service_protocol 
 	dlrt_service_args_server(&args, &cfg);
 	if (args.step_nodes && args.has_secret) {
 		linger = (struct linger){ .loop = loop, .why = &why, .prog = p->prog,
-					  .verbose = args.verbose };
+					  .verbose = args.verbose, .sigfd = -1 };
 		linger.holds = dlrt_holds_create(loop, args.step_nodes);
-		if (!linger.holds) {
+		if (!linger.holds || linger_watch_signal(&linger) < 0) {
 			fprintf(stderr, "%s: out of memory\n", p->prog);
 			goto out;
 		}
@@ -244,6 +275,8 @@ out:
 	 * on_close, which may still use the protocol's state. */
 	dlrt_tcpserver_stop(srv);
 	dlrt_holds_destroy(linger.holds);
+	if (linger.sigfd >= 0)
+		close(linger.sigfd);
 	p->teardown(app);
 	dlrt_evloop_destroy(loop);
 	dlrt_service_watch_end(&watch);

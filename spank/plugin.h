@@ -102,6 +102,10 @@ void dlrt_service_stop(struct dlrt_svc *svc);
 /* The same, waiting up to `ms`: a step's service lingers until the step's
  * other nodes are done (services/svchold.h). */
 void dlrt_service_stop_within(struct dlrt_svc *svc, int64_t ms);
+/* From a child of slurmstepd (contain_spank), which is not the program's
+ * parent and whose lifetime pipe it cannot close: sends `sig` and waits up to
+ * `ms` for it to end, then kills its process group; slurm_spank_exit reaps it. */
+void dlrt_service_signal_within(struct dlrt_svc *svc, int sig, int64_t ms);
 /* In init_post_opt (slurmstepd's own process): records its pid and, if `want`,
  * makes the pipes of the programs user_init may start (struct dlrt_stepd_pipe);
  * at exit, closes what is left of them. */

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -644,6 +645,33 @@ void dlrt_service_stop_within(struct dlrt_svc *svc, int64_t ms)
 		reap(svc->pid, STOP_GRACE_MS, &status);
 	}
 	svc->pid = 0;
+}
+
+void dlrt_service_signal_within(struct dlrt_svc *svc, int sig, int64_t ms)
+{
+	struct pollfd p = { .events = POLLIN };
+	int64_t end = dlrt_now_ms() + ms;
+	int r;
+
+	if (svc->pid <= 0)
+		return;
+	/* Not our child, so no waitid: a pidfd says when it has ended (a
+	 * zombie counts), and its pid cannot be reused before slurmstepd
+	 * reaps it, in slurm_spank_exit. Without one it is left to that. */
+	p.fd = (int)syscall(SYS_pidfd_open, svc->pid, 0);
+	if (p.fd < 0)
+		return;
+	kill(svc->pid, sig);
+	do {
+		int64_t left = end - dlrt_now_ms();
+
+		r = left > 0 ? poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left) : 0;
+	} while ((r < 0 && errno == EINTR) || (r == 0 && dlrt_now_ms() < end));
+	if (r <= 0) {
+		kill(-svc->pid, SIGKILL);
+		kill(svc->pid, SIGKILL);
+	}
+	close(p.fd);
 }
 
 /* srun's rendezvous (exchange/rdvclient.h): the step's key/value store, run by

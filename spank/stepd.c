@@ -747,12 +747,21 @@ int dlrt_stepd_task_init(spank_t sp)
  * end: it serves on until every other node's relay has let go too. */
 static void stop_services(void)
 {
+	int64_t bound = (int64_t)dlrt_plugin.cfg.service_max_lifetime * 1000 + 1000;
+
+	if (dlrt_stepd_apart()) {
+		/* task_exit in a child of slurmstepd (contain_spank), which
+		 * shares its memory but holds only copies of the pipes: the
+		 * relay ends on SIGTERM, the service lingers on its signal. */
+		dlrt_service_signal_within(&dlrt_plugin.relay, SIGTERM, 3000);
+		dlrt_service_signal_within(&dlrt_plugin.svc, DLRT_SERVICE_LINGER_SIGNAL, bound);
+		return;
+	}
 	if (dlrt_plugin.relay.pid > 0 && dlrt_plugin.relay_config_fd >= 0)
 		close(dlrt_plugin.relay_config_fd);
 	dlrt_plugin.relay_config_fd = -1;
 	dlrt_service_stop(&dlrt_plugin.relay);
-	dlrt_service_stop_within(&dlrt_plugin.svc,
-				 (int64_t)dlrt_plugin.cfg.service_max_lifetime * 1000 + 1000);
+	dlrt_service_stop_within(&dlrt_plugin.svc, bound);
 }
 
 /* After the node's last task has ended, slurmstepd kills every process left

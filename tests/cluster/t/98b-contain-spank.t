@@ -7,7 +7,9 @@
 # service.c, docs/ADMIN.md "SlurmdParameters=contain_spank"): the runtime's service and the
 # node relays (torch's store, caffe2's), the --dl-signal watcher (an srun step's and the batch
 # step's), the fail-fast pipe, and nothing of dlrt's is left after the steps. The cluster is
-# brought up with DLRT_CLUSTER_CONTAIN=1 for this test and back without it at its end.
+# brought up with DLRT_CLUSTER_CONTAIN=1 for this test and back without it at its end. A
+# step's service still outlives task 0's node (task 0 ends first, the other node's client
+# comes later).
 . "$(dirname "$0")/../lib.sh"
 
 v=$(slurmd -V | sed -n 's/^slurm[^ ]* \([0-9]*\)\.\([0-9]*\).*/\1\2/p')
@@ -71,6 +73,21 @@ step -N2 -n2 --dl-runtime=caffe2 python3 "$WORK/store.py"
 is "$(sort -u "$OUT")" "store ok True" "caffe2: the helper store answers both tasks through their relays" ||
 	fail_detail "stderr: $(head -5 "$ERR")"
 
+# The step's service outlives task 0's node here too: task_exit runs in a child of
+# slurmstepd, which holds only copies of the pipes, so it stops the node's relay and lets the
+# service linger by signal (spank/stepd.c, stop_services).
+cat >"$WORK/late.sh" <<'SH'
+#!/bin/bash
+[ "$SLURM_PROCID" = 0 ] && exit 0
+sleep 2
+echo "late incr=$(timeout 30 redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" INCRBY ctr 1 2>&1)"
+SH
+chmod 0755 "$WORK/late.sh"
+step -N2 -n2 --dl-runtime=caffe2 "$WORK/late.sh"
+is "$(cat "$OUT")" "late incr=1" \
+	"caffe2: task 0 ended first, and the other node's INCRBY two seconds later is answered" ||
+	fail_detail "stderr: $(head -5 "$ERR")"
+
 watcher='sleep 2; pgrep -u "$(id -u)" -f dlrt-lifecycle >/dev/null && echo WATCHER-ALIVE || echo WATCHER-GONE'
 step -N1 -n1 --dl-runtime=torch bash -c "$watcher"
 is "$(cat "$OUT")" "WATCHER-ALIVE" "the step's --dl-signal watcher lives through the step" ||
@@ -85,6 +102,6 @@ is "$(srun_errors | grep -c 'dlrt: .*exited with status 3: ending the step')" 1 
 	fail_detail "stderr: $(head -5 "$ERR")"
 
 idle
-left=$(pgrep -u "$DLRT_TEST_USER" -l -f 'dlrt-(relay|c10d-store|store|lifecycle)' | tr '\n' ' ')
+left=$(pgrep -u "$DLRT_TEST_USER" -l -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-(relay|c10d-store|store|lifecycle)" | tr '\n' ' ')
 is "$left" "" "nothing of dlrt's is left running after the steps"
 done_testing
