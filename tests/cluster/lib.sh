@@ -88,6 +88,17 @@ diag() { echo "# $*"; }
 NO_PMIX=
 grep -qx 'MpiDefault=pmix' "$SLURM_CONF" ||
 	NO_PMIX="this Slurm has no mpi/pmix plugin: srun --mpi=pmix fails without dlrt (Debian unstable's slurm-wlm 26.05.5 dropped it)"
+# wait_until SECONDS CMD...: run CMD every 0.2 s until it succeeds (0) or SECONDS have
+# passed (1): the one bounded poll loop of the tests.
+wait_until() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.2
+	done
+}
+
 skip() { # skip WHY: one check that cannot run on this cluster
 	_n=$((_n + 1))
 	echo "ok $_n # skip $*"

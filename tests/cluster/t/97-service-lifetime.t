@@ -126,12 +126,12 @@ SH
 chmod 0755 "$WORK/hold_task.sh"
 as_user srun -N3 -n3 --dl-runtime=caffe2 ./hold_task.sh >/dev/null 2>"$WORK/hold.err" &
 hold_pid=$!
-addr=
-for _ in $(seq 300); do
-	addr=$("$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null | awk '/"dlrt-store"/ {print $4; exit}')
-	[ -n "$addr" ] && [ -e "$WORK/hold0.done" ] && break
-	sleep 0.2
-done
+store_addr() { "$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null | awk '/"dlrt-store"/ {print $4; exit}'; }
+served() { # the cluster's service or relay processes matching $1 still run
+	pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-($1)" >/dev/null
+}
+wait_until 60 test -e "$WORK/hold0.done"
+addr=$(store_addr)
 as_stranger_on n1 python3 -c '
 import socket, sys, time
 h, p = sys.argv[1].rsplit(":", 1)
@@ -144,13 +144,8 @@ stranger_pid=$!
 t0=$SECONDS
 wait "$hold_pid"
 is "$?" 0 "a step with a stranger's connections on its lingering store succeeded"
-gone=1
-for _ in $(seq 50); do
-	pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-store" >/dev/null ||
-		{ gone=0; break; }
-	sleep 0.2
-done
-ok "$gone" "its store ended with the step's last task ($((SECONDS - t0)) s), not with the stranger's connections"
+wait_until 10 eval '! served store'
+ok $? "its store ended with the step's last task ($((SECONDS - t0)) s), not with the stranger's connections"
 kill "$stranger_pid" 2>/dev/null
 wait "$stranger_pid" 2>/dev/null
 
@@ -165,14 +160,9 @@ SH
 chmod 0755 "$WORK/long_task.sh"
 as_user srun -N3 -n3 --dl-runtime=caffe2 ./long_task.sh >"$WORK/long.out" 2>"$WORK/long.err" &
 long_pid=$!
-store=
-for _ in $(seq 300); do
-	[ -e "$WORK/task0.done" ] &&
-		store=$(pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-store") &&
-		break
-	sleep 0.2
-done
+wait_until 60 test -e "$WORK/task0.done"
 sleep 1
+store=$(pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-store")
 ok "$([ -n "$store" ] && kill -0 "$store" 2>/dev/null; echo $?)" \
 	"task 0 has ended and the store still serves the other nodes (pid ${store:-none})"
 step=$(squeue -h -s -u "$DLRT_TEST_USER" -o '%i' | grep -E '^[0-9]+\.[0-9]+$' | head -1)
@@ -181,21 +171,13 @@ scancel "${step:-none}"
 wait "$long_pid"
 ended=$((SECONDS - t0))
 ok "$([ "$ended" -lt 60 ]; echo $?)" "the cancelled step ended (${ended} s after scancel of $step)"
-gone=1
-for _ in $(seq 100); do
-	pgrep -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-(store|relay)" >/dev/null ||
-		{ gone=0; break; }
-	sleep 0.2
-done
-ok "$gone" "its store and relays are gone with it"
-for _ in $(seq 100); do
-	[ "$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')" = "idle " ] && break
-	sleep 0.3
-done
+wait_until 20 eval '! served "store|relay"'
+ok $? "its store and relays are gone with it"
+wait_until 30 eval '[ "$(sinfo -h -o %t | sort -u)" = idle ]'
 
 # Nothing lingers after the step: no service or relay process of this
 # cluster's (the nodes share the host's PID namespace), and every node idle.
-left=$(pgrep -a -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-(store|hvd-driver|relay)")
+left=$(pgrep -a -u "$DLRT_TEST_USER" -f "^$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-(store|hvd-driver|c10d-store|relay)")
 is "$left" "" "no service or relay is left on any node"
 is "$(sinfo -h -o '%t' | sort -u | tr '\n' ' ')" "idle " "every node is idle"
 done_testing
