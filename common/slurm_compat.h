@@ -76,4 +76,15 @@ static inline int dlrt_slurm_signal_step(uint32_t job_id, uint32_t step_id, uint
 #endif
 }
 
+/* slurm_load_ctl_conf's answer is freed by slurm_free_conf since 26.05
+ * (slurm_free_ctl_conf before: SchedMD renamed it). */
+static inline void dlrt_slurm_free_conf(slurm_conf_t *conf)
+{
+#if DLRT_SLURM_AT_LEAST(26, 5)
+	slurm_free_conf(conf);
+#else
+	slurm_free_ctl_conf(conf);
+#endif
+}
+
 #endif

@@ -519,7 +519,7 @@ static bool proctrack_ends_jobs(char *name, size_t len)
 		snprintf(name, len, "%s", conf->proctrack_type);
 		ends = !strcmp(conf->proctrack_type, "proctrack/cgroup");
 	}
-	slurm_free_ctl_conf(conf);
+	dlrt_slurm_free_conf(conf);
 	return ends;
 }
 

@@ -196,7 +196,11 @@ int slurm_load_ctl_conf(time_t update_time, slurm_conf_t **conf)
 	return SLURM_ERROR;
 }
 
+#if DLRT_SLURM_AT_LEAST(26, 5)
+void slurm_free_conf(slurm_conf_t *conf) { (void)conf; }
+#else
 void slurm_free_ctl_conf(slurm_conf_t *conf) { (void)conf; }
+#endif
 void slurm_verbose(const char *fmt, ...) { (void)fmt; }
 void slurm_debug(const char *fmt, ...) { (void)fmt; }
 void slurm_debug2(const char *fmt, ...) { (void)fmt; }
