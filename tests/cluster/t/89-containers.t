@@ -22,6 +22,9 @@
 # host's, the programs are on the shared filesystem. Every task records
 # whether it ran in the image (/.dlrt-test-image) and its rank.
 . "$(dirname "$0")/../lib.sh"
+# How srun shows slurmstepd's error line: "slurmstepd-n1: error: ..." up to Slurm 25.11,
+# "[TIMESTAMP] error: ..." on 26.05.
+STEPD_ERR='(slurmstepd-n[0-9]+: |\[[0-9T:.-]+\] )error: dlrt: '
 . "$HERE/images.sh"
 
 for c in crun ch-run podman redis-cli; do
@@ -234,7 +237,7 @@ for args in "--env-host" "--network=slirp4netns --env-host" "--network=host"; do
 	if [ "$args" = --network=host ]; then want="podman run without --env-host: .*add --env-host to podman run$"
 	elif [ "$args" = --env-host ]; then want="podman run without --network=host: .*relay on 127\.0\.0\.1.*add --network=host to podman run$"
 	else want="podman run with a network other than host: .*add --network=host to podman run$"; fi
-	like "$errs" "^slurmstepd-n[0-9]+: error: dlrt: $want" "podman run $args: one line naming the cause and the fix" ||
+	like "$errs" "^$STEPD_ERR$want" "podman run $args: one line naming the cause and the fix" ||
 		fail_detail "$errs"
 done
 # What that line stands for: in its own network the task's connection to its
@@ -337,7 +340,7 @@ is "$RC,$(cat "$OUT")" "0,/.dlrt-test-image" "(a step without dlrt runs in that 
 run_srun -N3 --ntasks-per-node=1 --dl-runtime=mxnet --dl-mxnet-sched=extra --dl-servers=1 \
 	--container="$BUNDLE" "$P" --timeout-s 60 --rounds 3
 ok "$([ "$RC" -ne 0 ]; echo $?)" "srun --container with --dl-mxnet-sched=extra fails"
-like "$(srun_errors)" "^slurmstepd-n[0-9]+: error: dlrt: the extra mxnet scheduler cannot run inside srun --container's container .*--dl-mxnet-sched=task$" \
+like "$(srun_errors)" "^${STEPD_ERR}the extra mxnet scheduler cannot run inside srun --container's container .*--dl-mxnet-sched=task$" \
 	"and says why, with the fix, in one line" || fail_detail "$(srun_errors | head -3)"
 
 # 22.05 runs one task per node in a container step: Slurm says so itself. 24.11
