@@ -25,7 +25,8 @@ cat >"$WORK/caffe2_task.sh" <<'SH'
 #!/bin/bash
 [ "$SLURM_PROCID" = 0 ] && exit 0
 sleep "$1"
-if [ "$2" = cli ]; then
+# Every step's task 1 uses redis-py; task 2 uses redis-cli where asked.
+if [ "$2" = cli ] && [ "$SLURM_PROCID" = 2 ]; then
 	v=$(timeout 30 redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" INCRBY ctr 1 2>&1)
 else
 	v=$(timeout 30 /usr/bin/python3 -c '
