@@ -99,6 +99,21 @@ wait_until() {
 	done
 }
 
+# node_back WHAT: n1 is back (not drained, not completing) and nothing of the test
+# user's is left, checked as one test line (bounded wait). Another cluster user's job
+# may keep n1 mixed.
+n1_back() {
+	local state
+	state=$(sinfo -h -p debug -n n1 -o %T 2>/dev/null)
+	[[ $state =~ ^(idle|mixed|allocated)$ ]] && [ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ]
+}
+node_back() {
+	wait_until 60 n1_back
+	like "$(sinfo -h -p debug -n n1 -o %T 2>/dev/null)" "^(idle|mixed|allocated)$" \
+		"$1: n1 is back (not drained), no job left completing" ||
+		fail_detail "squeue: $(squeue -h -o '%i %u %T' 2>&1 | tr '\n' ' ')"
+}
+
 skip() { # skip WHY: one check that cannot run on this cluster
 	_n=$((_n + 1))
 	echo "ok $_n # skip $*"

@@ -29,18 +29,6 @@ ln -s "$WORK/private.xml" "$T/other.xml"
 
 STEP=(-N1 -w n1 -n1 --gpus-per-node=1 --dl-runtime=torch)
 
-# Nothing of the test user's is left (no job stuck COMPLETING) and n1 is not
-# completing either (bounded wait). Another cluster user's job may keep n1 mixed.
-node_back() {
-	local state=
-	for _ in $(seq 120); do
-		state=$(sinfo -h -p debug -n n1 -o %T 2>/dev/null)
-		[[ $state =~ ^(idle|mixed|allocated)$ ]] && [ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ] && break
-		sleep 0.5
-	done
-	like "$state" "^(idle|mixed|allocated)$" "$1: n1 is back, no job left completing" ||
-		fail_detail "squeue: $(squeue -h -o '%i %u %T' 2>&1 | tr '\n' ' ')"
-}
 
 refused() { # refused NAME FILE REGEX
 	run_srun "${STEP[@]}" --dl-topology="$T/$2" true

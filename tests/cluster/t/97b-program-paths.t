@@ -27,18 +27,6 @@ STEP=(-N1 -w n1 -n1 --dl-runtime=caffe2)
 # so that the tests after this one find the node free; bounded.
 unblock() { timeout 2 bash -c "exec 3>'$P/fifo'" 2>/dev/null; }
 
-# Nothing of the test user's is left (no job stuck COMPLETING) and n1 is neither
-# completing nor drained (bounded wait). Another cluster user's job may keep n1 mixed.
-node_back() {
-	local state=
-	for _ in $(seq 120); do
-		state=$(sinfo -h -p debug -n n1 -o %T 2>/dev/null)
-		[[ $state =~ ^(idle|mixed|allocated)$ ]] && [ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ] && break
-		sleep 0.5
-	done
-	like "$state" "^(idle|mixed|allocated)$" "$1: n1 is back (not drained), no job left completing" ||
-		fail_detail "squeue: $(squeue -h -o '%i %u %T' 2>&1 | tr '\n' ' ')"
-}
 
 # ends NAME PROGRAM: the step of PROGRAM ends by itself (srun is not the one
 # killed at the bound), with Slurm's exec error, and the node comes back.
