@@ -123,8 +123,11 @@ for who in "$SAME" "$STRANGER"; do
 	rc=$?
 	if [ "$who" = "$STRANGER" ] && [ "${SLURM_MAJOR:-0}" -lt 23 ]; then
 		# 22.05 writes config.json as root: with the ACL it inherited, refused
-		# (root's file, so it cannot be taken off), in one line.
-		like "$rc $(srun_errors | head -1)" "^[1-9][0-9]* dlrt-oci-run: the container's bundle \(%b\): $STEP/config\.json has an access ACL: .*: remove the default ACL of SlurmdSpoolDir \(setfacl -k\), whose folders' files inherit it$" 			"$how: Slurm 22.05's config.json (root's) has an ACL: the task fails, in one line" ||
+		# (root's file, so it cannot be taken off), in one line. srun's own
+		# "task 0: Exited" line may come before or after it.
+		is "$(srun_errors | grep -c 'dlrt-oci-run:')" 1 "$how: one dlrt-oci-run line" ||
+			fail_detail "$(head -3 "$ERR")"
+		like "$rc $(srun_errors | grep 'dlrt-oci-run:')" "^[1-9][0-9]* dlrt-oci-run: the container's bundle \(%b\): $STEP/config\.json has an access ACL: .*: remove the default ACL of SlurmdSpoolDir \(setfacl -k\), whose folders' files inherit it$" 			"$how: Slurm 22.05's config.json (root's) has an ACL: the task fails, in one line" ||
 			fail_detail "$(head -3 "$ERR")"
 	else
 		is "$rc" 0 "$how: the victim's step ran" || fail_detail "$(head -3 "$ERR")"
