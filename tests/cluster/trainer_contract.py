@@ -87,7 +87,9 @@ def deepspeed(_args):
 #    and CUDA available -> MULTI_GPU ("nccl"); else, only with cpu, LOCAL_RANK != -1 or
 #    get_int_from_env(["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE",
 #    "WORLD_SIZE"], 1) > 1 -> MULTI_CPU, backend "mpi" if
-#    torch.distributed.is_mpi_available() else "gloo"; otherwise NO (one process).
+#    torch.distributed.is_mpi_available() and the backend asked for is None or "mpi"
+#    (PartialState(backend=...), Accelerator's InitProcessGroupKwargs(backend=...)) else
+#    that backend or "gloo"; otherwise NO (one process).
 #  PartialState.__init__, MULTI_CPU: get_cpu_distributed_information()
 #    (src/accelerate/utils/environment.py: rank from RANK, PMI_RANK, OMPI_COMM_WORLD_RANK,
 #    MV2_COMM_WORLD_RANK; world size WORLD_SIZE, PMI_SIZE, ...; local rank LOCAL_RANK,
@@ -113,7 +115,12 @@ def accelerate(args):
         kind, backend = "MULTI_GPU", "nccl"
     elif cpu and (int(os.environ.get("LOCAL_RANK", -1)) != -1 or get_int_from_env(
             ["PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "WORLD_SIZE"], 1) > 1):
-        kind, backend = "MULTI_CPU", "mpi" if dist.is_mpi_available() else "gloo"
+        kind = "MULTI_CPU"
+        backend = "mpi" if args.backend in (None, "mpi") and dist.is_mpi_available() else (args.backend or "gloo")
+        if backend == "mpi":
+            problem("PartialState would take the mpi backend (this torch is built with MPI), whose "
+                    "world comes from an MPI launch, not from dlrt: pass "
+                    "Accelerator(kwargs_handlers=[InitProcessGroupKwargs(backend=\"gloo\")])")
     else:
         problem("PartialState would take DistributedType.NO (every task trains alone): on nodes "
                 "without GPUs pass Accelerator(cpu=True) or export ACCELERATE_USE_CPU=1")
@@ -214,6 +221,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trainer", choices=["deepspeed", "accelerate", "lightning"])
     ap.add_argument("--cpu", action="store_true", help="accelerate: PartialState(cpu=True)")
+    ap.add_argument("--backend", help="accelerate: PartialState(backend=)")
     ap.add_argument("--devices", type=int, default=1, help="lightning: devices=")
     ap.add_argument("--num-nodes", type=int, default=1, help="lightning: num_nodes=")
     args = ap.parse_args()

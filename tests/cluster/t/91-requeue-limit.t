@@ -40,15 +40,17 @@ like "$want" '^params_sha256=' "it printed its parameters' hash" || fail_detail 
 unlike "$(record "$ref")" 'warning|requeued' "its record has no warning and no requeue"
 
 # ---- 2. The same, with a one-minute limit: warned, checkpointed, requeued --------
-# 100 steps of 0.4 s do not fit in the 30 s before the warning (USR1@30).
-job=$(submit -N2 -n2 -c2 -t 1 --dl-runtime=torch --dl-signal=USR1@30 --dl-requeue=3 \
+# 100 steps of 0.4 s do not fit in the 30 s before the warning (USR1@30). Two
+# attempts do on a quiet machine; on a loaded one torch's start takes much of each
+# attempt's 30 s, so the bound leaves room for six.
+job=$(submit -N2 -n2 -c2 -t 1 --dl-runtime=torch --dl-signal=USR1@30 --dl-requeue=5 \
 	"$WORK/train.sh" --steps 100 --sleep 0.4)
-ok $? "sbatch -t 1 --dl-signal=USR1@30 --dl-requeue=3 (job $job)"
-wait_done "$job" 420
+ok $? "sbatch -t 1 --dl-signal=USR1@30 --dl-requeue=5 (job $job)"
+wait_done "$job" 720
 out=$(cat "$WORK/job-$job.out")
 is "$(job_field "$job" JobState)" COMPLETED "the requeued job completed" || fail_detail "$out"
 restarts=$(job_field "$job" Restarts)
-ok "$([ "${restarts:-0}" -ge 1 ] && [ "$restarts" -le 3 ]; echo $?)" "requeued 1 to 3 times (Restarts=$restarts)"
+ok "$([ "${restarts:-0}" -ge 1 ] && [ "$restarts" -le 5 ]; echo $?)" "requeued 1 to 5 times (Restarts=$restarts)"
 like "$out" 'checkpointed at step [0-9]+ attempt=0' "attempt 0 checkpointed on the warning" || fail_detail "$out"
 like "$out" 'resumed from step [0-9]+ attempt=1' "attempt 1 resumed from the checkpoint"
 got=$(grep -oE 'params_sha256=[0-9a-f]{64}' <<<"$out" | tail -1)
@@ -62,8 +64,11 @@ rec=$(record "$job")
 like "$rec" 'attempt=0 warning signal=USR1 reason=time-limit left=[0-9]+s node=n[1-3] step=0 processes=1' \
 	"the record says when each node warned its task" || fail_detail "$rec"
 like "$rec" 'attempt=0 requeued reason=ended-after-warning next-attempt=1' "and that the job was requeued"
-[ "${restarts:-0}" -ge 1 ] && unlike "$rec" "attempt=$restarts (warning|requeued)" \
-	"the last attempt finished in time: no warning, no requeue"
+# The last attempt completed the job: never requeued. (Whether it also finished
+# before the warning depends on the machine's load: on a busy one the last of the
+# three requeues may be warned too, and then ends "no requeue left".)
+[ "${restarts:-0}" -ge 1 ] && unlike "$rec" "attempt=$restarts requeued" \
+	"the last attempt completed the job: no requeue after it"
 listing=$(as_user dlrt-logs --dir "$WORK/.dlrt/jobs" "$job" 2>&1)
 like "$listing" 'requeued' "dlrt-logs shows the requeue" || fail_detail "$listing"
 

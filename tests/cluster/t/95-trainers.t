@@ -58,9 +58,19 @@ contract "${GPUSTEP[@]}" --dl-gpu-bind=none -- deepspeed
 world_ok "deepspeed with --dl-gpu-bind=none (the node's 4 GPUs in every task)" 12 env
 
 # ---- Accelerate: PartialState / Accelerator -----------------------------------
-contract -N3 --ntasks-per-node=2 --dl-runtime=torch -- accelerate --cpu
+# A torch built with MPI (Debian unstable's 2.14) makes Accelerate take the mpi
+# backend on CPUs, whose world is MPI's launch, not dlrt's: docs/trainers.md says to
+# ask for gloo, and so do these steps there.
+gloo=()
+if "$PY" -c 'import sys, torch.distributed as d; sys.exit(not d.is_mpi_available())' 2>/dev/null; then
+	contract -N3 --ntasks-per-node=1 --dl-runtime=torch -- accelerate --cpu
+	like "$(grep -m1 PROBLEM "$OUT")" "mpi backend .*InitProcessGroupKwargs\(backend=\"gloo\"\)" \
+		"accelerate on a torch built with MPI: the mpi backend, and what to pass instead"
+	gloo=(--backend gloo)
+fi
+contract -N3 --ntasks-per-node=2 --dl-runtime=torch -- accelerate --cpu "${gloo[@]}"
 world_ok "accelerate (cpu=True), 3 nodes x 2" 6 MULTI_CPU
-ACCELERATE_USE_CPU=1 contract -N3 --ntasks-per-node=1 --dl-runtime=torch -- accelerate
+ACCELERATE_USE_CPU=1 contract -N3 --ntasks-per-node=1 --dl-runtime=torch -- accelerate "${gloo[@]}"
 is "$(grep -c ' path=MULTI_CPU .* sum=3 ' <<<"$LINES")" 3 "accelerate with ACCELERATE_USE_CPU=1 exported: MULTI_CPU on 3 ranks"
 # On nodes without GPUs and without the CPU switch Accelerate trains every task
 # alone: what docs/trainers.md and the launcher line say to add.
