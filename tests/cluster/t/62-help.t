@@ -6,8 +6,11 @@
 
 P=$DLRT_CLUSTER_DIR/prefix
 man7=$(MANWIDTH=200 man -l "$P/share/man/man7/dlrt.7" 2>/dev/null)
+# The sections' indent: 7 columns up to groff 1.23, 5 in 1.24 (Debian unstable).
+IN=$(sed -n '/^NAME/{n;p;q}' <<<"$man7" | sed -E 's/^( *).*/\1/' | wc -L)
+[ "$IN" -gt 0 ] || IN=7
 # Options documented in dlrt(7): the OPTIONS section's tags ("--dl-foo=ARG" or "--dl-foo").
-doc_opts=$(sed -n '/^OPTIONS/,/^RUNTIMES/p' <<<"$man7" | grep -oE '^ {7}--dl-[a-z-]+' | tr -d ' ' | sort -u)
+doc_opts=$(sed -n '/^OPTIONS/,/^RUNTIMES/p' <<<"$man7" | grep -oE "^ {$IN}--dl-[a-z-]+" | tr -d ' ' | sort -u)
 ok "$([ -n "$doc_opts" ]; echo $?)" "dlrt(7) has an OPTIONS section ($(echo $doc_opts))"
 
 for client in srun sbatch salloc; do
@@ -44,6 +47,6 @@ done
 rts=$(as_user srun --dl-runtime=bogus true 2>&1 | sed -n 's/.*valid runtimes: //p' | tr -d ',')
 ok "$([ -n "$rts" ]; echo $?)" "the runtimes the plugin offers: $rts"
 for rt in $rts; do
-	like "$(sed -n '/^RUNTIMES/,/^ENVIRONMENT/p' <<<"$man7")" "^ {7}$rt( |$)" "dlrt(7) describes runtime $rt"
+	like "$(sed -n '/^RUNTIMES/,/^ENVIRONMENT/p' <<<"$man7")" "^ {$IN}$rt( |$)" "dlrt(7) describes runtime $rt"
 done
 done_testing

@@ -14,7 +14,10 @@ SH
 ex=$(as_user env -i HOME="$WORK" PATH=/usr/bin:/bin bash --noprofile --norc "$WORK/man.sh" "$P")
 ok "$([ -n "$ex" ]; echo $?)" "man dlrt has EXAMPLES after module load dlrt"
 # Indented blocks of the section (the commands), with continuation lines joined.
-blocks=$(sed -E -n 's/^ {14}//p; /^$/p' <<<"$ex" | cat -s)
+# Their indent (14 columns up to groff 1.23, 12 in 1.24) is the first command's.
+IN=$(grep -m1 -- '--dl-dry-run true' <<<"$ex" | sed -E 's/^( *).*/\1/' | wc -L)
+[ "$IN" -gt 0 ] || IN=14
+blocks=$(sed -E -n "s/^ {$IN}//p; /^\$/p" <<<"$ex" | cat -s)
 
 # Each example runs in a login-like shell with the module loaded, as the test user.
 run_example() { # run_example FILE: runs the shell file, output to $OUT, status in $RC
