@@ -120,10 +120,14 @@ int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 			  struct dlrt_err *err);
 
 /* service.c: a watcher program next to the step (dlrt-lifecycle), started and
- * stopped like a service: `args` after its --lifetime-fd/--ready-fd, ended by
- * NULL; `extra_fd` (or -1) stays open in it. It writes "1\n" when it runs. */
-int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *const *args,
-		       int extra_fd, struct dlrt_svc *svc, struct dlrt_err *err);
+ * stopped like a service: `args` are its options (common/argv.h), to which this
+ * adds its path, --lifetime-fd and --ready-fd, and with a `secret` (the step
+ * secret, 32 bytes; NULL: none) --secret-fd, a pipe that holds it; `extra_fd`
+ * (or -1) stays open in it. It writes "1\n" when it runs. */
+struct dlrt_argv;
+int dlrt_watcher_start(spank_t sp, const char *program, const char *what, struct dlrt_argv *args,
+		       int extra_fd, const uint8_t *secret, struct dlrt_svc *svc,
+		       struct dlrt_err *err);
 
 /* service.c: srun's rendezvous for the step (local context, exchange/rdvclient.h);
  * stopped with dlrt_service_stop. */

@@ -47,6 +47,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "common/argv.h"
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/instpath.h"
@@ -144,6 +145,7 @@ struct child_args {
 	int ngroups;
 	int life_r, ready_w;
 	int extra_fd;      /* the secret (service) or config (relay) pipe; -1: none */
+	int extra_fd2;     /* a watcher's second one (its secret pipe); -1 or 0: none */
 	pid_t parent;
 	unsigned max_lifetime;
 	const char *log;
@@ -196,9 +198,10 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 	/* slurmstepd's own descriptors (task stdio, slurmd sockets) must not live on
 	 * in the service: all closed but the pipes it is given. */
 	{
-		int keep[] = { a->life_r, a->ready_w, a->extra_fd };
+		int keep[] = { a->life_r, a->ready_w, a->extra_fd, a->extra_fd2 };
 
-		if (dlrt_proc_close_fds(keep, a->extra_fd >= 0 ? 3 : 2) < 0)
+		/* below 3 (-1: none) a kept descriptor means nothing to it */
+		if (dlrt_proc_close_fds(keep, 4) < 0)
 			_exit(122);
 	}
 	alarm(a->max_lifetime);
@@ -590,38 +593,45 @@ out:
 	return rc;
 }
 
-int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *const *args,
-		       int extra_fd, struct dlrt_svc *svc, struct dlrt_err *err)
+int dlrt_watcher_start(spank_t sp, const char *program, const char *what, struct dlrt_argv *args,
+		       int extra_fd, const uint8_t *secret, struct dlrt_svc *svc,
+		       struct dlrt_err *err)
 {
-	char path[4096], life_s[16], ready_s[16];
-	struct child_args a = { .extra_fd = extra_fd };
+	char path[4096];
+	struct child_args a = { .extra_fd = extra_fd, .extra_fd2 = -1 };
 	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, rc = -1;
-	char *argv[40];
-	size_t n = 0;
 
-	memset(svc, 0, sizeof(*svc));
+	memset(svc, 0, sizeof(svc[0]));
 	svc->life_fd = -1;
 	if (job_user(sp, &a, what, err) < 0 || program_path(program, path, sizeof(path), err) < 0)
+		return -1;
+	if (secret && (a.extra_fd2 = secret_pipe(secret, err)) < 0)
 		return -1;
 	if (take_pipe(&dlrt_plugin.pipe_watcher, life) < 0 || make_pipe(ready) < 0) {
 		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
 		goto out;
 	}
-	snprintf(life_s, sizeof(life_s), "%d", life[0]);
-	snprintf(ready_s, sizeof(ready_s), "%d", ready[1]);
-	argv[n++] = path;
-	argv[n++] = "--lifetime-fd";
-	argv[n++] = life_s;
-	argv[n++] = "--ready-fd";
-	argv[n++] = ready_s;
-	for (size_t i = 0; args[i] && n < sizeof(argv) / sizeof(*argv) - 1; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	a.argv = argv;
+	dlrt_argv_program(args, path);
+	dlrt_argv_add(args, "--lifetime-fd");
+	dlrt_argv_add(args, "%d", life[0]);
+	dlrt_argv_add(args, "--ready-fd");
+	dlrt_argv_add(args, "%d", ready[1]);
+	if (a.extra_fd2 >= 0) {
+		dlrt_argv_add(args, "--secret-fd");
+		dlrt_argv_add(args, "%d", a.extra_fd2);
+	}
+	if (args->full || !args->v[0]) {
+		dlrt_err_set(err, "the arguments of %s do not fit in %d bytes (a checkpoint or log "
+			     "folder's path that long?): shorten it", what, DLRT_ARGV_ROOM);
+		goto out;
+	}
+	a.argv = args->v;
 	rc = launch(&a, program, what, path, life, ready, svc, err);
 out:
 	close_pair(life);
 	close_pair(ready);
+	if (a.extra_fd2 >= 0)
+		close(a.extra_fd2);
 	settle_pipe(&dlrt_plugin.pipe_watcher, rc == 0);
 	return rc;
 }
