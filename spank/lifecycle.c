@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "common/argv.h"
+#include "common/parse.h"
 #include "common/privdir.h"
 #include "exchange/rdvclient.h"
 #include "plugin.h"
@@ -150,27 +151,30 @@ fail:
 }
 
 /* Where the watcher learns the job's times (tools/lcshare.h): srun's
- * rendezvous for the step, when it has one (port 0: Slurm's PMIx carries the
- * exchange, and every node asks slurmctld itself), at srun's address
+ * rendezvous for the step (DLRT_TIMES_ENV: srun keeps one for every step with
+ * --dl-signal, whatever carries its exchange), at srun's address
  * (SLURM_SRUN_COMM_HOST, the one slurmstepd itself reaches srun on:
  * SLURM_LAUNCH_NODE_IPADDR is set only in the task's environment). The first
  * node's watcher asks slurmctld and shares them there, the others wait for
  * them there; the step secret goes to it on a pipe. False: none. */
 static bool times_at(spank_t sp, struct dlrt_argv *a, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN])
 {
-	char v[DLRT_RDV_ENV_MAX], ip[64] = "";
-	uint16_t port = 0;
+	char v[DLRT_RDV_ENV_MAX], ip[64] = "", port_s[8] = "";
+	uint16_t exchange_port = 0;
+	uint32_t port = 0;
 	bool ok;
 
 	ok = spank_getenv(sp, DLRT_RDV_ENV, v, sizeof(v)) == ESPANK_SUCCESS &&
-	     dlrt_rdv_env_parse(v, &port, secret) == 0 && port &&
+	     dlrt_rdv_env_parse(v, &exchange_port, secret) == 0 &&
+	     spank_getenv(sp, DLRT_TIMES_ENV, port_s, sizeof(port_s)) == ESPANK_SUCCESS &&
+	     dlrt_parse_u32(port_s, 1, 65535, &port) == 0 &&
 	     spank_getenv(sp, "SLURM_SRUN_COMM_HOST", ip, sizeof(ip)) == ESPANK_SUCCESS &&
 	     ip[0];
 	memset(v, 0, sizeof(v));
 	if (!ok)
 		return false;
 	dlrt_argv_add(a, "--times");
-	dlrt_argv_add(a, "%s:%u", ip, port);
+	dlrt_argv_add(a, "%s:%u", ip, (unsigned)port);
 	if (dlrt_plugin.node_id == 0)
 		dlrt_argv_add(a, "--times-publish");
 	return true;
@@ -432,6 +436,7 @@ int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
 	uint32_t rank = 0;
 
 	spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
+	spank_unsetenv(sp, DLRT_TIMES_ENV); /* the watchers', not the program's */
 	if (pg && local >= 0 && (uint32_t)local < pg->ntasks) {
 		/* Before the pid is on the page: the watcher may look at once. */
 		uncatch_warning(dlrt_plugin.opts.warn_sig);
@@ -465,7 +470,10 @@ int dlrt_lifecycle_batch_task_init(spank_t sp, struct dlrt_err *err)
 
 void dlrt_lifecycle_exit(void)
 {
-	dlrt_service_stop(&dlrt_plugin.watcher);
+	const struct dlrt_layout *l = &dlrt_plugin.layout;
+
+	dlrt_watcher_stop(&dlrt_plugin.watcher, l->nodes.names && dlrt_plugin.node_id < l->nnodes ?
+			  l->nodes.names[dlrt_plugin.node_id] : "the batch node");
 	if (dlrt_plugin.lc_page)
 		munmap(dlrt_plugin.lc_page, sizeof(struct dlrt_lc_page));
 	dlrt_plugin.lc_page = NULL;

@@ -255,25 +255,40 @@ static const char *exit_reason(int status, char *buf, size_t len)
 static bool reap(pid_t pid, int ms, int *status)
 {
 	int64_t start = dlrt_now_ms(), end = start + ms;
+	/* Readable once the child has ended: its end wakes this wait at once,
+	 * which every node's slurm_spank_exit (and so the step's end) waits on. */
+	struct pollfd p = { .fd = (int)syscall(SYS_pidfd_open, pid, 0), .events = POLLIN };
+	bool done = false;
 
 	*status = -1;
 	for (;;) {
 		siginfo_t si = { .si_pid = 0 };
+		int64_t now = dlrt_now_ms();
 
-		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
-			return errno == ECHILD;
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+			done = errno == ECHILD;
+			break;
+		}
 		if (si.si_pid == pid) {
 			kill(-pid, SIGKILL);
 			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 				;
-			return true;
+			done = true;
+			break;
 		}
-		if (dlrt_now_ms() >= end)
-			return false;
+		if (now >= end)
+			break;
 		/* Most services are gone within milliseconds; a lingering one
-		 * may take as long as the step's other nodes: no busy wait. */
-		usleep(dlrt_now_ms() - start < 1000 ? 5000 : 100000);
+		 * may take as long as the step's other nodes: no busy wait
+		 * (without a pidfd, short sleeps first). */
+		if (p.fd >= 0)
+			poll(&p, 1, end - now > 1000 ? 1000 : (int)(end - now));
+		else
+			usleep(now - start < 1000 ? 5000 : 100000);
 	}
+	if (p.fd >= 0)
+		close(p.fd);
+	return done;
 }
 
 static int read_ready(int fd, int timeout_ms, uint16_t *port)
@@ -367,9 +382,12 @@ static int launch(struct child_args *a, const char *program, const char *what,
 	if (pid == 0)
 		child(a);
 	close(life[0]);
-	close(ready[1]);
+	if (ready[1] >= 0)
+		close(ready[1]);
 	life[0] = ready[1] = -1;
-	if (read_ready(ready[0], (int)pl->cfg.service_timeout * 1000, &svc->port) < 0) {
+	/* No readiness pipe (a watcher: dlrt_watcher_start): nothing to wait for. */
+	if (ready[0] >= 0 &&
+	    read_ready(ready[0], (int)pl->cfg.service_timeout * 1000, &svc->port) < 0) {
 		bool exited;
 
 		if (apart) {
@@ -607,15 +625,13 @@ int dlrt_watcher_start(spank_t sp, const char *program, const char *what, struct
 		return -1;
 	if (secret && (a.extra_fd2 = secret_pipe(secret, err)) < 0)
 		return -1;
-	if (take_pipe(&dlrt_plugin.pipe_watcher, life) < 0 || make_pipe(ready) < 0) {
+	if (take_pipe(&dlrt_plugin.pipe_watcher, life) < 0) {
 		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
 		goto out;
 	}
 	dlrt_argv_program(args, path);
 	dlrt_argv_add(args, "--lifetime-fd");
 	dlrt_argv_add(args, "%d", life[0]);
-	dlrt_argv_add(args, "--ready-fd");
-	dlrt_argv_add(args, "%d", ready[1]);
 	if (a.extra_fd2 >= 0) {
 		dlrt_argv_add(args, "--secret-fd");
 		dlrt_argv_add(args, "%d", a.extra_fd2);
@@ -626,14 +642,40 @@ int dlrt_watcher_start(spank_t sp, const char *program, const char *what, struct
 		goto out;
 	}
 	a.argv = args->v;
+	/* No --ready-fd: the step's tasks never wait for a watcher's exec (it
+	 * only reads the task page they write); one that could not start says
+	 * so when it is stopped (dlrt_watcher_stop). */
 	rc = launch(&a, program, what, path, life, ready, svc, err);
 out:
 	close_pair(life);
-	close_pair(ready);
 	if (a.extra_fd2 >= 0)
 		close(a.extra_fd2);
 	settle_pipe(&dlrt_plugin.pipe_watcher, rc == 0);
 	return rc;
+}
+
+void dlrt_watcher_stop(struct dlrt_svc *svc, const char *node)
+{
+	char why[64];
+	int status = -1;
+
+	if (svc->pid <= 0)
+		return;
+	close(svc->life_fd);
+	svc->life_fd = -1;
+	if (!reap(svc->pid, STOP_GRACE_MS, &status)) {
+		kill(-svc->pid, SIGKILL);
+		kill(svc->pid, SIGKILL);
+		reap(svc->pid, STOP_GRACE_MS, &status);
+	}
+	svc->pid = 0;
+	/* Its own exit statuses are 0, 2 (bad arguments) and 4; the rest are
+	 * child()'s: it never ran. */
+	if (status != -1 && (WIFSIGNALED(status) ? WTERMSIG(status) != SIGKILL :
+			     WEXITSTATUS(status) != 0))
+		slurm_error("dlrt: %s on %s ended early (%s)%s%s", svc->what ? svc->what : "a watcher",
+			    node, exit_reason(status, why, sizeof(why)),
+			    svc->log[0] ? "; its log: " : "", svc->log);
 }
 
 void dlrt_service_stop(struct dlrt_svc *svc)

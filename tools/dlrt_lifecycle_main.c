@@ -220,7 +220,8 @@ int main(int argc, char **argv)
 					DLRT_LCSHARE_FOLLOW, o.times_at, o.secret);
 	else if (o.secret >= 0)
 		close(o.secret);
-	/* The plugin waits for this line (its service start): the watcher runs. */
+	/* Who started it may wait for this line (the plugin does not: nothing of
+	 * the step waits for this watcher's start). */
 	if (o.ready >= 0) {
 		if (write(o.ready, "1\n", 2) != 2)
 			return 4;
