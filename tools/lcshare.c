@@ -129,6 +129,18 @@ static void ask_instead(struct dlrt_lcshare *s, const char *why)
 	s->fresh_by = 0;
 }
 
+/* One more failure in a row at the rendezvous (a connection, or an answer
+ * that was not a signed value: something else took srun's port?): FOLLOW
+ * asks slurmctld itself after TRIES of them, so nothing there can keep a
+ * node's tasks from their warning. A value taken or set ends the row. */
+static void failed(struct dlrt_lcshare *s, const char *why)
+{
+	if (++s->failures >= TRIES && s->role == DLRT_LCSHARE_FOLLOW)
+		ask_instead(s, why);
+	else if (s->failures == 1)
+		fprintf(stderr, DLRT_LCW_PROG ": job %u: %s; trying again\n", s->job, why);
+}
+
 /* Connected to the rendezvous (one try, bounded); false if not. */
 static bool connected(struct dlrt_lcshare *s)
 {
@@ -140,15 +152,10 @@ static bool connected(struct dlrt_lcshare *s)
 	if (now < s->retry_at)
 		return false;
 	if (dlrt_rdv_connect(&s->rdv, s->ip, s->port, s->secret, dlrt_now_ms() + RDV_WAIT_MS,
-			     &err) == 0) {
-		s->failures = 0;
+			     &err) == 0)
 		return true;
-	}
 	s->retry_at = now + RETRY_S;
-	if (++s->failures >= TRIES && s->role == DLRT_LCSHARE_FOLLOW)
-		ask_instead(s, err.msg);
-	else if (s->failures == 1)
-		fprintf(stderr, DLRT_LCW_PROG ": job %u: %s; trying again\n", s->job, err.msg);
+	failed(s, err.msg);
 	return false;
 }
 
@@ -172,6 +179,7 @@ static void publish(struct dlrt_lcshare *s)
 		drop(s);
 	} else {
 		s->seq++;
+		s->failures = 0;
 		snprintf(s->published, sizeof(s->published), "%s", value);
 	}
 	free(back);
@@ -212,18 +220,19 @@ void dlrt_lcshare_take(struct dlrt_lcshare *s)
 	s->rdv.deadline_ms = dlrt_now_ms() + RDV_WAIT_MS;
 	if (dlrt_rdv_get_recv(&s->rdv, keys, 1, &value, &err) < 0 ||
 	    dlrt_lctimes_parse(value, &j) < 0) {
-		/* srun ended (the step is ending), or its host restarted the
-		 * connection: connect again, bounded by TRIES. */
-		if (value)
-			fprintf(stderr, DLRT_LCW_PROG ": job %u: %s at srun's rendezvous is not "
-				"the job's times: \"%.40s\"\n", s->job, key, value);
+		/* srun ended (the step is ending), its host restarted the
+		 * connection, or what answered is not srun's store: connect
+		 * again, TRIES times in a row at most. */
 		drop(s);
 		s->retry_at = time(NULL) + 1;
+		failed(s, value ? "the job's times at srun's rendezvous are not in their format" :
+		       err.msg);
 		free(value);
 		return;
 	}
 	free(value);
 	s->waiting = false;
+	s->failures = 0;
 	s->seq++;
 	s->times = j;
 	s->known = true;
