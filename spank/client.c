@@ -43,7 +43,8 @@ static bool times_shared(void)
 }
 
 /* srun, before it asks for its allocation or the step: the step secret and,
- * unless PMIx is forced, srun's rendezvous, so that it is up while srun waits
+ * unless PMIx is forced and the step has no watchers to share the job's times
+ * (times_shared), srun's rendezvous, so that it is up while srun waits
  * for the allocation (and a step that comes late still finds it). Whether the
  * step uses it is decided once the step exists (start_exchange); a rendezvous
  * the step does not use then ends before the tasks start. */
