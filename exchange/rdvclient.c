@@ -338,17 +338,15 @@ int dlrt_rdv_set(struct dlrt_rdv *r, const char *key, const char *value, struct 
 	return rc;
 }
 
-int dlrt_rdv_get(struct dlrt_rdv *r, const char *const *keys, size_t n, char **values,
-		 struct dlrt_err *err)
+int dlrt_rdv_get_send(struct dlrt_rdv *r, const char *const *keys, size_t n,
+		      struct dlrt_err *err)
 {
 	size_t len = 1 + 8, off = 0;
-	uint8_t *msg, ok = 1;
-	int rc = -1;
+	uint8_t *msg;
+	int rc;
 
-	for (size_t i = 0; i < n; i++) {
-		values[i] = NULL;
+	for (size_t i = 0; i < n; i++)
 		len += 2 * (1 + 8 + strlen(keys[i]));
-	}
 	msg = malloc(len);
 	if (!msg)
 		return dlrt_err_set(err, "out of memory");
@@ -367,8 +365,19 @@ int dlrt_rdv_get(struct dlrt_rdv *r, const char *const *keys, size_t n, char **v
 		msg[off++] = Q_GET;
 		off += put_str(msg + off, keys[i], strlen(keys[i]));
 	}
-	if (send_all(r, msg, off, err) < 0)
-		goto out;
+	rc = send_all(r, msg, off, err);
+	free(msg);
+	return rc;
+}
+
+int dlrt_rdv_get_recv(struct dlrt_rdv *r, const char *const *keys, size_t n, char **values,
+		      struct dlrt_err *err)
+{
+	uint8_t ok = 1;
+	int rc = -1;
+
+	for (size_t i = 0; i < n; i++)
+		values[i] = NULL;
 	if (recv_all(r, &ok, 1, n == 1 ? keys[0] : "the keys of every node", err) < 0)
 		goto out;
 	if (ok != 0) {
@@ -411,13 +420,22 @@ int dlrt_rdv_get(struct dlrt_rdv *r, const char *const *keys, size_t n, char **v
 	}
 	rc = 0;
 out:
-	free(msg);
 	if (rc < 0)
 		for (size_t i = 0; i < n; i++) {
 			free(values[i]);
 			values[i] = NULL;
 		}
 	return rc;
+}
+
+int dlrt_rdv_get(struct dlrt_rdv *r, const char *const *keys, size_t n, char **values,
+		 struct dlrt_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		values[i] = NULL;
+	if (dlrt_rdv_get_send(r, keys, n, err) < 0)
+		return -1;
+	return dlrt_rdv_get_recv(r, keys, n, values, err);
 }
 
 void dlrt_rdv_close(struct dlrt_rdv *r)

@@ -60,6 +60,14 @@ int dlrt_rdv_set(struct dlrt_rdv *r, const char *key, const char *value, struct 
  * are an error. */
 int dlrt_rdv_get(struct dlrt_rdv *r, const char *const *keys, size_t n, char **values,
 		 struct dlrt_err *err);
+/* dlrt_rdv_get in two halves, for a caller that waits for the answer in its
+ * own poll (dlrt-lifecycle: tools/lcshare.h): the request, then, once r->fd
+ * is readable, the answer (bounded by r->deadline_ms, which the caller may
+ * move on in between). */
+int dlrt_rdv_get_send(struct dlrt_rdv *r, const char *const *keys, size_t n,
+		      struct dlrt_err *err);
+int dlrt_rdv_get_recv(struct dlrt_rdv *r, const char *const *keys, size_t n, char **values,
+		      struct dlrt_err *err);
 void dlrt_rdv_close(struct dlrt_rdv *r);
 
 /* The signed form of a value as stored ("TAG VALUE", TAG 64 hex digits), and

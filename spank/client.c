@@ -33,8 +33,18 @@ void dlrt_client_exit(void)
 	dlrt_plugin.rendezvous.life_fd = -1;
 }
 
+/* Whether the step's --dl-signal watchers share the job's times at srun's
+ * rendezvous (tools/lcshare.h): then srun keeps it for every step, also one
+ * whose exchange Slurm's PMIx carries, so that slurmctld is asked by one node
+ * of the step, not by each. */
+static bool times_shared(void)
+{
+	return dlrt_plugin.opts.warn_sig != 0;
+}
+
 /* srun, before it asks for its allocation or the step: the step secret and,
- * unless PMIx is forced, srun's rendezvous, so that it is up while srun waits
+ * unless PMIx is forced and the step has no watchers to share the job's times
+ * (times_shared), srun's rendezvous, so that it is up while srun waits
  * for the allocation (and a step that comes late still finds it). Whether the
  * step uses it is decided once the step exists (start_exchange); a rendezvous
  * the step does not use then ends before the tasks start. */
@@ -52,8 +62,9 @@ static void prepare_exchange(void)
 		exit(1);
 	}
 	dlrt_plugin.has_step_secret = true;
-	if (dlrt_plugin.opts.exchange != DLRT_EXCHANGE_PMIX &&
-	    dlrt_rendezvous_start(&dlrt_plugin.rendezvous, dlrt_plugin.step_secret, &err) < 0) {
+	if (!times_shared() && dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX)
+		return;
+	if (dlrt_rendezvous_start(&dlrt_plugin.rendezvous, dlrt_plugin.step_secret, &err) < 0) {
 		slurm_error("dlrt: %s", err.msg);
 		exit(1);
 	}
@@ -87,6 +98,7 @@ int dlrt_client_post_opt(spank_t sp)
 		 * its secret (start_exchange). */
 		unsetenv(DLRT_REFUSED_ENV);
 		unsetenv(DLRT_RDV_ENV);
+		unsetenv(DLRT_TIMES_ENV);
 		prepare_exchange();
 	}
 	return 0;
@@ -113,6 +125,7 @@ static int refuse_step(spank_t sp, const char *msg)
 	slurm_error("dlrt: %s", msg);
 	dlrt_client_exit(); /* no rendezvous for a step that exchanges nothing */
 	unsetenv(DLRT_RDV_ENV);
+	unsetenv(DLRT_TIMES_ENV);
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
 		exit(1); /* nothing to name; cannot happen once the step exists */
@@ -155,14 +168,22 @@ static int start_exchange(spank_t sp)
 	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
 		slurm_info("dlrt: address exchange through %s: %s", via == DLRT_EXCHANGE_PMIX ?
 			   "Slurm's PMIx" : "srun's rendezvous", why);
-	/* A rendezvous started in advance that the step will not use ends now,
-	 * reaped (bounded), so that nothing of dlrt runs on srun's host during a
-	 * PMIx step. */
-	if (via == DLRT_EXCHANGE_PMIX)
+	/* A rendezvous started in advance that the step will not use (a PMIx step
+	 * whose watchers share nothing: --dl-signal=none) ends now, reaped
+	 * (bounded), so that nothing of dlrt runs on srun's host during it. */
+	if (via == DLRT_EXCHANGE_PMIX && !times_shared())
 		dlrt_service_stop(&dlrt_plugin.rendezvous);
 	else if (dlrt_plugin.rendezvous.pid <= 0 &&
 		 dlrt_rendezvous_start(&dlrt_plugin.rendezvous, dlrt_plugin.step_secret, &err) < 0)
 		return refuse_step(sp, err.msg);
+	if (dlrt_plugin.rendezvous.pid > 0 && times_shared()) {
+		char port[8];
+
+		snprintf(port, sizeof(port), "%u", dlrt_plugin.rendezvous.port);
+		if (setenv(DLRT_TIMES_ENV, port, 1) < 0)
+			return refuse_step(sp, "cannot pass the rendezvous' port to the step: out of "
+					   "memory");
+	}
 	dlrt_rdv_env_format(value, via == DLRT_EXCHANGE_SRUN ? dlrt_plugin.rendezvous.port : 0,
 			    dlrt_plugin.step_secret);
 	if (setenv(DLRT_RDV_ENV, value, 1) < 0)

@@ -32,7 +32,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/argv.h"
+#include "common/parse.h"
 #include "common/privdir.h"
+#include "exchange/rdvclient.h"
 #include "plugin.h"
 #include "runtime/lifecycle.h"
 
@@ -147,17 +150,73 @@ fail:
 	return -1;
 }
 
+/* Where the watcher learns the job's times (tools/lcshare.h): srun's
+ * rendezvous for the step (DLRT_TIMES_ENV: srun keeps one for every step with
+ * --dl-signal, whatever carries its exchange), at srun's address
+ * (SLURM_SRUN_COMM_HOST, the one slurmstepd itself reaches srun on:
+ * SLURM_LAUNCH_NODE_IPADDR is set only in the task's environment). The first
+ * node's watcher asks slurmctld and shares them there, the others wait for
+ * them there; the step secret goes to it on a pipe. False: none. */
+static bool times_at(spank_t sp, struct dlrt_argv *a, uint8_t secret[DLRT_SVCAUTH_SECRET_LEN])
+{
+	char v[DLRT_RDV_ENV_MAX], ip[64] = "", port_s[8] = "";
+	uint16_t exchange_port = 0;
+	uint32_t port = 0;
+	bool ok;
+
+	ok = spank_getenv(sp, DLRT_RDV_ENV, v, sizeof(v)) == ESPANK_SUCCESS &&
+	     dlrt_rdv_env_parse(v, &exchange_port, secret) == 0 &&
+	     spank_getenv(sp, DLRT_TIMES_ENV, port_s, sizeof(port_s)) == ESPANK_SUCCESS &&
+	     dlrt_parse_u32(port_s, 1, 65535, &port) == 0 &&
+	     spank_getenv(sp, "SLURM_SRUN_COMM_HOST", ip, sizeof(ip)) == ESPANK_SUCCESS &&
+	     ip[0];
+	memset(v, 0, sizeof(v));
+	if (!ok)
+		return false;
+	dlrt_argv_add(a, "--times");
+	dlrt_argv_add(a, "%s:%u", ip, (unsigned)port);
+	if (dlrt_plugin.node_id == 0)
+		dlrt_argv_add(a, "--times-publish");
+	return true;
+}
+
+/* The options of the step's watcher (a task step's, not the batch step's). */
+static void step_args(spank_t sp, struct dlrt_argv *a, int page_fd)
+{
+	const struct dlrt_opts *o = &dlrt_plugin.opts;
+	char ckbase[2048], ckpt[2200];
+
+	dlrt_argv_add(a, "--attempt"); /* the batch step's is not known yet: the watcher asks */
+	dlrt_argv_add(a, "%u", dlrt_restart_count(sp));
+	dlrt_argv_add(a, "--node");
+	dlrt_argv_add(a, "%s", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id]);
+	dlrt_argv_add(a, "--pids-fd");
+	dlrt_argv_add(a, "%d", page_fd);
+	if (o->runtime->warn_children)
+		dlrt_argv_add(a, "--children");
+	if (o->verbose)
+		dlrt_argv_add(a, "--verbose");
+	if (o->hang_timeout &&
+	    dlrt_lifecycle_ckpt_path(sp, ckbase, sizeof(ckbase), ckpt, sizeof(ckpt)) == 0) {
+		dlrt_argv_add(a, "--hang-timeout");
+		dlrt_argv_add(a, "%u", o->hang_timeout);
+		dlrt_argv_add(a, "--progress-dir");
+		dlrt_argv_add(a, "%s", ckpt);
+		dlrt_argv_add(a, "--step-tasks");
+		dlrt_argv_add(a, "%u", dlrt_plugin.layout.ntasks);
+	}
+}
+
 void dlrt_lifecycle_user_init(spank_t sp)
 {
 	const struct dlrt_opts *o = &dlrt_plugin.opts;
-	char sig[32], job_s[16], step_s[16], att_s[16], rq_s[16], node[256] = "", base[2048];
-	char name[16], hang_s[16], ckbase[2048], ckpt[2200], ntasks_s[16];
-	char *args[28];
+	static struct dlrt_argv a;
+	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
+	char name[16], base[2048];
 	uint32_t step = 0, job = 0;
 	struct dlrt_err err;
-	size_t n = 0;
-	int fd = -1;
-	bool batch;
+	bool batch, shared = false;
+	int page_fd = -1;
 
 	if (spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
@@ -168,57 +227,43 @@ void dlrt_lifecycle_user_init(spank_t sp)
 		     o->dry_run || !o->runtime || (!o->warn_sig && !o->hang_timeout)))
 		return;
 	if (!batch) {
-		fd = make_page(dlrt_plugin.layout.node_ntasks[dlrt_plugin.node_id]);
-		if (fd < 0) {
+		page_fd = make_page(dlrt_plugin.layout.node_ntasks[dlrt_plugin.node_id]);
+		if (page_fd < 0) {
 			slurm_error("dlrt: job %u step %u: cannot make the task page for --dl-signal: "
 				    "%s; this node's tasks get no warning", job, step, strerror(errno));
 			return;
 		}
-		snprintf(node, sizeof(node), "%s", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id]);
 	}
+	dlrt_argv_init(&a);
+	dlrt_argv_add(&a, "--job");
+	dlrt_argv_add(&a, "%u", job);
+	dlrt_argv_add(&a, "--step");
+	dlrt_argv_add(&a, "%u", step);
+	dlrt_argv_add(&a, "--signal");
 	if (o->warn_sig)
-		snprintf(sig, sizeof(sig), "%s@%u", dlrt_signal_name(o->warn_sig, name,
-								       sizeof(name)), o->warn_secs);
+		dlrt_argv_add(&a, "%s@%u", dlrt_signal_name(o->warn_sig, name, sizeof(name)),
+			      o->warn_secs);
 	else
-		snprintf(sig, sizeof(sig), "none");
-	snprintf(job_s, sizeof(job_s), "%u", job);
-	snprintf(step_s, sizeof(step_s), "%u", step);
-	snprintf(att_s, sizeof(att_s), "%u", dlrt_restart_count(sp));
-	args[n++] = "--job", args[n++] = job_s, args[n++] = "--step", args[n++] = step_s;
-	if (!batch) /* the batch step's is not known yet: the watcher asks */
-		args[n++] = "--attempt", args[n++] = att_s;
-	args[n++] = "--signal", args[n++] = sig;
-	if (node[0])
-		args[n++] = "--node", args[n++] = node;
-	if (dlrt_lifecycle_record_base(sp, base, sizeof(base)) == 0)
-		args[n++] = "--record-base", args[n++] = base;
-	if (batch) {
-		snprintf(rq_s, sizeof(rq_s), "%u", o->requeue);
-		args[n++] = "--batch", args[n++] = "--requeue", args[n++] = rq_s;
-	} else {
-		args[n++] = "--pids-fd";
-		snprintf(rq_s, sizeof(rq_s), "%d", fd);
-		args[n++] = rq_s;
-		if (o->runtime->warn_children)
-			args[n++] = "--children";
-		if (o->verbose)
-			args[n++] = "--verbose";
-		if (o->hang_timeout &&
-		    dlrt_lifecycle_ckpt_path(sp, ckbase, sizeof(ckbase), ckpt, sizeof(ckpt)) == 0) {
-			snprintf(hang_s, sizeof(hang_s), "%u", o->hang_timeout);
-			args[n++] = "--hang-timeout", args[n++] = hang_s;
-			args[n++] = "--progress-dir", args[n++] = ckpt;
-			snprintf(ntasks_s, sizeof(ntasks_s), "%u", dlrt_plugin.layout.ntasks);
-			args[n++] = "--step-tasks", args[n++] = ntasks_s;
-		}
+		dlrt_argv_add(&a, "none");
+	if (dlrt_lifecycle_record_base(sp, base, sizeof(base)) == 0) {
+		dlrt_argv_add(&a, "--record-base");
+		dlrt_argv_add(&a, "%s", base);
 	}
-	args[n] = NULL;
+	if (batch) {
+		dlrt_argv_add(&a, "--batch");
+		dlrt_argv_add(&a, "--requeue");
+		dlrt_argv_add(&a, "%u", o->requeue);
+	} else {
+		step_args(sp, &a, page_fd);
+		shared = o->warn_sig && times_at(sp, &a, secret);
+	}
 	if (dlrt_watcher_start(sp, "dlrt-lifecycle", "the --dl-signal watcher (dlrt-lifecycle)",
-			       args, fd, &dlrt_plugin.watcher, &err) < 0)
+			       &a, page_fd, shared ? secret : NULL, &dlrt_plugin.watcher, &err) < 0)
 		slurm_error("dlrt: job %u step %u: %s; this node gets no --dl-signal warning%s", job,
 			    step, err.msg, batch ? " and no requeue before the time limit" : "");
-	if (fd >= 0)
-		close(fd);
+	memset(secret, 0, sizeof(secret));
+	if (page_fd >= 0)
+		close(page_fd);
 }
 
 /* DLRT_CHECKPOINT_DIR: BASE/<job>, created (or taken, if it is the user's own
@@ -391,6 +436,7 @@ int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
 	uint32_t rank = 0;
 
 	spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
+	spank_unsetenv(sp, DLRT_TIMES_ENV); /* the watchers', not the program's */
 	if (pg && local >= 0 && (uint32_t)local < pg->ntasks) {
 		/* Before the pid is on the page: the watcher may look at once. */
 		uncatch_warning(dlrt_plugin.opts.warn_sig);
@@ -424,7 +470,10 @@ int dlrt_lifecycle_batch_task_init(spank_t sp, struct dlrt_err *err)
 
 void dlrt_lifecycle_exit(void)
 {
-	dlrt_service_stop(&dlrt_plugin.watcher);
+	const struct dlrt_layout *l = &dlrt_plugin.layout;
+
+	dlrt_watcher_stop(&dlrt_plugin.watcher, l->nodes.names && dlrt_plugin.node_id < l->nnodes ?
+			  l->nodes.names[dlrt_plugin.node_id] : "the batch node");
 	if (dlrt_plugin.lc_page)
 		munmap(dlrt_plugin.lc_page, sizeof(struct dlrt_lc_page));
 	dlrt_plugin.lc_page = NULL;

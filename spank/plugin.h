@@ -24,6 +24,10 @@ struct dlrt_lc_page;
 /* "JOB.STEP" of a step srun refused after Slurm created it: its tasks end in
  * task_init, so that Slurm frees the step (client.c, refuse_step). */
 #define DLRT_REFUSED_ENV "SLURM_DLRT_REFUSED"
+/* The port of srun's rendezvous, where the step's --dl-signal watchers share
+ * the job's times (tools/lcshare.h), in every step srun keeps it for: also a
+ * step whose exchange Slurm's PMIx carries (client.c). */
+#define DLRT_TIMES_ENV "SLURM_DLRT_TIMES"
 
 /* A pipe made in slurmstepd's own process (init_post_opt) for a program that
  * user_init starts: with SlurmdParameters=contain_spank (Slurm 24.05+) user_init
@@ -120,10 +124,17 @@ int dlrt_relay_start_node(spank_t sp, struct dlrt_svc *relay, int *config_w,
 			  struct dlrt_err *err);
 
 /* service.c: a watcher program next to the step (dlrt-lifecycle), started and
- * stopped like a service: `args` after its --lifetime-fd/--ready-fd, ended by
- * NULL; `extra_fd` (or -1) stays open in it. It writes "1\n" when it runs. */
-int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *const *args,
-		       int extra_fd, struct dlrt_svc *svc, struct dlrt_err *err);
+ * stopped like a service, but never waited for: `args` are its options
+ * (common/argv.h), to which this adds its path, --lifetime-fd, and with a
+ * `secret` (the step secret, 32 bytes; NULL: none) --secret-fd, a pipe that
+ * holds it; `extra_fd` (or -1) stays open in it. dlrt_watcher_stop ends it
+ * (end of file on its lifetime pipe, bounded) and logs one line on `node` if
+ * it had ended early with an error (it could not start, or bad arguments). */
+struct dlrt_argv;
+int dlrt_watcher_start(spank_t sp, const char *program, const char *what, struct dlrt_argv *args,
+		       int extra_fd, const uint8_t *secret, struct dlrt_svc *svc,
+		       struct dlrt_err *err);
+void dlrt_watcher_stop(struct dlrt_svc *svc, const char *node);
 
 /* service.c: srun's rendezvous for the step (local context, exchange/rdvclient.h);
  * stopped with dlrt_service_stop. */

@@ -47,6 +47,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "common/argv.h"
 #include "common/buf.h"
 #include "common/crypto.h"
 #include "common/instpath.h"
@@ -144,6 +145,7 @@ struct child_args {
 	int ngroups;
 	int life_r, ready_w;
 	int extra_fd;      /* the secret (service) or config (relay) pipe; -1: none */
+	int extra_fd2;     /* a watcher's second one (its secret pipe); -1 or 0: none */
 	pid_t parent;
 	unsigned max_lifetime;
 	const char *log;
@@ -196,9 +198,10 @@ static void __attribute__((noreturn)) child(const struct child_args *a)
 	/* slurmstepd's own descriptors (task stdio, slurmd sockets) must not live on
 	 * in the service: all closed but the pipes it is given. */
 	{
-		int keep[] = { a->life_r, a->ready_w, a->extra_fd };
+		int keep[] = { a->life_r, a->ready_w, a->extra_fd, a->extra_fd2 };
 
-		if (dlrt_proc_close_fds(keep, a->extra_fd >= 0 ? 3 : 2) < 0)
+		/* below 3 (-1: none) a kept descriptor means nothing to it */
+		if (dlrt_proc_close_fds(keep, 4) < 0)
 			_exit(122);
 	}
 	alarm(a->max_lifetime);
@@ -252,25 +255,40 @@ static const char *exit_reason(int status, char *buf, size_t len)
 static bool reap(pid_t pid, int ms, int *status)
 {
 	int64_t start = dlrt_now_ms(), end = start + ms;
+	/* Readable once the child has ended: its end wakes this wait at once,
+	 * which every node's slurm_spank_exit (and so the step's end) waits on. */
+	struct pollfd p = { .fd = (int)syscall(SYS_pidfd_open, pid, 0), .events = POLLIN };
+	bool done = false;
 
 	*status = -1;
 	for (;;) {
 		siginfo_t si = { .si_pid = 0 };
+		int64_t now = dlrt_now_ms();
 
-		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0)
-			return errno == ECHILD;
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0) {
+			done = errno == ECHILD;
+			break;
+		}
 		if (si.si_pid == pid) {
 			kill(-pid, SIGKILL);
 			while (waitpid(pid, status, 0) < 0 && errno == EINTR)
 				;
-			return true;
+			done = true;
+			break;
 		}
-		if (dlrt_now_ms() >= end)
-			return false;
+		if (now >= end)
+			break;
 		/* Most services are gone within milliseconds; a lingering one
-		 * may take as long as the step's other nodes: no busy wait. */
-		usleep(dlrt_now_ms() - start < 1000 ? 5000 : 100000);
+		 * may take as long as the step's other nodes: no busy wait
+		 * (without a pidfd, short sleeps first). */
+		if (p.fd >= 0)
+			poll(&p, 1, end - now > 1000 ? 1000 : (int)(end - now));
+		else
+			usleep(now - start < 1000 ? 5000 : 100000);
 	}
+	if (p.fd >= 0)
+		close(p.fd);
+	return done;
 }
 
 static int read_ready(int fd, int timeout_ms, uint16_t *port)
@@ -364,9 +382,12 @@ static int launch(struct child_args *a, const char *program, const char *what,
 	if (pid == 0)
 		child(a);
 	close(life[0]);
-	close(ready[1]);
+	if (ready[1] >= 0)
+		close(ready[1]);
 	life[0] = ready[1] = -1;
-	if (read_ready(ready[0], (int)pl->cfg.service_timeout * 1000, &svc->port) < 0) {
+	/* No readiness pipe (a watcher: dlrt_watcher_start): nothing to wait for. */
+	if (ready[0] >= 0 &&
+	    read_ready(ready[0], (int)pl->cfg.service_timeout * 1000, &svc->port) < 0) {
 		bool exited;
 
 		if (apart) {
@@ -590,40 +611,71 @@ out:
 	return rc;
 }
 
-int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *const *args,
-		       int extra_fd, struct dlrt_svc *svc, struct dlrt_err *err)
+int dlrt_watcher_start(spank_t sp, const char *program, const char *what, struct dlrt_argv *args,
+		       int extra_fd, const uint8_t *secret, struct dlrt_svc *svc,
+		       struct dlrt_err *err)
 {
-	char path[4096], life_s[16], ready_s[16];
-	struct child_args a = { .extra_fd = extra_fd };
+	char path[4096];
+	struct child_args a = { .extra_fd = extra_fd, .extra_fd2 = -1 };
 	int life[2] = { -1, -1 }, ready[2] = { -1, -1 }, rc = -1;
-	char *argv[40];
-	size_t n = 0;
 
-	memset(svc, 0, sizeof(*svc));
+	memset(svc, 0, sizeof(svc[0]));
 	svc->life_fd = -1;
 	if (job_user(sp, &a, what, err) < 0 || program_path(program, path, sizeof(path), err) < 0)
 		return -1;
-	if (take_pipe(&dlrt_plugin.pipe_watcher, life) < 0 || make_pipe(ready) < 0) {
+	if (secret && (a.extra_fd2 = secret_pipe(secret, err)) < 0)
+		return -1;
+	if (take_pipe(&dlrt_plugin.pipe_watcher, life) < 0) {
 		dlrt_err_errno(err, errno, "cannot create the pipes to start %s", what);
 		goto out;
 	}
-	snprintf(life_s, sizeof(life_s), "%d", life[0]);
-	snprintf(ready_s, sizeof(ready_s), "%d", ready[1]);
-	argv[n++] = path;
-	argv[n++] = "--lifetime-fd";
-	argv[n++] = life_s;
-	argv[n++] = "--ready-fd";
-	argv[n++] = ready_s;
-	for (size_t i = 0; args[i] && n < sizeof(argv) / sizeof(*argv) - 1; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	a.argv = argv;
+	dlrt_argv_program(args, path);
+	dlrt_argv_add(args, "--lifetime-fd");
+	dlrt_argv_add(args, "%d", life[0]);
+	if (a.extra_fd2 >= 0) {
+		dlrt_argv_add(args, "--secret-fd");
+		dlrt_argv_add(args, "%d", a.extra_fd2);
+	}
+	if (args->full || !args->v[0]) {
+		dlrt_err_set(err, "the arguments of %s do not fit in %d bytes (a checkpoint or log "
+			     "folder's path that long?): shorten it", what, DLRT_ARGV_ROOM);
+		goto out;
+	}
+	a.argv = args->v;
+	/* No --ready-fd: the step's tasks never wait for a watcher's exec (it
+	 * only reads the task page they write); one that could not start says
+	 * so when it is stopped (dlrt_watcher_stop). */
 	rc = launch(&a, program, what, path, life, ready, svc, err);
 out:
 	close_pair(life);
-	close_pair(ready);
+	if (a.extra_fd2 >= 0)
+		close(a.extra_fd2);
 	settle_pipe(&dlrt_plugin.pipe_watcher, rc == 0);
 	return rc;
+}
+
+void dlrt_watcher_stop(struct dlrt_svc *svc, const char *node)
+{
+	char why[64];
+	int status = -1;
+
+	if (svc->pid <= 0)
+		return;
+	close(svc->life_fd);
+	svc->life_fd = -1;
+	if (!reap(svc->pid, STOP_GRACE_MS, &status)) {
+		kill(-svc->pid, SIGKILL);
+		kill(svc->pid, SIGKILL);
+		reap(svc->pid, STOP_GRACE_MS, &status);
+	}
+	svc->pid = 0;
+	/* Its own exit statuses are 0, 2 (bad arguments) and 4; the rest are
+	 * child()'s: it never ran. */
+	if (status != -1 && (WIFSIGNALED(status) ? WTERMSIG(status) != SIGKILL :
+			     WEXITSTATUS(status) != 0))
+		slurm_error("dlrt: %s on %s ended early (%s)%s%s", svc->what ? svc->what : "a watcher",
+			    node, exit_reason(status, why, sizeof(why)),
+			    svc->log[0] ? "; its log: " : "", svc->log);
 }
 
 void dlrt_service_stop(struct dlrt_svc *svc)

@@ -30,8 +30,17 @@ UNIT_TESTS += $(BUILD)/tests/test_ocitask $(BUILD)/tests/test_ocistate $(BUILD)/
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-oci-run,tools/dlrt_oci_run_main.c))
 # the unit test runs the program too
 $(BUILD)/tests/test_ocitask $(SAN_BUILD)/tests/test_ocitask: | $(BUILD)/libexec/dlrt-oci-run
-# dlrt-lifecycle: the per-node watcher of --dl-signal and --dl-requeue (asks
-# slurmctld for the job's end and preemption; started by spank/lifecycle.c).
+# dlrt-lifecycle: the per-node watcher of --dl-signal, --dl-requeue and
+# --dl-hang-timeout (started by spank/lifecycle.c): its two jobs (tools/lcwarn.c,
+# tools/lchang.c) in one process per node, the job's times asked of slurmctld by
+# one node per step and shared through srun's rendezvous (tools/lcshare.c). The
+# parts with a unit test or a fuzzer are in the library: the /proc reader, the
+# nodes' progress files, the times' wire format.
+LIB_SRCS   += tools/lcproc.c tools/lcprogress.c tools/lctimes.c
 LIBEXEC    += $(BUILD)/libexec/dlrt-lifecycle
 MANPAGES   += docs/man/dlrt-lifecycle.8
-$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,tools/dlrt_lifecycle_main.c,-lslurm))
+FUZZERS    += lctimes
+UNIT_TESTS += $(BUILD)/tests/test_lcwatch
+LIFECYCLE_SRCS := tools/dlrt_lifecycle_main.c tools/lcwatch.c tools/lcwarn.c tools/lchang.c \
+                  tools/lcshare.c
+$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,$(LIFECYCLE_SRCS),-lslurm))

@@ -5,7 +5,8 @@ TEST_LIB_SRCS += tests/unit/buildpath.c
 UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_plugin_load \
               $(BUILD)/tests/test_crypto $(BUILD)/tests/test_proc \
               $(BUILD)/tests/test_instpath $(BUILD)/tests/test_env \
-              $(BUILD)/tests/test_privdir $(BUILD)/tests/test_dlist
+              $(BUILD)/tests/test_privdir $(BUILD)/tests/test_dlist \
+              $(BUILD)/tests/test_argv
 # The fake SPANK host exports spank_* so the dlopen'ed plugin binds to it.
 TEST_LDFLAGS_plugin_load := -rdynamic -ldl
 $(BUILD)/tests/test_plugin_load $(SAN_BUILD)/tests/test_plugin_load: $(PLUGIN)

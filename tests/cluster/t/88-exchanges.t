@@ -9,8 +9,9 @@
 # auto takes srun's rendezvous there even with --exclusive, as on shared nodes and
 # with --mpi=none; --dl-exchange=pmix still uses PMIx there, with one warning line
 # naming why; pmix without a PMIx server fails with one line;
-# the dry run names the carrier; a PMIx step leaves nothing of dlrt's running
-# on srun's host.
+# the dry run names the carrier; a PMIx step with --dl-signal=none leaves nothing
+# of dlrt's running on srun's host, and one with the default --dl-signal keeps
+# srun's rendezvous for its watchers, which share the job's times there.
 . "$(dirname "$0")/../lib.sh"
 
 install -m 0755 -o "$DLRT_TEST_USER" "$HERE/contract_task.py" "$WORK/task.py"
@@ -157,16 +158,19 @@ else
 		"the dry run names the carrier"
 fi
 
-# A PMIx step starts nothing on srun's host, also with auto in a step whose
-# MPI plugin is pmix (the cluster's MpiDefault); the same step through srun's
-# rendezvous has it as srun's child (dlrt-c10d-store), and so has auto with
-# --mpi=none. Counted while the step runs: its tasks write a file, then wait
-# for the test to be done counting.
-vias="pmix srun auto auto_none"
+# A PMIx step with --dl-signal=none starts nothing on srun's host; with the
+# default --dl-signal srun keeps its rendezvous for the step's watchers (one
+# node asks slurmctld for the job's times and shares them there). The same step
+# through srun's rendezvous has it as srun's child (dlrt-c10d-store), and so has
+# auto with --mpi=none. Counted while the step runs: its tasks write a file,
+# then wait for the test to be done counting.
+vias="pmix pmix_watch srun auto auto_none"
 [ -z "$NO_PMIX" ] || vias="srun auto_none"
 for via in $vias; do
 	mark="$WORK/running.$via"
 	opt="--dl-exchange=$via"
+	[ "$via" = pmix ] && opt="--dl-signal=none --dl-exchange=pmix"
+	[ "$via" = pmix_watch ] && opt="--dl-exchange=pmix"
 	[ "$via" = auto ] && opt="-p whole --exclusive --mpi=pmix --dl-exchange=auto"
 	[ "$via" = auto_none ] && opt="--mpi=none --dl-exchange=auto"
 	as_user srun -N2 -n3 --dl-runtime=mxnet --dl-servers=1 $opt bash -c \
@@ -174,15 +178,17 @@ for via in $vias; do
 		>/dev/null 2>&1 &
 	bg=$!
 	for _ in $(seq 300); do [ -e "$mark.0" ] && break; sleep 0.1; done
-	spids=$(pgrep -d, -f "^srun .*--dl-exchange=${via%_none} bash -c touch $mark")
+	spids=$(pgrep -d, -f "^srun .*--dl-exchange=${via%%_*} bash -c touch $mark")
 	eval "stores_$via=$(pgrep -c -P "${spids:-1}" -f dlrt-c10d-store)"
 	touch "$mark.done"
 	wait $bg
 done
 if [ -n "$NO_PMIX" ]; then
 	skip "no rendezvous on srun's host for a PMIx step: $NO_PMIX"
+	skip "srun's rendezvous for a PMIx step's watchers: $NO_PMIX"
 else
-	is "$stores_pmix" 0 "--dl-exchange=pmix: srun started no rendezvous"
+	is "$stores_pmix" 0 "--dl-exchange=pmix --dl-signal=none: srun started no rendezvous"
+	is "$stores_pmix_watch" 1 "--dl-exchange=pmix with the default --dl-signal: srun's rendezvous ran for the watchers"
 	is "$stores_auto" 1 "auto in an exclusive --mpi=pmix step under proctrack/linuxproc: srun's rendezvous ran"
 fi
 is "$stores_srun" 1 "--dl-exchange=srun: srun's rendezvous ran as srun's child for the step"
