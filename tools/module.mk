@@ -35,3 +35,7 @@ $(BUILD)/tests/test_ocitask $(SAN_BUILD)/tests/test_ocitask: | $(BUILD)/libexec/
 LIBEXEC    += $(BUILD)/libexec/dlrt-lifecycle
 MANPAGES   += docs/man/dlrt-lifecycle.8
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,tools/dlrt_lifecycle_main.c,-lslurm))
+# dlrt-preflight: one node's part of --dl-preflight (preflight/; started by
+# spank/preflight.c in srun as a helper step, one task per node).
+LIBEXEC    += $(BUILD)/libexec/dlrt-preflight
+$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-preflight,tools/dlrt_preflight_main.c,-pthread))
