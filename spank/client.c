@@ -87,6 +87,9 @@ int dlrt_client_post_opt(spank_t sp)
 		 * its secret (start_exchange). */
 		unsetenv(DLRT_REFUSED_ENV);
 		unsetenv(DLRT_RDV_ENV);
+		/* Before anything of the step's: a failed node makes srun run
+		 * again without it (exec). */
+		dlrt_preflight_srun();
 		prepare_exchange();
 	}
 	return 0;
