@@ -630,7 +630,7 @@ static const struct {
 	[DLRT_OPT_HANG_TIMEOUT] = { { "dl-hang-timeout", "SECS",
 				      "[dlrt] end a step without progress for SECS", NULL },
 				    set_hang_timeout },
-	[DLRT_OPT_PREFLIGHT] = { { "dl-preflight", "MODE",
+	[DLRT_OPT_PREFLIGHT] = { { "dl-preflight", "SPEC",
 				   "[dlrt] check the nodes first: off, quick, full", NULL },
 				 set_preflight },
 };

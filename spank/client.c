@@ -28,6 +28,7 @@
  * store's exit to every step's end, and the store holds nothing to save. */
 void dlrt_client_exit(void)
 {
+	dlrt_preflight_exit();
 	if (dlrt_plugin.rendezvous.life_fd >= 0 && dlrt_plugin.rendezvous.pid > 0)
 		close(dlrt_plugin.rendezvous.life_fd);
 	dlrt_plugin.rendezvous.life_fd = -1;
@@ -182,6 +183,7 @@ int dlrt_client_local_user_init(spank_t sp)
 
 	if (!rt)
 		return 0;
+	dlrt_preflight_step_made();
 	/* Without the counts the step side checks again with the full layout. */
 	if (rt->validate &&
 	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS &&

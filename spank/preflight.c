@@ -37,12 +37,18 @@
 #include "preflight/pfline.h"
 
 /* srun runs again with --exclude: this marks the second run, which checks
- * nothing again (the nodes it runs on passed). */
+ * nothing again (the nodes it runs on passed), and names the nodes left out
+ * with their checks ("n2:shm,n3:net"). */
 #define PF_DONE_ENV "DLRT_PREFLIGHT_DONE"
 #define PF_OUT_MAX (1u << 20)
+#define PF_LAUNCH_MARGIN_MS 10000
 #define PF_CMDLINE_MAX (256u << 10)
 
 extern char **environ;
+
+/* The second run: the nodes left out, and whether its step was made. */
+static char pf_left_out[1200];
+static bool pf_step_made;
 
 /* The environment of the helper srun: srun's own, without dlrt's options and
  * variables (the helper is no dlrt step), with the check's. NULL-ended,
@@ -128,8 +134,12 @@ static int run_helper(const char *job, const struct dlrt_hostlist *hl, const cha
 		char *argv[] = { "srun", "--overlap", "--mpi=none", "--quiet", "--kill-on-bad-exit=0",
 				 "--cpus-per-task=1", "--ntasks-per-node=1", "-N", nn, "-n", nn,
 				 nodes_arg, "--job-name=dlrt-preflight", prog, NULL };
+		/* The nodes end their own checks by 85 % of the timeout after they
+		 * start; the margin is the helper step's launch and end, so that a
+		 * slow launch is not taken for a silent node. */
 		struct dlrt_proc_spec spec = { .argv = argv, .timeout_ms =
-						       (int)dlrt_plugin.opts.preflight.timeout_s * 1000,
+						       (int)dlrt_plugin.opts.preflight.timeout_s * 1000 +
+						       PF_LAUNCH_MARGIN_MS,
 					       .out_max = PF_OUT_MAX, .with_stderr = true };
 
 		envp = helper_env(add, sizeof(add) / sizeof(*add));
@@ -171,7 +181,7 @@ static void read_lines(const struct dlrt_buf *out, struct dlrt_pf_result *res, b
 
 /* srun runs again, as itself, with --exclude=BAD first: the same command
  * line otherwise (so a later --exclude of the user's own still wins). */
-static void rerun_without(const char *bad)
+static void rerun_without(const char *bad, const char *done)
 {
 	char *buf = malloc(PF_CMDLINE_MAX), **argv, excl[1200];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -196,7 +206,7 @@ static void rerun_without(const char *bad)
 			argv[j++] = excl;
 	}
 	argv[j] = NULL;
-	if (setenv(PF_DONE_ENV, bad, 1) == 0)
+	if (setenv(PF_DONE_ENV, done, 1) == 0)
 		execv("/proc/self/exe", argv);
 fail:
 	slurm_error("dlrt: --dl-preflight: cannot run srun again without %s: %s; run it again "
@@ -207,7 +217,7 @@ fail:
 /* Judges the lines: one line per failed node, recorded; the failed nodes
  * into bad. */
 static size_t judge(const char *job, const struct dlrt_hostlist *hl, struct dlrt_pf_result *res,
-		    bool *have, char *bad, size_t blen)
+		    bool *have, char *bad, size_t blen, char *done, size_t dlen)
 {
 	struct dlrt_pf_verdict *v = calloc(hl->n, sizeof(*v));
 	const char *att = getenv("SLURM_RESTART_COUNT");
@@ -217,17 +227,22 @@ static size_t judge(const char *job, const struct dlrt_hostlist *hl, struct dlrt
 		return 0;
 	nv = dlrt_pf_decide(&dlrt_plugin.opts.preflight, res, have, (const char *const *)hl->names,
 			    hl->n, v);
-	bad[0] = '\0';
+	bad[0] = done[0] = '\0';
 	for (size_t i = 0; i < nv; i++) {
 		const char *node = hl->names[v[i].idx];
 		char rec[512];
-		size_t l = strlen(bad);
+		size_t l = strlen(bad), d = strlen(done);
 
 		slurm_error("dlrt: --dl-preflight: node %s failed %s: %s", node, v[i].check,
 			    v[i].figure);
 		snprintf(bad + l, blen - l, "%s%s", l ? "," : "", node);
-		snprintf(rec, sizeof(rec), "attempt=%s node=%s step=preflight check=%s",
-			 att && *att ? att : "0", node, v[i].check);
+		snprintf(done + d, dlen - d, "%s%s:%s", d ? "," : "", node, v[i].check);
+		/* Not yet a failed node of the attempt (that form, "attempt=A
+		 * node=X", makes --dl-retries requeue the job): the step may
+		 * well run on the others. dlrt_preflight_exit records that form
+		 * when it could not. */
+		snprintf(rec, sizeof(rec), "attempt=%s preflight node=%s check=%s left out of the "
+			 "step", att && *att ? att : "0", node, v[i].check);
 		dlrt_requeue_note_client((uint32_t)strtoul(job, NULL, 10), rec);
 	}
 	free(v);
@@ -242,7 +257,7 @@ void dlrt_preflight_srun(void)
 	struct dlrt_pf_result *res = NULL;
 	struct dlrt_buf out;
 	struct dlrt_err err;
-	char why[512] = "", bad[1100];
+	char why[512] = "", bad[1100], done[1200];
 	bool *have = NULL;
 	size_t nv;
 
@@ -250,6 +265,7 @@ void dlrt_preflight_srun(void)
 	    getenv("DLRT_PREFLIGHT_HELPER"))
 		return;
 	if (getenv(PF_DONE_ENV)) { /* the second run: its nodes passed */
+		snprintf(pf_left_out, sizeof(pf_left_out), "%s", getenv(PF_DONE_ENV));
 		unsetenv(PF_DONE_ENV);
 		return;
 	}
@@ -280,7 +296,7 @@ void dlrt_preflight_srun(void)
 			    "starts unchecked", why[0] ? why : "no output");
 		goto out;
 	}
-	nv = judge(job, &hl, res, have, bad, sizeof(bad));
+	nv = judge(job, &hl, res, have, bad, sizeof(bad), done, sizeof(done));
 	if (nv == hl.n) {
 		slurm_error("dlrt: --dl-preflight: every node of the allocation failed (%s); the "
 			    "step does not start", why[0] ? why : "see above");
@@ -288,7 +304,7 @@ void dlrt_preflight_srun(void)
 	}
 	if (nv) {
 		dlrt_service_stop(&rdv);
-		rerun_without(bad);
+		rerun_without(bad, done);
 	}
 out:
 	if (rdv.pid > 0)
@@ -297,4 +313,37 @@ out:
 	free(res);
 	free(have);
 	dlrt_hostlist_free(&hl);
+}
+
+void dlrt_preflight_step_made(void)
+{
+	pf_step_made = true;
+}
+
+/* srun's exit: a second run whose step was never made (too few nodes without
+ * the ones left out) records them as failed nodes of the attempt, so that
+ * --dl-retries requeues the job without them (spank/requeue.c). */
+void dlrt_preflight_exit(void)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *att = getenv("SLURM_RESTART_COUNT");
+
+	if (!pf_left_out[0] || pf_step_made || !job)
+		return;
+	for (char *p = pf_left_out; *p;) {
+		size_t k = strcspn(p, ",");
+		char one[300], rec[400], *colon;
+
+		snprintf(one, sizeof(one), "%.*s", (int)(k < sizeof(one) ? k : sizeof(one) - 1), p);
+		colon = strchr(one, ':');
+		if (colon)
+			*colon = '\0';
+		snprintf(rec, sizeof(rec), "attempt=%s node=%s step=preflight check=%s",
+			 att && *att ? att : "0", one, colon ? colon + 1 : "?");
+		dlrt_requeue_note_client((uint32_t)strtoul(job, NULL, 10), rec);
+		p += k + (p[k] == ',');
+	}
+	slurm_error("dlrt: --dl-preflight: the step did not start without %s%s", pf_left_out,
+		    dlrt_plugin.opts.retries ? "; --dl-retries requeues the job without them" :
+		    "; sbatch --dl-retries=N would requeue the job without them");
+	pf_left_out[0] = '\0';
 }

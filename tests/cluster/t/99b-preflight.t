@@ -61,7 +61,9 @@ pf_job -- "$PF"
 expect_named n2 shm "full /dev/shm"
 like "$PF_ERR" "MiB free in /dev/shm, 64 MiB needed" "the figure: what is free, what is needed"
 like "$(cat "$WORK/.dlrt/jobs/"*/dlrt-retries.log 2>/dev/null)" \
-	"attempt=0 node=n2 step=preflight check=shm" "recorded in the retry record like a failed node"
+	"attempt=0 preflight node=n2 check=shm left out of the step" "noted in the job's retry record"
+unlike "$(cat "$WORK/.dlrt/jobs/"*/dlrt-retries.log 2>/dev/null)" "attempt=0 node=n2 " \
+	"not as a failed node of the attempt: the step ran without it"
 
 # ---- a missing GPU device: n2's view of the device folder is empty ---------------
 "$CL" exec n2 mount -t tmpfs -o size=1m dlrt-preflight "$DLRT_CLUSTER_DIR/dev"
@@ -84,4 +86,29 @@ pf_job -- "$PF"
 "$CL" exec n2 tc qdisc del dev eth0 root
 expect_named n2 net "rate-limited link"
 like "$PF_ERR" "sends [0-9.]+ MB/s to n3, its peers' median is" "the figure: its rate and its peers'"
+# ---- no spare node: the job is requeued without it (--dl-retries) -------------
+# An idle cluster gives a 2-node job n1 and n2; n2's /dev/shm is full.
+cat >"$WORK/nospare.sh" <<JOB
+#!/bin/bash
+srun -N2 -n2 --dl-runtime=torch $PF bash -c 'echo "ran \$(hostname) attempt=\$DLRT_ATTEMPT"'
+echo "srun rc=\$?"
+JOB
+chmod 0755 "$WORK/nospare.sh"
+"$CL" exec n2 fallocate -l 250M /dev/shm/dlrt-preflight-fill
+job=$(as_user sbatch --parsable --open-mode=append -o "$WORK/nospare-%j.out" -e "$WORK/nospare-%j.err" \
+	-N2 --dl-retries=1 "$WORK/nospare.sh" 2>"$WORK/sbatch.err")
+ok $? "sbatch -N2 --dl-retries=1 (job $job)"
+wait_done "$job" 240
+"$CL" exec n2 rm -f /dev/shm/dlrt-preflight-fill
+nerr=$(grep dlrt "$WORK/nospare-$job.err" 2>/dev/null)
+like "$nerr" "dlrt: --dl-preflight: node n2 failed shm: " "no spare: n2 named" || fail_detail "stderr: $nerr"
+like "$nerr" "dlrt: --dl-preflight: the step did not start without n2:shm; --dl-retries requeues" \
+	"srun says the step did not start without it"
+is "$(job_field "$job" JobState)" COMPLETED "the job finished by itself"
+is "$(job_field "$job" ExcNodeList)" n2 "with n2 excluded"
+like "$(cat "$WORK/.dlrt/jobs/$job/dlrt-retries.log" 2>/dev/null)" \
+	"attempt=0 node=n2 step=preflight check=shm" "recorded like a failed node of the attempt"
+a1=$(grep '^ran .* attempt=1' "$WORK/nospare-$job.out")
+is "$(wc -l <<<"$a1")" 2 "attempt 1 ran the step on two nodes" || fail_detail "out: $(cat "$WORK/nospare-$job.out")"
+unlike "$a1" "^ran n2 " "without n2"
 done_testing
