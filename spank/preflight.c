@@ -64,8 +64,9 @@ static char **helper_env(char *const *add, size_t nadd)
 	if (!e)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "SLURM_SPANK__SLURM_SPANK_OPTION_dlrt_", 37) &&
-		    strncmp(environ[i], "SLURM_SPANK_OPTION_dlrt_", 24) &&
+		/* srun's own options travel as _SLURM_SPANK_OPTION_dlrt_*,
+		 * sbatch's as SLURM_SPANK__SLURM_SPANK_OPTION_dlrt_* */
+		if (!strstr(environ[i], "SPANK_OPTION_dlrt_") &&
 		    strncmp(environ[i], "SLURM_DLRT_", 11) && strncmp(environ[i], "DLRT_PREFLIGHT_", 15))
 			e[k++] = environ[i];
 	for (size_t i = 0; i < nadd; i++)
@@ -132,7 +133,7 @@ static int run_helper(const char *job, const struct dlrt_hostlist *hl, const cha
 	snprintf(nodes_arg, sizeof(nodes_arg), "--nodelist=%s", nodelist);
 	{
 		char *argv[] = { "srun", "--overlap", "--mpi=none", "--quiet", "--kill-on-bad-exit=0",
-				 "--cpus-per-task=1", "--ntasks-per-node=1", "-N", nn, "-n", nn,
+				 "--cpus-per-task=1", "--ntasks-per-node=1", "--export=ALL", "-N", nn, "-n", nn,
 				 nodes_arg, "--job-name=dlrt-preflight", prog, NULL };
 		/* The nodes end their own checks by 85 % of the timeout after they
 		 * start; the margin is the helper step's launch and end, so that a
@@ -158,7 +159,8 @@ static int run_helper(const char *job, const struct dlrt_hostlist *hl, const cha
 	return 0;
 }
 
-/* Each node's line from the helper's output; the last other line into why. */
+/* Each node's line from the helper's output; the first other line into why
+ * (the first says why, srun's own follow). */
 static void read_lines(const struct dlrt_buf *out, struct dlrt_pf_result *res, bool *have,
 		       uint32_t n, char *why, size_t wlen)
 {
@@ -172,7 +174,7 @@ static void read_lines(const struct dlrt_buf *out, struct dlrt_pf_result *res, b
 		if (dlrt_pf_line_parse(p, len, &r) == 0 && r.idx < n && !have[r.idx]) {
 			res[r.idx] = r;
 			have[r.idx] = true;
-		} else if (len > 0) {
+		} else if (len > 0 && !why[0]) {
 			snprintf(why, wlen, "%.*s", (int)(len < 300 ? len : 300), p);
 		}
 		p += len + 1;
