@@ -124,16 +124,21 @@ size_t dlrt_pf_decide(const struct dlrt_pf_spec *s, const struct dlrt_pf_result 
 			     "%u ms)", (double)a / 1e6, c < 0 ? "behind" : "ahead of", names[0],
 			     s->clock_ms);
 	}
+	/* A node slow to send also slows what its predecessor sends it (its ACKs
+	 * wait behind its own data): of two slow neighbours, the later is named. */
 	for (size_t i = 0; i < n && n >= 3; i++) {
 		uint64_t mbw = median_of(res, have, n, i, false), mrtt = median_of(res, have, n, i, true);
+		size_t next = (i + 1) % n;
+		bool slow_next = have[next] && median_of(res, have, n, next, false) &&
+				 res[next].bw_kBps * 10 < median_of(res, have, n, next, false);
 
 		/* a sample to a node that failed says nothing about this one */
-		if (!have[i] || named[(i + 1) % n] || !have[(i + 1) % n])
+		if (!have[i] || named[next] || !have[next] || slow_next)
 			continue;
 		if (mbw && res[i].bw_kBps * 10 < mbw)
 			fail(out, &nv, named, (uint32_t)i, "net", "sends %.2f MB/s to %s, its peers' "
-			     "median is %.1f MB/s", (double)res[i].bw_kBps / 1000,
-			     names[(i + 1) % n], (double)mbw / 1000);
+			     "median is %.1f MB/s", (double)res[i].bw_kBps / 1000, names[next],
+			     (double)mbw / 1000);
 		else if (mrtt && res[i].rtt_us > 10 * mrtt && res[i].rtt_us > 50000)
 			fail(out, &nv, named, (uint32_t)i, "net", "round trip %.1f ms, its peers' "
 			     "median is %.2f ms", res[i].rtt_us / 1000.0, (double)mrtt / 1000);

@@ -269,6 +269,9 @@ void dlrt_preflight_srun(void)
 	if (getenv(PF_DONE_ENV)) { /* the second run: its nodes passed */
 		snprintf(pf_left_out, sizeof(pf_left_out), "%s", getenv(PF_DONE_ENV));
 		unsetenv(PF_DONE_ENV);
+		/* srun exits at once, without slurm_spank_exit, when the
+		 * allocation has too few nodes left for the step. */
+		atexit(dlrt_preflight_exit);
 		return;
 	}
 	if (!job || !*job || !nodelist || !*nodelist) {
@@ -322,7 +325,8 @@ void dlrt_preflight_step_made(void)
 	pf_step_made = true;
 }
 
-/* srun's exit: a second run whose step was never made (too few nodes without
+/* srun's exit (slurm_spank_exit, or exit() when srun gives up before it has
+ * a step): a second run whose step was never made (too few nodes without
  * the ones left out) records them as failed nodes of the attempt, so that
  * --dl-retries requeues the job without them (spank/requeue.c). */
 void dlrt_preflight_exit(void)
@@ -344,8 +348,9 @@ void dlrt_preflight_exit(void)
 		dlrt_requeue_note_client((uint32_t)strtoul(job, NULL, 10), rec);
 		p += k + (p[k] == ',');
 	}
-	slurm_error("dlrt: --dl-preflight: the step did not start without %s%s", pf_left_out,
-		    dlrt_plugin.opts.retries ? "; --dl-retries requeues the job without them" :
-		    "; sbatch --dl-retries=N would requeue the job without them");
+	/* stderr itself: from exit(), srun's log may be closed already */
+	fprintf(stderr, "srun: error: dlrt: --dl-preflight: the step did not start without %s%s\n",
+		pf_left_out, dlrt_plugin.opts.retries ? "; --dl-retries requeues the job without them" :
+		"; sbatch --dl-retries=N would requeue the job without them");
 	pf_left_out[0] = '\0';
 }

@@ -111,6 +111,10 @@ static void test_decide(void)
 	TAP_IS_INT(dlrt_pf_decide(&s, r, have, names, 4, v), 1, "slow sender named");
 	TAP_OK(v[0].idx == 1 && !strcmp(v[0].check, "net") && strstr(v[0].figure, "0.12 MB/s to n3"),
 	       "as n2, net: %s", v[0].figure);
+	r[0].bw_kBps = 14000; /* n1 to n2: n2's ACKs wait behind its own data */
+	TAP_IS_INT(dlrt_pf_decide(&s, r, have, names, 4, v), 1, "its predecessor is not named");
+	TAP_IS_INT(v[0].idx, 1, "only n2");
+	r[0] = ok_node(0);
 	r[1] = ok_node(1);
 	have[3] = false;
 	TAP_IS_INT(dlrt_pf_decide(&s, r, have, names, 4, v), 1, "a silent node");
