@@ -21,7 +21,7 @@ NODES=$(sinfo -h -p debug -o %D)
 job() {
 	cat <<JOB
 #!/bin/bash
-t() { local s=\$(date +%s%N); srun -N$NODES -n$NODES --dl-runtime=torch --dl-preflight=\$1 true >/dev/null 2>\$HOME/pf-err.\$\$ || echo FAIL; grep -q 'dl-preflight' \$HOME/pf-err.\$\$ && echo FAIL; rm -f \$HOME/pf-err.\$\$; echo \$(( (\$(date +%s%N) - s) / 1000000 )); }
+t() { local s=\$(date +%s%N); srun -N$NODES -n$NODES --dl-runtime=torch --dl-preflight=\$1 true >/dev/null 2>\$HOME/pf-err.\$\$ || echo FAIL; grep 'dl-preflight' \$HOME/pf-err.\$\$ | sed 's/^/# /' >&2; rm -f \$HOME/pf-err.\$\$; echo \$(( (\$(date +%s%N) - s) / 1000000 )); }
 t off >/dev/null; t $MODE >/dev/null
 for i in \$(seq $REPEAT); do
 	if [ \$((i % 2)) = 1 ]; then a=\$(t $MODE); b=\$(t off)
@@ -41,5 +41,7 @@ awk -v nodes="$NODES" '$1 == "pf" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ { a[n] =
 	function med(x, n,   i, j, t) { for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
 		return n % 2 ? x[int(n / 2)] : (x[n / 2 - 1] + x[n / 2]) / 2 }
 	END { if (n) printf "| %d | %d | %d | %d | %.2f |\n", nodes, med(a, n), med(b, n), med(d, n), med(r, n) }' "$out"
-grep -q FAIL "$out" && echo "(some steps failed or named a node: $out)"
+grep -q FAIL "$out" && echo "(some steps failed: $out)"
+grep '^# ' "$out" | sort | uniq -c | sed 's/^/named: /'
+echo "(a step that named a node ran on the others: its time counts as any other)"
 [ -n "${KEEP_OUT:-}" ] && echo "raw: $out" || rm -f "$out"

@@ -95,14 +95,19 @@ static int64_t realtime_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* The bandwidth sample's receiving side: counts for ms, then answers. */
+/* The bandwidth sample's receiving side: counts for ms from the first byte
+ * (not from the command: a sender descheduled right after it, on a busy
+ * node, would look slow), then answers. */
 static void serve_sample(int fd, uint32_t ms)
 {
-	int64_t until = dlrt_now_ms() + ms;
+	int64_t until;
 	uint64_t got = 0;
 	uint8_t b[8];
 	static __thread char sink[65536];
 
+	if (wait_fd(fd, POLLIN, dlrt_now_ms() + PF_AUTH_MS) != 1)
+		return;
+	until = dlrt_now_ms() + ms;
 	while (dlrt_now_ms() < until) {
 		ssize_t k;
 
