@@ -216,7 +216,15 @@ static void probes(struct pf_ctx *c, struct dlrt_pf_result *r)
 	}
 }
 
-int main(void)
+static const char usage[] =
+	"Usage: dlrt-preflight\n"
+	"One node's part of --dl-preflight: srun runs it as a helper step, one task per node,\n"
+	"before a dlrt step (DLRT_PREFLIGHT_RDV, DLRT_PREFLIGHT_SPEC, DLRT_PREFLIGHT_CKPT,\n"
+	"DLRT_PREFLIGHT_IFACE, DLRT_PREFLIGHT_TAG in its environment); it prints one line\n"
+	"for srun to judge. See dlrt-preflight(8) and docs/preflight.md.\n"
+	"  --help   this text\n";
+
+int main(int argc, char **argv)
 {
 	struct pf_ctx c = { 0 };
 	struct dlrt_pf_result r = { 0 };
@@ -226,6 +234,14 @@ int main(void)
 	uint8_t rnd[16];
 	uint16_t port;
 
+	if (argc == 2 && !strcmp(argv[1], "--help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (argc > 1) {
+		fprintf(stderr, "dlrt-preflight: takes no argument (see dlrt-preflight --help)\n");
+		return 2;
+	}
 	if (setup(&c, &err) < 0)
 		return die(err.msg);
 	r.idx = c.idx;

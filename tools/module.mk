@@ -38,4 +38,5 @@ $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,tools/dlrt_lifecycle_
 # dlrt-preflight: one node's part of --dl-preflight (preflight/; started by
 # spank/preflight.c in srun as a helper step, one task per node).
 LIBEXEC    += $(BUILD)/libexec/dlrt-preflight
+MANPAGES   += docs/man/dlrt-preflight.8
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-preflight,tools/dlrt_preflight_main.c,-pthread))
