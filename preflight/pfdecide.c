@@ -13,10 +13,10 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The median of the values of the answering nodes other than `skip` for which
- * want() holds (0 when none). */
+/* The median of the measured values (bandwidth or round trip) of the answering
+ * nodes other than `skip` and `skip2` (0 when none). */
 static uint64_t median_of(const struct dlrt_pf_result *res, const bool *have, size_t n,
-			  size_t skip, bool rtt)
+			  size_t skip, size_t skip2, bool rtt)
 {
 	uint64_t *v = calloc(n ? n : 1, sizeof(*v)), m = 0;
 	size_t k = 0;
@@ -26,7 +26,7 @@ static uint64_t median_of(const struct dlrt_pf_result *res, const bool *have, si
 	for (size_t i = 0; i < n; i++) {
 		uint64_t x = rtt ? res[i].rtt_us : res[i].bw_kBps;
 
-		if (i != skip && have[i] && x > 0)
+		if (i != skip && i != skip2 && have[i] && x > 0)
 			v[k++] = x;
 	}
 	if (k) {
@@ -127,13 +127,17 @@ size_t dlrt_pf_decide(const struct dlrt_pf_spec *s, const struct dlrt_pf_result 
 	/* A node slow to send also slows what its predecessor sends it (its ACKs
 	 * wait behind its own data): of two slow neighbours, the later is named. */
 	for (size_t i = 0; i < n && n >= 3; i++) {
-		uint64_t mbw = median_of(res, have, n, i, false), mrtt = median_of(res, have, n, i, true);
-		size_t next = (i + 1) % n;
-		bool slow_next = have[next] && median_of(res, have, n, next, false) &&
-				 res[next].bw_kBps * 10 < median_of(res, have, n, next, false);
+		/* Its peers, but not its predecessor, whose sample goes to it and
+		 * so suffers from what it suffers from. */
+		size_t next = (i + 1) % n, prev = (i + n - 1) % n, nnext = (i + 2) % n;
+		uint64_t mbw = median_of(res, have, n, i, prev, false);
+		uint64_t mrtt = median_of(res, have, n, i, i, true);
+		uint64_t mnext = median_of(res, have, n, next, i, false);
+		bool slow_next = have[next] && mnext && res[next].bw_kBps &&
+				 res[next].bw_kBps * 10 < mnext && nnext != i;
 
 		/* a sample to a node that failed says nothing about this one */
-		if (!have[i] || named[next] || !have[next] || slow_next)
+		if (!have[i] || named[next] || !have[next] || slow_next || !res[i].bw_kBps)
 			continue;
 		if (mbw && res[i].bw_kBps * 10 < mbw)
 			fail(out, &nv, named, (uint32_t)i, "net", "sends %.2f MB/s to %s, its peers' "

@@ -105,7 +105,7 @@ static void serve_sample(int fd, uint32_t ms)
 	uint8_t b[8];
 	static __thread char sink[65536];
 
-	if (wait_fd(fd, POLLIN, dlrt_now_ms() + PF_AUTH_MS) != 1)
+	if (wait_fd(fd, POLLIN, dlrt_now_ms() + 2 * PF_AUTH_MS) != 1)
 		return;
 	until = dlrt_now_ms() + ms;
 	while (dlrt_now_ms() < until) {

@@ -174,6 +174,8 @@ static void read_lines(const struct dlrt_buf *out, struct dlrt_pf_result *res, b
 		if (dlrt_pf_line_parse(p, len, &r) == 0 && r.idx < n && !have[r.idx]) {
 			res[r.idx] = r;
 			have[r.idx] = true;
+			if (dlrt_plugin.opts.verbose)
+				slurm_info("dlrt: --dl-preflight: %.*s", (int)len, p);
 		} else if (len > 0 && !why[0]) {
 			snprintf(why, wlen, "%.*s", (int)(len < 300 ? len : 300), p);
 		}

@@ -210,9 +210,15 @@ static void probes(struct pf_ctx *c, struct dlrt_pf_result *r)
 		uint16_t port;
 		struct dlrt_err err;
 
-		if (dlrt_net_parse_hostport(c->addr[next], ip, &port) == 0)
-			dlrt_pf_bandwidth(ip, port, c->secret, c->spec.mode == DLRT_PF_FULL ? 1000 : 200,
-					  c->deadline, &r->bw_kBps, &err);
+		/* A failed sample is tried once more, then left unmeasured (0):
+		 * only a sample that completed can name this node. */
+		for (int t = 0; t < 2 && dlrt_net_parse_hostport(c->addr[next], ip, &port) == 0; t++)
+			if (dlrt_pf_bandwidth(ip, port, c->secret, c->spec.mode == DLRT_PF_FULL ? 1000 : 200,
+					      c->deadline, &r->bw_kBps, &err) == 0) {
+				if (!r->bw_kBps)
+					r->bw_kBps = 1; /* under 1 kB/s, but measured */
+				break;
+			}
 	}
 }
 

@@ -115,6 +115,8 @@ static void test_decide(void)
 	TAP_IS_INT(dlrt_pf_decide(&s, r, have, names, 4, v), 1, "its predecessor is not named");
 	TAP_IS_INT(v[0].idx, 1, "only n2");
 	r[0] = ok_node(0);
+	r[1].bw_kBps = 0; /* not measured */
+	TAP_IS_INT(dlrt_pf_decide(&s, r, have, names, 4, v), 0, "an unmeasured sample names no one");
 	r[1] = ok_node(1);
 	have[3] = false;
 	TAP_IS_INT(dlrt_pf_decide(&s, r, have, names, 4, v), 1, "a silent node");
