@@ -10,9 +10,10 @@
  *    that answered failed to reach it), or it reached none of its peers;
  *  - clock: its offset against the first node is over the spec's limit;
  *  - net: (3 nodes or more) its bandwidth sample is under a tenth of the
- *    median of its peers' (but its predecessor's, which goes to it), or its round trip is over ten times the median
- *    and over 50 ms; of two such neighbours only the later is named (a node
- *    slow to send also slows what it receives: its ACKs wait behind its data).
+ *    median of its peers' (but its predecessor's, which goes to it), or its
+ *    best round trip to any peer is over ten times the median and over 50 ms;
+ *    of two such neighbours only the later is named (a node slow to send also
+ *    slows what it receives: its ACKs wait behind its data).
  * Pure: the unit test feeds it lines.
  */
 #ifndef DLRT_PFDECIDE_H

@@ -5,8 +5,8 @@
  *   unreach=LIST fail=CHECK FIGURE...
  *
  * (one line, fields in this order). clock_us: this node's clock minus the
- * first node's, from the best of its pings; rtt_us: the median of its best
- * round trips to every peer (0 alone); bw_kBps: what its sample to the next
+ * first node's, from the best of its pings; rtt_us: the best of its round
+ * trips to every peer (0 alone); bw_kBps: what its sample to the next
  * node delivered, kB/s (0: not measured: alone, the next node unreached, or
  * the sample failed twice; a measured one is at least 1); ckpt: shared, unshared
  * (the first node's file is not there or differs) or none (no checkpoint

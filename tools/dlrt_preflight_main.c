@@ -196,14 +196,12 @@ static void probes(struct pf_ctx *c, struct dlrt_pf_result *r)
 		if (j == 0)
 			r->clock_us = off;
 	}
-	for (uint32_t a = 0; a < nr; a++) /* the median round trip */
-		for (uint32_t b = a + 1; b < nr; b++)
-			if (rtts[b] < rtts[a]) {
-				uint32_t t = rtts[a];
-				rtts[a] = rtts[b];
-				rtts[b] = t;
-			}
-	r->rtt_us = nr ? rtts[nr / 2] : 0;
+	/* The best of its round trips: a node behind a slow link has no fast
+	 * peer, while a healthy node pinging that node still has the others
+	 * (its median would blame it for the slow node). */
+	for (uint32_t a = 0; a < nr; a++)
+		if (!r->rtt_us || rtts[a] < r->rtt_us)
+			r->rtt_us = rtts[a] ? rtts[a] : 1;
 	free(rtts);
 	if (c->n > 1 && c->addr[next] && !dlrt_pf_unreached(r, next)) {
 		char ip[DLRT_IPV4_LEN];
