@@ -27,7 +27,44 @@ struct dlrt_pf_server {
 	pthread_t thread;
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
 	atomic_int conns;
+	/* The step's nodes' addresses, once known (dlrt_pf_server_allow): a
+	 * connection from anywhere else is closed at once. */
+	struct in_addr *_Atomic allow;
+	size_t nallow;
 };
+
+/* Whether fd's peer may talk to the server (every peer before the list). */
+static bool admitted(struct dlrt_pf_server *s, int fd)
+{
+	struct in_addr *list = atomic_load(&s->allow);
+	struct sockaddr_in a;
+	socklen_t len = sizeof(a);
+
+	if (!list)
+		return true;
+	if (getpeername(fd, (struct sockaddr *)&a, &len) < 0 || a.sin_family != AF_INET)
+		return false;
+	for (size_t i = 0; i < s->nallow; i++)
+		if (list[i].s_addr == a.sin_addr.s_addr)
+			return true;
+	return false;
+}
+
+void dlrt_pf_server_allow(struct dlrt_pf_server *s, const char *const *ips, size_t n)
+{
+	struct in_addr *list = calloc(n ? n : 1, sizeof(*list));
+	size_t k = 0;
+
+	if (!list || atomic_load(&s->allow)) {
+		free(list);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ips[i] && inet_pton(AF_INET, ips[i], &list[k]) == 1)
+			k++;
+	s->nallow = k;
+	atomic_store(&s->allow, list); /* after nallow: the thread reads it after the list */
+}
 
 struct pf_conn {
 	struct dlrt_pf_server *s;
@@ -178,6 +215,10 @@ static void *serve(void *arg)
 		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			continue;
+		if (!admitted(s, fd)) {
+			close(fd);
+			continue;
+		}
 		if (atomic_fetch_add(&s->conns, 1) >= PF_CONN_MAX || !(c = malloc(sizeof(*c)))) {
 			atomic_fetch_sub(&s->conns, 1);
 			close(fd);
@@ -243,11 +284,20 @@ void dlrt_pf_server_stop(struct dlrt_pf_server *s)
 {
 	if (!s)
 		return;
-	if (write(s->stop_pipe[1], "x", 1) == 1)
-		pthread_join(s->thread, NULL);
+	if (write(s->stop_pipe[1], "x", 1) != 1)
+		return; /* the thread may still use it: left to the process's end */
+	pthread_join(s->thread, NULL);
 	close(s->fd);
-	/* connection threads still running end at their own deadline, with the
-	 * process: the program exits right after */
+	close(s->stop_pipe[0]);
+	close(s->stop_pipe[1]);
+	/* Connection threads end by their own deadlines; freed once they have
+	 * (bounded: else left to the process's end, which comes right after). */
+	for (int i = 0; i < 300 && atomic_load(&s->conns) > 0; i++)
+		usleep(10 * 1000);
+	if (atomic_load(&s->conns) > 0)
+		return;
+	free(atomic_load(&s->allow));
+	free(s);
 }
 
 /* Connects and proves the secret; the descriptor or -1. */

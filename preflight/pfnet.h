@@ -7,7 +7,9 @@
  * preflight secret (services/svcauth.h's challenge; the secret reached the
  * helper step's tasks through srun's launch environment), within 1 s, at
  * most PF_CONN_MAX at a time: a process of another user can neither read
- * nor slow a probe beyond holding one slot for a second. Then one command:
+ * nor slow a probe beyond holding one slot for a second, and once the step's
+ * nodes' addresses are known, a connection from any other address is closed
+ * at once. Then one command:
  *   'P'          -> 8 bytes: the server's CLOCK_REALTIME, ns (ping)
  *   'B' + 4 bytes MS -> the server counts what arrives for MS ms, then
  *                   answers 8 bytes: the byte count (bandwidth sample)
@@ -28,6 +30,9 @@ struct dlrt_pf_server;
 struct dlrt_pf_server *dlrt_pf_server_start(const char *ip, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 					    uint16_t *port, struct dlrt_err *err);
 void dlrt_pf_server_stop(struct dlrt_pf_server *s);
+/* From now on, only connections from these numeric IPv4 addresses (the
+ * step's nodes') are admitted at all; once, later calls do nothing. */
+void dlrt_pf_server_allow(struct dlrt_pf_server *s, const char *const *ips, size_t n);
 
 /* npings pings to ip:port: the best round trip (us) and, from that ping,
  * the peer's clock minus ours (us). 0, or -1 with err (unreachable). */

@@ -220,6 +220,27 @@ static void probes(struct pf_ctx *c, struct dlrt_pf_result *r)
 	}
 }
 
+/* Only the step's nodes may reach the probe server from now on. */
+static void allow_peers(const struct pf_ctx *c, struct dlrt_pf_server *srv)
+{
+	char (*ips)[DLRT_IPV4_LEN] = calloc(c->n, sizeof(*ips));
+	const char **list = calloc(c->n, sizeof(*list));
+	size_t k = 0;
+
+	for (uint32_t i = 0; ips && list && i < c->n; i++) {
+		uint16_t port;
+
+		if (c->addr[i] && dlrt_net_parse_hostport(c->addr[i], ips[k], &port) == 0) {
+			list[k] = ips[k];
+			k++;
+		}
+	}
+	if (ips && list)
+		dlrt_pf_server_allow(srv, list, k);
+	free(ips);
+	free(list);
+}
+
 static const char usage[] =
 	"Usage: dlrt-preflight\n"
 	"One node's part of --dl-preflight: srun runs it as a helper step, one task per node,\n"
@@ -272,6 +293,7 @@ int main(int argc, char **argv)
 		dlrt_rdv_set(&c.rdv, "ck", ck, &err);
 	}
 	get_all(&c, "a", c.addr, c.start + (int64_t)c.spec.timeout_s * 1000 * 4 / 10);
+	allow_peers(&c, srv);
 	probes(&c, &r);
 	if (c.idx != 0 && c.ckpt[0]) {
 		const char *k = "ck";

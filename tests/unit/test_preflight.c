@@ -211,6 +211,13 @@ static void test_net(void)
 	TAP_OK(kbps > 0, "delivered %llu kB/s", (unsigned long long)kbps);
 	TAP_IS_INT(dlrt_pf_ping("127.0.0.1", port, wrong, 1, dlrt_now_ms() + 2000, &rtt, &off, &err),
 		   -1, "a wrong secret gets no answer");
+	{
+		const char *only[] = { "127.0.0.2" };
+
+		dlrt_pf_server_allow(s, only, 1);
+		TAP_IS_INT(dlrt_pf_ping("127.0.0.1", port, secret, 1, dlrt_now_ms() + 1000, &rtt, &off,
+					&err), -1, "from an address not the step's: closed at once");
+	}
 	dlrt_pf_server_stop(s);
 	TAP_IS_INT(dlrt_pf_ping("127.0.0.1", port, secret, 1, dlrt_now_ms() + 500, &rtt, &off, &err),
 		   -1, "stopped: unreachable");
