@@ -42,6 +42,8 @@ awk -v nodes="$NODES" '$1 == "pf" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ { a[n] =
 		return n % 2 ? x[int(n / 2)] : (x[n / 2 - 1] + x[n / 2]) / 2 }
 	END { if (n) printf "| %d | %d | %d | %d | %.2f |\n", nodes, med(a, n), med(b, n), med(d, n), med(r, n) }' "$out"
 grep -q FAIL "$out" && echo "(some steps failed: $out)"
-grep '^# ' "$out" | sort | uniq -c | sed 's/^/named: /'
-echo "(a step that named a node ran on the others: its time counts as any other)"
+if grep -q '^# ' "$out"; then
+	grep '^# ' "$out" | sort | uniq -c | sed 's/^/named: /'
+	echo "(a step that named a node ran on the others: its time counts as any other)"
+fi
 [ -n "${KEEP_OUT:-}" ] && echo "raw: $out" || rm -f "$out"
