@@ -42,12 +42,13 @@
 #define PF_DONE_ENV "DLRT_PREFLIGHT_DONE"
 #define PF_OUT_MAX (1u << 20)
 #define PF_LAUNCH_MARGIN_MS 10000
+#define PF_LIST_MAX 8192 /* the failed nodes' names, with their checks */
 #define PF_CMDLINE_MAX (256u << 10)
 
 extern char **environ;
 
 /* The second run: the nodes left out, and whether its step was made. */
-static char pf_left_out[1200];
+static char pf_left_out[PF_LIST_MAX];
 static bool pf_step_made;
 
 /* The environment of the helper srun: srun's own, without dlrt's options and
@@ -187,7 +188,7 @@ static void read_lines(const struct dlrt_buf *out, struct dlrt_pf_result *res, b
  * line otherwise (so a later --exclude of the user's own still wins). */
 static void rerun_without(const char *bad, const char *done)
 {
-	char *buf = malloc(PF_CMDLINE_MAX), **argv, excl[1200];
+	char *buf = malloc(PF_CMDLINE_MAX), **argv, excl[PF_LIST_MAX + 16];
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
 	ssize_t n = 0, k;
 	size_t argc = 0, j = 0;
@@ -239,6 +240,11 @@ static size_t judge(const char *job, const struct dlrt_hostlist *hl, struct dlrt
 
 		slurm_error("dlrt: --dl-preflight: node %s failed %s: %s", node, v[i].check,
 			    v[i].figure);
+		if (l + strlen(node) + 2 > blen || d + strlen(node) + strlen(v[i].check) + 3 > dlen) {
+			slurm_error("dlrt: --dl-preflight: too many nodes failed to name them all in "
+				    "--exclude; the step does not start");
+			exit(1);
+		}
 		snprintf(bad + l, blen - l, "%s%s", l ? "," : "", node);
 		snprintf(done + d, dlen - d, "%s%s:%s", d ? "," : "", node, v[i].check);
 		/* Not yet a failed node of the attempt (that form, "attempt=A
@@ -261,7 +267,7 @@ void dlrt_preflight_srun(void)
 	struct dlrt_pf_result *res = NULL;
 	struct dlrt_buf out;
 	struct dlrt_err err;
-	char why[512] = "", bad[1100], done[1200];
+	char why[512] = "", bad[PF_LIST_MAX], done[PF_LIST_MAX];
 	bool *have = NULL;
 	size_t nv;
 
