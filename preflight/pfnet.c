@@ -18,7 +18,8 @@
 #include "common/clock.h"
 #include "common/crypto.h"
 
-#define PF_CONN_MAX 256      /* connections served at once */
+#define PF_CONN_MAX 1024     /* connections served at once */
+#define PF_PENDING_MAX 64    /* of which not yet proven: a new one ends the oldest */
 #define PF_AUTH_MS 1000      /* to prove the secret */
 #define PF_SAMPLE_MAX_MS 5000 /* the longest bandwidth sample a peer may ask for */
 
@@ -31,6 +32,12 @@ struct dlrt_pf_server {
 	 * connection from anywhere else is closed at once. */
 	struct in_addr *_Atomic allow;
 	size_t nallow;
+	/* Connections that have not proven the secret yet, oldest first out:
+	 * another user's idle connections cannot crowd out the peers' probes,
+	 * which prove it within a round trip. */
+	pthread_mutex_t mu;
+	int pending[PF_PENDING_MAX];
+	int64_t since[PF_PENDING_MAX];
 };
 
 /* Whether fd's peer may talk to the server (every peer before the list). */
@@ -68,8 +75,41 @@ void dlrt_pf_server_allow(struct dlrt_pf_server *s, const char *const *ips, size
 
 struct pf_conn {
 	struct dlrt_pf_server *s;
-	int fd;
+	int fd, slot;
 };
+
+/* A slot for a new connection; the oldest pending one is ended for it when
+ * none is free (shutdown: its thread then sees its end and cleans up). */
+static int pending_add(struct dlrt_pf_server *s, int fd)
+{
+	int slot = -1, oldest = 0;
+
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < PF_PENDING_MAX && slot < 0; i++)
+		if (s->pending[i] < 0)
+			slot = i;
+	if (slot < 0) {
+		for (int i = 1; i < PF_PENDING_MAX; i++)
+			if (s->since[i] < s->since[oldest])
+				oldest = i;
+		shutdown(s->pending[oldest], SHUT_RDWR);
+		slot = oldest;
+	}
+	s->pending[slot] = fd;
+	s->since[slot] = dlrt_now_ms();
+	pthread_mutex_unlock(&s->mu);
+	return slot;
+}
+
+/* The connection proved the secret, or ended: it leaves the table (unless a
+ * newer one took its slot already). */
+static void pending_done(struct dlrt_pf_server *s, int slot, int fd)
+{
+	pthread_mutex_lock(&s->mu);
+	if (s->pending[slot] == fd)
+		s->pending[slot] = -1;
+	pthread_mutex_unlock(&s->mu);
+}
 
 /* Waits for ev on fd until deadline_ms; 1 ready, 0 timed out, -1 error. */
 static int wait_fd(int fd, short ev, int64_t deadline_ms)
@@ -157,7 +197,18 @@ static void serve_sample(int fd, uint32_t ms)
 			got += (uint64_t)k;
 	}
 	put_be64(b, got);
-	io_all(fd, b, 8, true, dlrt_now_ms() + 1000);
+	if (io_all(fd, b, 8, true, dlrt_now_ms() + 1000) < 0)
+		return;
+	/* Closing with the sender's data still unread would send a reset that
+	 * can overtake the count: wait (bounded) for the sender to close. */
+	shutdown(fd, SHUT_WR);
+	until = dlrt_now_ms() + 1000;
+	while (wait_fd(fd, POLLIN, until) == 1) {
+		ssize_t k = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+
+		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+			break;
+	}
 }
 
 static void *serve_conn(void *arg)
@@ -168,8 +219,11 @@ static void *serve_conn(void *arg)
 
 	if (dlrt_crypto_random(chal, sizeof(chal)) < 0 || io_all(c->fd, chal, sizeof(chal), true, deadline) < 0 ||
 	    io_all(c->fd, ans, sizeof(ans), false, deadline) < 0 ||
-	    !dlrt_svcauth_check(c->s->secret, chal, ans))
+	    !dlrt_svcauth_check(c->s->secret, chal, ans)) {
+		pending_done(c->s, c->slot, c->fd);
 		goto out;
+	}
+	pending_done(c->s, c->slot, c->fd);
 	/* Proven: one command after another until the peer closes (bounded). */
 	deadline = dlrt_now_ms() + 2 * PF_SAMPLE_MAX_MS;
 	while (io_all(c->fd, cmd, 1, false, deadline) == 0) {
@@ -226,10 +280,12 @@ static void *serve(void *arg)
 		}
 		c->s = s;
 		c->fd = fd;
+		c->slot = pending_add(s, fd);
 		pthread_attr_init(&at);
 		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 		pthread_attr_setstacksize(&at, 256 * 1024);
 		if (pthread_create(&t, &at, serve_conn, c) != 0) {
+			pending_done(s, c->slot, fd);
 			atomic_fetch_sub(&s->conns, 1);
 			close(fd);
 			free(c);
@@ -251,6 +307,9 @@ struct dlrt_pf_server *dlrt_pf_server_start(const char *ip, const uint8_t secret
 		return NULL;
 	}
 	s->fd = s->stop_pipe[0] = s->stop_pipe[1] = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	for (int i = 0; i < PF_PENDING_MAX; i++)
+		s->pending[i] = -1;
 	memcpy(s->secret, secret, DLRT_SVCAUTH_SECRET_LEN);
 	if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
 		dlrt_err_set(err, "preflight: '%s' is not an IPv4 address", ip);

@@ -5,9 +5,10 @@
  * one dlrt hands them: --dl-iface's, else the route towards srun's node) on a
  * port of its own, and admits a connection only once it proved the step's
  * preflight secret (services/svcauth.h's challenge; the secret reached the
- * helper step's tasks through srun's launch environment), within 1 s, at
- * most PF_CONN_MAX at a time: a process of another user can neither read
- * nor slow a probe beyond holding one slot for a second, and once the step's
+ * helper step's tasks through srun's launch environment), within 1 s; of
+ * the connections not proven yet at most 64 are kept, a new one ending the
+ * oldest, so a process of another user can neither read a probe nor crowd
+ * the peers' out (they prove the secret within a round trip), and once the step's
  * nodes' addresses are known, a connection from any other address is closed
  * at once. Then one command:
  *   'P'          -> 8 bytes: the server's CLOCK_REALTIME, ns (ping)

@@ -172,7 +172,10 @@ static void probes(struct pf_ctx *c, struct dlrt_pf_result *r)
 	uint32_t *rtts = calloc(c->n, sizeof(*rtts)), nr = 0, next = (c->idx + 1) % c->n;
 	size_t ul = 0;
 
-	for (uint32_t j = 0; j < c->n && rtts; j++) {
+	/* Each node starts with the next one, so that at any moment each is
+	 * probed by about one peer, not all of them by everyone at once. */
+	for (uint32_t k = 1; k < c->n && rtts; k++) {
+		uint32_t j = (c->idx + k) % c->n;
 		char ip[DLRT_IPV4_LEN];
 		uint16_t port;
 		uint32_t rtt = 0;
@@ -180,8 +183,6 @@ static void probes(struct pf_ctx *c, struct dlrt_pf_result *r)
 		struct dlrt_err err;
 		int64_t dl = dlrt_now_ms() + 1000;
 
-		if (j == c->idx)
-			continue;
 		if (dl > c->deadline)
 			dl = c->deadline;
 		if (!c->addr[j] || dlrt_net_parse_hostport(c->addr[j], ip, &port) < 0 ||

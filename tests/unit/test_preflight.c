@@ -1,7 +1,10 @@
 /* --dl-preflight's pure parts: the spec (option and site key), the node's
  * line, the verdict, the local checks on files made here, and one probe
  * server on 127.0.0.1 (secret proven, ping, bandwidth, a wrong secret). */
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +214,26 @@ static void test_net(void)
 	TAP_OK(kbps > 0, "delivered %llu kB/s", (unsigned long long)kbps);
 	TAP_IS_INT(dlrt_pf_ping("127.0.0.1", port, wrong, 1, dlrt_now_ms() + 2000, &rtt, &off, &err),
 		   -1, "a wrong secret gets no answer");
+	{
+		/* Idle connections that never prove the secret (another user's)
+		 * do not keep a peer out: the oldest are ended for new ones. */
+		int idle[300];
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+		for (int i = 0; i < 300; i++) {
+			idle[i] = socket(AF_INET, SOCK_STREAM, 0);
+			if (idle[i] >= 0 && connect(idle[i], (struct sockaddr *)&a, sizeof(a)) < 0) {
+				close(idle[i]);
+				idle[i] = -1;
+			}
+		}
+		TAP_IS_INT(dlrt_pf_ping("127.0.0.1", port, secret, 1, dlrt_now_ms() + 2000, &rtt, &off,
+					&err), 0, "a ping gets through 300 idle connections");
+		for (int i = 0; i < 300; i++)
+			if (idle[i] >= 0)
+				close(idle[i]);
+	}
 	{
 		const char *only[] = { "127.0.0.2" };
 

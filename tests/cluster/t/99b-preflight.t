@@ -54,6 +54,60 @@ pf_job -- "$PF"
 is "$PF_ERR" "" "healthy: no line" || fail_detail "stderr: $PF_ERR"
 is "$PF_RAN" 2 "healthy: the step ran on its two nodes"
 
+# ---- another user floods the probe ports during a check: no node is named --------
+# As the other user on n2: every new listening socket of the test user's on n2's
+# address (the probe server's: it lives only while the check runs) gets 400 idle
+# connections that never prove the secret, each made again when the server ends it.
+FLOOD='
+import select, socket, sys, time
+uid, end = int(sys.argv[1]), time.time() + float(sys.argv[2])
+seen, held, made = set(), {}, 0
+def listeners():
+	out = set()
+	for line in open("/proc/net/tcp").readlines()[1:]:
+		f = line.split()
+		if f[3] != "0A" or int(f[7]) != uid or f[1].startswith("0100007F"):
+			continue
+		ip, port = f[1].split(":")
+		out.add((socket.inet_ntoa(bytes.fromhex(ip)[::-1]), int(port, 16)))
+	return out
+def connect(a):
+	global made
+	try:
+		s = socket.socket(); s.setblocking(False); s.connect_ex(a)
+		held[s] = a; made += 1
+	except OSError:
+		pass
+while time.time() < end:
+	for a in listeners() - seen:
+		seen.add(a)
+		for _ in range(400):
+			connect(a)
+	# keep 400 idle connections per port: one the server ends is made again
+	if held:
+		r, _, _ = select.select(list(held), [], [], 0)
+		for s in r:
+			try:
+				if s.recv(4096):
+					continue # the challenge: never answered
+			except (BlockingIOError, InterruptedError):
+				continue
+			except OSError:
+				pass
+			a = held.pop(s); s.close(); connect(a)
+	time.sleep(0.01)
+print("flooded", len(seen), "ports,", made, "connections", flush=True)
+'
+as_stranger_on n2 python3 -c "$FLOOD" "$(id -u "$DLRT_TEST_USER")" 15 >"$WORK/flood.out" 2>&1 &
+flood=$!
+sleep 1
+pf_job -- "${PF/quick/full}"
+wait "$flood"
+diag "$(cat "$WORK/flood.out")"
+like "$(cat "$WORK/flood.out")" "flooded [1-9][0-9]* ports" "the other user reached the probe server on n2"
+is "$PF_ERR" "" "flooded: no node named" || fail_detail "stderr: $PF_ERR"
+is "$PF_RAN" 2 "flooded: the step ran on its two nodes"
+
 # ---- a full /dev/shm (each node has its own tmpfs of 256 MiB) --------------------
 "$CL" exec n2 fallocate -l 250M /dev/shm/dlrt-preflight-fill
 pf_job -- "$PF"
