@@ -281,6 +281,11 @@ static int key_checkpoint_dir(struct dlrt_config *cfg, const char *v, struct dlr
 	return 0;
 }
 
+static int key_preflight(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	return dlrt_pf_spec_parse(&cfg->preflight, v, "plugstack.conf: preflight", err);
+}
+
 /* The generic keys; runtimes declare theirs (struct dlrt_runtime.keys). */
 static const struct {
 	const char *name;
@@ -296,6 +301,7 @@ static const struct {
 	{ "service_max_lifetime", key_service_max_lifetime },
 	{ "signal", key_signal },
 	{ "checkpoint_dir", key_checkpoint_dir },
+	{ "preflight", key_preflight },
 };
 
 #define NGENERIC_KEYS (sizeof(generic_keys) / sizeof(*generic_keys))
@@ -354,6 +360,7 @@ int dlrt_config_parse(struct dlrt_config *cfg, int ac, char **av, struct dlrt_er
 	cfg->warn_sig = SIGUSR1;
 	cfg->warn_secs = 120;
 	snprintf(cfg->gpu_bind, sizeof(cfg->gpu_bind), "closest");
+	dlrt_pf_spec_default(&cfg->preflight);
 	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
 		for (const struct dlrt_site_key *k = dlrt_runtimes[i]->keys; k && k->name; k++)
 			memcpy(cfg->rt[i].b + k->offset, &k->def, sizeof(k->def));
@@ -401,6 +408,7 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 	o->warn_sig = cfg->warn_sig;
 	o->warn_secs = cfg->warn_secs;
 	snprintf(o->checkpoint_dir, sizeof(o->checkpoint_dir), "%s", cfg->checkpoint_dir);
+	o->preflight = cfg->preflight;
 	snprintf(o->gpu_bind, sizeof(o->gpu_bind), "%s", cfg->gpu_bind);
 	for (int i = 0; dlrt_runtimes[i] && i < DLRT_RUNTIME_MAX; i++)
 		if (dlrt_runtimes[i]->opts_init)
@@ -561,6 +569,18 @@ static int set_hang_timeout(struct dlrt_opts *o, const struct dlrt_config *cfg, 
 	return 0;
 }
 
+static int set_preflight(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			 struct dlrt_err *err)
+{
+	/* Over the site's spec, so that Slurm's second call (environment, then
+	 * command line) gives the same result as one. */
+	o->preflight = cfg->preflight;
+	if (dlrt_pf_spec_parse(&o->preflight, arg, "--dl-preflight", err) < 0)
+		return -1;
+	o->preflight_given = true;
+	return 0;
+}
+
 /* The generic options, one row each; runtimes declare theirs (struct
  * dlrt_runtime.options) with the same shape. */
 static const struct {
@@ -610,6 +630,9 @@ static const struct {
 	[DLRT_OPT_HANG_TIMEOUT] = { { "dl-hang-timeout", "SECS",
 				      "[dlrt] end a step without progress for SECS", NULL },
 				    set_hang_timeout },
+	[DLRT_OPT_PREFLIGHT] = { { "dl-preflight", "SPEC",
+				   "[dlrt] check the nodes first: off, quick, full", NULL },
+				 set_preflight },
 };
 
 int dlrt_opt_count(void)

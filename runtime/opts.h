@@ -18,6 +18,7 @@
 /* Every option and key parser reads numbers and words with these; the
  * runtimes' parsers and the plugin reach them through this header. */
 #include "common/parse.h"
+#include "preflight/pfspec.h"
 
 struct dlrt_runtime;
 
@@ -65,6 +66,7 @@ struct dlrt_config {
 	int warn_sig;             /* signal=: --dl-signal's signal when a job gives none (0: none) */
 	uint32_t warn_secs;       /* signal=: its seconds before the time limit */
 	char checkpoint_dir[1024]; /* checkpoint_dir=: where DLRT_CHECKPOINT_DIR's folders go */
+	struct dlrt_pf_spec preflight; /* preflight=: --dl-preflight of a job that gives none */
 	struct dlrt_rt_config rt[DLRT_RUNTIME_MAX]; /* each runtime's own keys */
 };
 
@@ -118,6 +120,7 @@ enum dlrt_opt_id {
 	DLRT_OPT_REQUEUE,
 	DLRT_OPT_CHECKPOINT_DIR,
 	DLRT_OPT_HANG_TIMEOUT,
+	DLRT_OPT_PREFLIGHT,
 	DLRT_OPT_GENERIC_COUNT
 };
 
@@ -152,6 +155,8 @@ struct dlrt_opts {
 	char checkpoint_dir[1024];          /* --dl-checkpoint-dir, else checkpoint_dir=, else "" (HOME) */
 	bool checkpoint_dir_given;          /* --dl-checkpoint-dir, not the site's checkpoint_dir= */
 	uint32_t hang_timeout;              /* --dl-hang-timeout: seconds; 0 = no hang detection */
+	struct dlrt_pf_spec preflight;      /* --dl-preflight over the site's preflight= (spank/preflight.c) */
+	bool preflight_given;               /* the job gave --dl-preflight */
 	uint32_t rt_given[DLRT_RUNTIME_MAX]; /* bit k: the job gave runtime i's option k */
 	struct dlrt_rt_opts rt[DLRT_RUNTIME_MAX]; /* each runtime's own options */
 };

@@ -28,6 +28,7 @@
  * store's exit to every step's end, and the store holds nothing to save. */
 void dlrt_client_exit(void)
 {
+	dlrt_preflight_exit();
 	if (dlrt_plugin.rendezvous.life_fd >= 0 && dlrt_plugin.rendezvous.pid > 0)
 		close(dlrt_plugin.rendezvous.life_fd);
 	dlrt_plugin.rendezvous.life_fd = -1;
@@ -99,6 +100,9 @@ int dlrt_client_post_opt(spank_t sp)
 		unsetenv(DLRT_REFUSED_ENV);
 		unsetenv(DLRT_RDV_ENV);
 		unsetenv(DLRT_TIMES_ENV);
+		/* Before anything of the step's: a failed node makes srun run
+		 * again without it (exec). */
+		dlrt_preflight_srun();
 		prepare_exchange();
 	}
 	return 0;
@@ -200,6 +204,7 @@ int dlrt_client_local_user_init(spank_t sp)
 
 	if (!rt)
 		return 0;
+	dlrt_preflight_step_made();
 	/* Without the counts the step side checks again with the full layout. */
 	if (rt->validate &&
 	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS &&

@@ -141,6 +141,22 @@ void dlrt_watcher_stop(struct dlrt_svc *svc, const char *node);
 int dlrt_rendezvous_start(struct dlrt_svc *rdv, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err);
 
+/* service.c: the path of an installed dlrt program (libexec), checked as the
+ * services' are. */
+int dlrt_service_program_path(const char *program, char *out, size_t len, struct dlrt_err *err);
+
+/* preflight.c: --dl-preflight in srun's init_post_opt, before the step
+ * exists; returns when the step may start as asked, execs srun again with
+ * --exclude when a node failed, exits on an error. */
+void dlrt_preflight_srun(void);
+/* The step exists (local_user_init); srun exits: a second run that never
+ * made its step records the nodes it left out for --dl-retries. */
+void dlrt_preflight_step_made(void);
+void dlrt_preflight_exit(void);
+/* requeue.c: one line into the job's retry record from srun (the user's own
+ * process), as the nodes' records are written. */
+void dlrt_requeue_note_client(uint32_t job_id, const char *line);
+
 /* options.c */
 int dlrt_options_register(spank_t sp);
 

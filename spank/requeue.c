@@ -509,6 +509,22 @@ static void as_user(const struct rq_job *j, void (*fn)(struct rq_job *, int), in
 			    dlrt_proc_status_text(res.status, err.msg, sizeof(err.msg)));
 }
 
+void dlrt_requeue_note_client(uint32_t job_id, const char *line)
+{
+	struct rq_job j = { 0 };
+	const char *pwd = getenv("PWD"), *home = getenv("HOME");
+
+	j.job_id = job_id;
+	snprintf(j.pwd, sizeof(j.pwd), "%s", pwd ? pwd : "");
+	snprintf(j.home, sizeof(j.home), "%s", home ? home : "");
+	if (retry_log_path(&j, j.path, sizeof(j.path)) == 0)
+		rq_note(&j, "%s", line);
+	if (j.dirfd >= 0)
+		close(j.dirfd);
+	if (j.basefd >= 0)
+		close(j.basefd);
+}
+
 static void record_signal(struct rq_job *j, int status)
 {
 	rq_note(j, "attempt=%u node=%s step=%u signal=%d", j->attempt,

@@ -738,6 +738,11 @@ void dlrt_service_signal_within(struct dlrt_svc *svc, int sig, int64_t ms)
 /* Where Slurm reads slurm.conf without SLURM_CONF (its packages' default). */
 #define SLURM_CONF_DEFAULT "/etc/slurm/slurm.conf"
 
+int dlrt_service_program_path(const char *program, char *out, size_t len, struct dlrt_err *err)
+{
+	return program_path(program, out, len, err);
+}
+
 int dlrt_rendezvous_start(struct dlrt_svc *rdv, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err)
 {

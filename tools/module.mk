@@ -44,3 +44,8 @@ UNIT_TESTS += $(BUILD)/tests/test_lcwatch
 LIFECYCLE_SRCS := tools/dlrt_lifecycle_main.c tools/lcwatch.c tools/lcwarn.c tools/lchang.c \
                   tools/lcshare.c
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,$(LIFECYCLE_SRCS),-lslurm))
+# dlrt-preflight: one node's part of --dl-preflight (preflight/; started by
+# spank/preflight.c in srun as a helper step, one task per node).
+LIBEXEC    += $(BUILD)/libexec/dlrt-preflight
+MANPAGES   += docs/man/dlrt-preflight.8
+$(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-preflight,tools/dlrt_preflight_main.c,-pthread))

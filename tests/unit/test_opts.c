@@ -170,6 +170,32 @@ int main(void)
 	TAP_IS_INT(dlrt_opts_set(&o, &cfg, DLRT_OPT_DRY_RUN, NULL, &err), 0, "--dl-dry-run");
 	TAP_OK(o.dry_run, "dry run set");
 
+	/* --dl-preflight and preflight=: the job's value over the site's. */
+	{
+		char *pk[] = { "preflight=quick,shm=128" };
+		char *bad[] = { "preflight=always" };
+
+		TAP_IS_INT(dlrt_config_parse(&cfg, 1, pk, &err), 0, "preflight=quick,shm=128");
+		dlrt_opts_init(&o, &cfg);
+		TAP_OK(o.preflight.mode == DLRT_PF_QUICK && o.preflight.shm_mib == 128 &&
+		       !o.preflight_given, "the site's spec is the job's default");
+		TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-preflight", "full", &err), 0,
+			   "--dl-preflight=full");
+		TAP_OK(o.preflight.mode == DLRT_PF_FULL && o.preflight.shm_mib == 128 && o.preflight_given,
+		       "over the site's: its shm= stays");
+		TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-preflight", "off", &err), 0, "--dl-preflight=off");
+		TAP_IS_INT(o.preflight.mode, DLRT_PF_OFF, "a job turns it off");
+		TAP_IS_INT(dlrt_opts_set_name(&o, &cfg, "dl-preflight", "quick,timeout=0", &err), -1,
+			   "timeout=0 refused");
+		TAP_OK(strstr(err.msg, "--dl-preflight=quick,timeout=0: give off, quick or full") &&
+		       !strchr(err.msg, '\n'), "one line: %s", err.msg);
+		TAP_IS_INT(dlrt_config_parse(&cfg, 1, bad, &err), -1, "preflight=always refused");
+		TAP_OK(strstr(err.msg, "plugstack.conf: preflight=always: give off") != NULL,
+		       "naming the key: %s", err.msg);
+		TAP_IS_INT(dlrt_config_parse(&cfg, 0, NULL, &err), 0, "defaults");
+		TAP_IS_INT(cfg.preflight.mode, DLRT_PF_OFF, "preflight defaults to off");
+	}
+
 	/* GPU binding: options and site keys. */
 	{
 		char *gk[] = { "gpu_bind=map:1,0", "topology_xml=/etc/dlrt/%n.xml" };
