@@ -5,7 +5,7 @@
  *    pids (a memfd the tasks inherit mapped) and dlrt-lifecycle, the watcher,
  *    started like a node service (as the job user, ended with the step). It
  *    asks slurmctld for the job's end and preemption time and signals the
- *    tasks once the warning is due (runtime/lifecycle.h).
+ *    tasks once the warning is due (jobpolicy/lifecycle.h).
  *  - user_init of the batch step of a job with --dl-requeue: the same watcher
  *    without tasks; it records the warning (the batch step's decision at the
  *    script's end reads it: spank/requeue.c) and requeues a job still running
@@ -33,8 +33,9 @@
 #include <unistd.h>
 
 #include "common/privdir.h"
+#include "jobpolicy/lifecycle.h"
+#include "jobpolicy/warnsig.h"
 #include "plugin.h"
-#include "runtime/lifecycle.h"
 
 #define CKPT_ENV "DLRT_CHECKPOINT_DIR"
 

@@ -21,8 +21,8 @@
 #include "common/clock.h"
 #include "common/instpath.h"
 #include "exchange/elfneeds.h"
-#include "runtime/contcheck.h"
-#include "runtime/launchcheck.h"
+#include "jobpolicy/contcheck.h"
+#include "jobpolicy/launchcheck.h"
 #include "exchange.h"
 #include "exchange/rdvclient.h"
 #include "runtime/plan_print.h"
@@ -587,8 +587,8 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 
 /* A container that cuts the task off from its node's network or from its
  * environment, or a trainer's own launcher, fails now, in one line, instead of
- * in the framework's timeout or a world of the wrong size (runtime/contcheck.h,
- * runtime/launchcheck.h). */
+ * in the framework's timeout or a world of the wrong size (jobpolicy/contcheck.h,
+ * jobpolicy/launchcheck.h). */
 static void container_check(spank_t sp, int local)
 {
 	char mode[8] = "";
@@ -614,7 +614,7 @@ static void container_check(spank_t sp, int local)
 	    dlrt_contcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
 		task_fail(local, err.msg);
 	/* A trainer's own launcher (deepspeed, accelerate launch) would make a world
-	 * of its own in every task: say so before it starts (runtime/launchcheck.h). */
+	 * of its own in every task: say so before it starts (jobpolicy/launchcheck.h). */
 	mode[0] = '\0';
 	spank_getenv(sp, "DLRT_LAUNCHER_CHECK", mode, sizeof(mode));
 	if (strcmp(mode, "no") &&

@@ -37,10 +37,10 @@
 #include "common/parse.h"
 #include "common/privdir.h"
 #include "common/slurm_compat.h"
-#include "runtime/hangwhere.h"
+#include "jobpolicy/hangwhere.h"
+#include "jobpolicy/lifecycle.h"
+#include "jobpolicy/warnsig.h"
 #include "logs/logline.h"
-#include "runtime/lifecycle.h"
-#include "runtime/opts.h"
 
 #define PROG "dlrt-lifecycle"
 #define RECORD "dlrt-retries.log"

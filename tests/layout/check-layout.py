@@ -41,6 +41,7 @@ LAYERS = [
     "gpubind",          # the GPU/NIC plan from hwloc
     "services",         # event loop, TCP server, authentication, relay, service start
     "logs",             # task log lines, the log relay, the retry record
+    "jobpolicy",        # pure job policy: warning, requeue, hang report, command checks
     "runtime",          # the runtime interface, role model, options and site keys
     "pmix-bridge",      # PMIx key/value exchange and dlrt-kv
     "exchange",         # the task's side of the step's address exchange

@@ -1,9 +1,9 @@
 /* Unit tests: when --dl-signal warns and --dl-requeue requeues a job still
- * running at its limit (runtime/lifecycle.c), and --dl-signal's syntax. */
+ * running at its limit (jobpolicy/lifecycle.c), and --dl-signal's syntax (jobpolicy/warnsig.c). */
 #include <signal.h>
 
-#include "runtime/lifecycle.h"
-#include "runtime/opts.h"
+#include "jobpolicy/lifecycle.h"
+#include "jobpolicy/warnsig.h"
 #include "tap.h"
 
 int main(void)
