@@ -13,6 +13,7 @@ $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-relay,tools/dlrt_relay_main.c))
 BINS       += $(BUILD)/bin/dlrt-topo
 MANPAGES   += docs/man/dlrt-topo.1
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-topo,tools/dlrt_topo_main.c))
+$(eval $(call dlrt_may_link,$(BUILD)/bin/dlrt-topo,gpubind,it prints the GPU/NIC plan of a node or a fixture))
 # bench/gpuplan.sh runs this (plan time and quality on the fixtures).
 $(eval $(call dlrt_program,$(BUILD)/bench/bench_gpuplan,bench/bench_gpuplan.c))
 .PHONY: bench-gpuplan
