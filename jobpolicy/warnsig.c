@@ -17,7 +17,7 @@ static const struct {
 	{ "ALRM", SIGALRM }, { "WINCH", SIGWINCH },
 };
 
-const char *dlrt_signal_name(int sig, char *buf, size_t len)
+const char *dlrt_warnsig_name(int sig, char *buf, size_t len)
 {
 	for (size_t i = 0; i < sizeof(warn_signals) / sizeof(*warn_signals); i++)
 		if (warn_signals[i].sig == sig)
@@ -26,7 +26,7 @@ const char *dlrt_signal_name(int sig, char *buf, size_t len)
 	return buf;
 }
 
-int dlrt_opts_parse_signal(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err)
+int dlrt_warnsig_parse(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err)
 {
 	char name[16];
 	const char *at;

@@ -14,8 +14,8 @@
 /* --dl-signal's syntax, Slurm's --signal: "[R:]SIG[@SECS]" without the R
  * (SIG a name with or without "SIG", or a number; SECS 1 to 65535, default
  * 60 as in Slurm), or "none". *sig 0 for none. */
-int dlrt_opts_parse_signal(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err);
+int dlrt_warnsig_parse(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err);
 /* "USR1" for SIGUSR1, else the number. */
-const char *dlrt_signal_name(int sig, char *buf, size_t len);
+const char *dlrt_warnsig_name(int sig, char *buf, size_t len);
 
 #endif

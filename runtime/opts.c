@@ -207,7 +207,7 @@ static int key_service_max_lifetime(struct dlrt_config *cfg, const char *v, stru
 
 static int key_signal(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
 {
-	if (dlrt_opts_parse_signal(v, &cfg->warn_sig, &cfg->warn_secs, err) < 0)
+	if (dlrt_warnsig_parse(v, &cfg->warn_sig, &cfg->warn_secs, err) < 0)
 		return dlrt_err_set(err, "plugstack.conf: signal='%s' is not SIG@SECS (e.g. "
 				    "USR1@120) or none", v);
 	return 0;
@@ -463,7 +463,7 @@ static int set_signal(struct dlrt_opts *o, const struct dlrt_config *cfg, const 
 		      struct dlrt_err *err)
 {
 	(void)cfg;
-	return dlrt_opts_parse_signal(arg, &o->warn_sig, &o->warn_secs, err);
+	return dlrt_warnsig_parse(arg, &o->warn_sig, &o->warn_secs, err);
 }
 
 static int set_requeue(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,

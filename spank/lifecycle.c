@@ -178,8 +178,8 @@ void dlrt_lifecycle_user_init(spank_t sp)
 		snprintf(node, sizeof(node), "%s", dlrt_plugin.layout.nodes.names[dlrt_plugin.node_id]);
 	}
 	if (o->warn_sig)
-		snprintf(sig, sizeof(sig), "%s@%u", dlrt_signal_name(o->warn_sig, name,
-								       sizeof(name)), o->warn_secs);
+		snprintf(sig, sizeof(sig), "%s@%u", dlrt_warnsig_name(o->warn_sig, name,
+								        sizeof(name)), o->warn_secs);
 	else
 		snprintf(sig, sizeof(sig), "none");
 	snprintf(job_s, sizeof(job_s), "%u", job);

@@ -242,7 +242,7 @@ static int signal_children(pid_t parent, int sig)
 static void send_warning(struct watch *w, const struct dlrt_lc_job *j, const char *why)
 {
 	char name[16], line[512];
-	const char *sn = dlrt_signal_name(w->sig, name, sizeof(name));
+	const char *sn = dlrt_warnsig_name(w->sig, name, sizeof(name));
 	long left = j->end_time > 0 ? (long)(j->end_time - j->now) : -1;
 	uint32_t nt = w->page ? (w->page->ntasks < DLRT_LC_MAX_TASKS ? w->page->ntasks :
 				 DLRT_LC_MAX_TASKS) : 0;
@@ -807,7 +807,7 @@ static int parse_args(int argc, char **argv, struct watch *w, int *ready, int *p
 			break;
 		case 'q': bad |= dlrt_parse_u32(optarg, 0, 100, &w->pol.requeue); break;
 		case 'g':
-			if (dlrt_opts_parse_signal(optarg, &w->sig, &w->pol.before, &err) < 0) {
+			if (dlrt_warnsig_parse(optarg, &w->sig, &w->pol.before, &err) < 0) {
 				fprintf(stderr, PROG ": %s\n", err.msg);
 				bad = -1;
 			}
