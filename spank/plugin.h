@@ -79,6 +79,7 @@ struct dlrt_plugin {
 	 * answer of the node's first task, shared with its other tasks, and the
 	 * first task of every other node. */
 	struct dlrt_node_share *share;
+	size_t share_len;          /* its mapped length (share_size() at the map) */
 	char *reps;
 	/* Errors found in user_init are raised in task_init: on Slurm 22.05 a
 	 * user_init failure does not fail srun (NVIDIA/pyxis does the same). */

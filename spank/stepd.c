@@ -261,7 +261,8 @@ static void share_init(void)
 		if (l->task_local[t] == 0 && l->task_node[t] != l->task_node[0])
 			off += (size_t)snprintf(dlrt_plugin.reps + off, len - off, "%s%u",
 						off ? "," : "", t);
-	m = mmap(NULL, share_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	dlrt_plugin.share_len = share_size();
+	m = mmap(NULL, dlrt_plugin.share_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		free(dlrt_plugin.reps);
 		dlrt_plugin.reps = NULL;
@@ -783,7 +784,7 @@ void dlrt_stepd_task_exit(spank_t sp)
 void dlrt_stepd_exit(void)
 {
 	if (dlrt_plugin.share)
-		munmap(dlrt_plugin.share, sizeof(struct dlrt_node_share));
+		munmap(dlrt_plugin.share, dlrt_plugin.share_len); /* with its task ports */
 	dlrt_plugin.share = NULL;
 	free(dlrt_plugin.reps);
 	dlrt_plugin.reps = NULL;
