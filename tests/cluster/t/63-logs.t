@@ -72,7 +72,7 @@ fi
 as_user srun -N2 -n2 --dl-runtime=torch --dl-log-dir="$WORK/cancel" --job-name=dlrt-cancel-test \
 	bash -c 'echo started; sleep 300' >"$WORK/cancel.out" 2>&1 &
 spid=$!
-for _ in $(seq 60); do [ "$(grep -c started "$WORK/cancel.out" 2>/dev/null)" = 2 ] && break; sleep 0.5; done
+wait_until -i 0.5 60 eval '[ "$(grep -c started "$WORK/cancel.out" 2>/dev/null)" = 2 ]'
 scancel --name=dlrt-cancel-test
 wait $spid # bounded by as_user's timeout: a relay that outlived its task would hang here
 src=$?

@@ -38,7 +38,7 @@ chmod 0755 "$WORK/task.sh"
 
 as_user srun -w n1,n2 -N2 -n2 --dl-runtime=caffe2 --dl-verbose "$WORK/task.sh" >"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+wait_until 60 test -s "$WORK/relay"
 read -r rhost rport <"$WORK/relay" 2>/dev/null
 is "$rhost" "127.0.0.1" "the tasks reach the store through their node's relay (port ${rport:-none})"
 store=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-store/ {print $4; exit}')

@@ -35,7 +35,7 @@ chmod 0755 "$WORK/task.sh"
 as_user srun -w n1,n2 -N2 -n2 --dl-runtime=horovod --dl-horovod=gloo "$WORK/task.sh" \
 	>"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+wait_until 60 test -s "$WORK/relay"
 read -r rhost rport <"$WORK/relay" 2>/dev/null
 is "$rhost" "127.0.0.1" "the tasks reach the driver through their node's relay (port ${rport:-none})"
 drv=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-hvd-driver/ {print $4; exit}')
@@ -92,7 +92,7 @@ chmod 0755 "$WORK/gloo.sh"
 mkdir -p "$WORK/s" && chown "$STRANGER": "$WORK/s" && chmod 0755 "$WORK/s"
 as_user srun -N3 -n6 --dl-runtime=horovod --dl-horovod=gloo "$WORK/gloo.sh" >"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 600); do [ -s "$WORK/gloo.started" ] && break; sleep 0.1; done
+wait_until 60 test -s "$WORK/gloo.started"
 drv=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-hvd-driver/ {print $4; exit}')
 on_node n1 "$STRANGER" python3 "$WORK/flood.py" "${drv%:*}" "${drv##*:}" 1500 \
 	"$WORK/s/flood.ready" "$WORK/s/flood.stop" >"$WORK/flood.out" 2>&1 &
