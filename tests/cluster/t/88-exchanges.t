@@ -173,7 +173,7 @@ for via in $vias; do
 		"touch $mark.\$SLURM_PROCID; for _ in \$(seq 300); do [ -e $mark.done ] && exit 0; sleep 0.1; done" \
 		>/dev/null 2>&1 &
 	bg=$!
-	for _ in $(seq 300); do [ -e "$mark.0" ] && break; sleep 0.1; done
+	wait_until 30 test -e "$mark.0"
 	spids=$(pgrep -d, -f "^srun .*--dl-exchange=${via%_none} bash -c touch $mark")
 	eval "stores_$via=$(pgrep -c -P "${spids:-1}" -f dlrt-c10d-store)"
 	touch "$mark.done"

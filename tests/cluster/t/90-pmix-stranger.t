@@ -33,7 +33,7 @@ is "$psec" munge "the nodes' slurmd (and so every slurmstepd) runs with PMIX_MCA
   exit "$RC" ) &
 victim=$!
 ready() { [ "$(ls "$WORK" | grep -c '^ready\.[0-5]$')" = 6 ]; }
-for _ in $(seq 600); do ready && break; sleep 0.1; done
+wait_until 120 ready
 ok "$(ready; echo $?)" \
 	"the victim's tasks published their values through PMIx" || fail_detail "$(cat "$ERR")"
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
@@ -86,11 +86,7 @@ psec_nodes() { # psec_nodes VALUE: n1 and n2's slurmd restarted with PMIX_MCA_ps
 		DLRT_CLUSTER_PMIX_PSEC=$1 "$HERE/cluster.sh" stop-node "$n" >/dev/null 2>&1
 		DLRT_CLUSTER_PMIX_PSEC=$1 "$HERE/cluster.sh" start-node "$n" >/dev/null 2>&1
 	done
-	for _ in $(seq 300); do
-		[ "$(sinfo -h -n n1,n2 -o %t | sort -u)" = idle ] && return 0
-		sleep 0.2
-	done
-	return 1
+	wait_until 120 eval '[ "$(sinfo -h -n n1,n2 -o %t | sort -u)" = idle ]'
 }
 trap 'psec_nodes munge' EXIT
 psec_nodes ""
@@ -104,7 +100,7 @@ rm -f "$WORK"/ready.* "$WORK/go"
 	for _ in $(seq 1000); do [ -e go ] && exit 0; sleep 0.1; done; exit 1'
   exit "$RC" ) &
 victim=$!
-for _ in $(seq 600); do [ "$(ls "$WORK" | grep -c '^ready\.[0-2]$')" = 3 ] && break; sleep 0.1; done
+wait_until 120 eval '[ "$(ls "$WORK" | grep -c "^ready\.[0-2]\$")" = 3 ]'
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
 read -r ns uri < <(pmix_coords n1 "$job" 0)
 # The stranger claims task 1, which never connects, and reads what task 0 published.
@@ -146,12 +142,12 @@ d.all_reduce(t)
 print(\"sum\", int(t.item()))"'
   exit "$RC" ) &
 victim=$!
-for _ in $(seq 600); do [ -e "$WORK/ready.0" ] && break; sleep 0.1; done
+wait_until 60 test -e "$WORK/ready.0"
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
 read -r ns uri < <(pmix_coords n1 "$job" 0)
 pmix_stranger n1 -t 60 -a 0 "$ns" "$uri" hold 0 20 >"$WORK/hold.out" 2>&1 &
 holder=$!
-for _ in $(seq 300); do grep -q admitted "$WORK/hold.out" && break; sleep 0.1; done
+wait_until 30 grep -q admitted "$WORK/hold.out"
 like "$(cat "$WORK/hold.out")" "admitted as .* rank 0" "the stranger holds task 0's PMIx connection"
 touch "$WORK/go"
 wait "$victim"
@@ -169,7 +165,7 @@ rm -f "$WORK"/ready.* "$WORK/go"
 	dlrt-kv --timeout 5 put k v; echo "kv rc=$?"'
   exit "$RC" ) &
 victim=$!
-for _ in $(seq 600); do [ -e "$WORK/ready.0" ] && break; sleep 0.1; done
+wait_until 60 test -e "$WORK/ready.0"
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
 read -r ns uri < <(pmix_coords n1 "$job" 0)
 for try in 1 2; do
