@@ -112,6 +112,11 @@ wait_until() {
 }
 # pid_gone PID: the process has ended (for wait_until).
 pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+# Job scripts and step commands run without lib.sh: they source WAIT_UNTIL, wait_until and
+# pid_gone written into the test's folder, which every node sees (`. "$WAIT_UNTIL"` in a
+# script written here, `. ./wait_until.sh` in a step that runs in that folder).
+WAIT_UNTIL=$WORK/wait_until.sh
+declare -f wait_until pid_gone >"$WAIT_UNTIL"
 
 # node_back WHAT: n1 is back (not drained, not completing) and nothing of the test
 # user's is left, checked as one test line (bounded wait). Another cluster user's job

@@ -17,7 +17,8 @@ if [ "\$SLURM_PROCID" = 0 ]; then
 	echo \$? >"$WORK/proto.rc"
 	echo "\$HOROVOD_GLOO_RENDEZVOUS_ADDR \$HOROVOD_GLOO_RENDEZVOUS_PORT" >"$WORK/driver.addr"
 	# Keep the step (and so the driver) alive until the test has looked at it.
-	for i in \$(seq 600); do [ -e "$WORK/go-on" ] && break; sleep 0.1; done
+	. "$WAIT_UNTIL"
+	wait_until 60 test -e "$WORK/go-on"
 fi
 STEP
 chmod 0755 "$WORK/step.sh"

@@ -9,10 +9,8 @@
 run_srun -N3 -n6 -c2 --dl-runtime=mxnet --dl-servers=2 --dl-log-dir=logs bash -c \
 	'echo "hello from $DLRT_ROLE $DLRT_ROLE_INDEX job=$SLURM_JOB_ID"; echo "oops $DLRT_RANK" >&2
 	 printf "no newline $DLRT_RANK"; [ "$DLRT_RANK" = 5 ] || exit 0
-	 for _ in $(seq 200); do
-		[ "$(cat logs/$SLURM_JOB_ID/$SLURM_STEP_ID/*.log | grep -c "dlrt end task")" -ge 5 ] && break
-		sleep 0.1
-	 done; exit 3'
+	 ended() { [ "$(cat logs/$SLURM_JOB_ID/$SLURM_STEP_ID/*.log | grep -c "dlrt end task")" -ge 5 ]; }
+	 . ./wait_until.sh; wait_until 40 ended; exit 3'
 is "$RC" 3 "srun still reports the task's exit status (3)"
 is "$(grep -o 'hello from ' "$OUT" | wc -l)" 6 "the output still reaches srun"
 is "$(grep -c '^oops ' "$ERR")" 6 "and the errors too"

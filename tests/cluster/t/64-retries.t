@@ -7,12 +7,9 @@
 CL=$HERE/cluster.sh
 
 # wait_state JOB REGEX SECONDS: until the job's state matches.
+state_is() { [[ "$(job_field "$1" JobState)" =~ $2 ]]; }
 wait_state() {
-	local deadline=$((SECONDS + $3))
-	while [ $SECONDS -lt $deadline ]; do
-		[[ "$(job_field "$1" JobState)" =~ $2 ]] && return 0
-		sleep 1
-	done
+	wait_until -i 1 "$3" state_is "$1" "$2" && return 0
 	diag "job $1 still $(job_field "$1" JobState) after $3 s (wanted $2)"
 	return 1
 }

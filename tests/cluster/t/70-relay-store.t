@@ -17,7 +17,8 @@ CLUSTER="$HERE/cluster.sh"
 cat >"$WORK/task.sh" <<STEP
 #!/bin/bash
 cli() { timeout 10 redis-cli -h "\$REDIS_HOST" -p "\$REDIS_PORT" "\$@" 2>&1; }
-wait_for() { for _ in \$(seq 600); do [ -e "\$1" ] && return 0; sleep 0.1; done; return 1; }
+. "$WAIT_UNTIL"
+wait_for() { wait_until 60 test -e "\$1"; }
 if [ "\$SLURM_PROCID" = 0 ]; then
 	echo "set: \$(cli SET victim-key victim-value)"
 	echo "v6: \$(timeout 10 redis-cli -h ::1 -p "\$REDIS_PORT" GET victim-key 2>&1)"

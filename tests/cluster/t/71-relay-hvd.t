@@ -21,13 +21,14 @@ if [ "\$SLURM_PROCID" = 0 ]; then
 	echo "\$HOROVOD_GLOO_RENDEZVOUS_ADDR \$HOROVOD_GLOO_RENDEZVOUS_PORT" >"$WORK/relay.tmp"
 	mv "$WORK/relay.tmp" "$WORK/relay"
 fi
-for _ in \$(seq 600); do [ -e "$WORK/probe.done" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 60 test -e "$WORK/probe.done"
 echo "task \$SLURM_PROCID after: \$(curl -s -m 10 "\$url/global/victim")"
 touch "$WORK/read.\$SLURM_PROCID"
 # The driver lives on task 0's node until its tasks end: task 0 stays until
 # the other node's task has read (bounded), or a slow n2 would find it gone.
 if [ "\$SLURM_PROCID" = 0 ]; then
-	for _ in \$(seq 600); do [ -e "$WORK/read.1" ] && break; sleep 0.1; done
+	wait_until 60 test -e "$WORK/read.1"
 fi
 STEP
 chmod 0755 "$WORK/task.sh"
@@ -84,7 +85,8 @@ cat >"$WORK/gloo.sh" <<STEP
 if [ "\$SLURM_PROCID" = 0 ]; then
 	echo ok >"$WORK/gloo.started"
 fi
-for _ in \$(seq 1200); do [ -s "$WORK/s/flood.ready" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 120 test -s "$WORK/s/flood.ready"
 exec "$TESTS_BIN/gloo_hvd_allreduce"
 STEP
 chmod 0755 "$WORK/gloo.sh"

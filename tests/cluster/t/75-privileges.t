@@ -29,7 +29,7 @@ odd_fds() {
 # 1. the node service
 PROG=$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-store
 as_user srun -N1 -w n1 -n1 --dl-runtime=caffe2 --dl-store=helper \
-	bash -c 'for _ in $(seq 1200); do [ -e "$0" ] && exit 0; sleep 0.1; done; exit 1' "$WORK/svc.done" \
+	bash -c '. ./wait_until.sh; wait_until 120 test -e "$0"' "$WORK/svc.done" \
 	>"$OUT" 2>"$ERR" &
 bg=$!
 store_found() { pid=$(pgrep -n -u "$U" -f "^$PROG "); [ -n "$pid" ]; }

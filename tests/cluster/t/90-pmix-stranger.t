@@ -28,7 +28,8 @@ is "$psec" munge "the nodes' slurmd (and so every slurmstepd) runs with PMIX_MCA
 ( run_srun -N2 -n6 -w n1,n2 --mpi=pmix bash -c '
 	dlrt-kv --timeout 30 put secretkey "hello$SLURM_PROCID" fence || exit 1
 	touch "ready.$SLURM_PROCID"
-	for _ in $(seq 1000); do [ -e go ] && exit 0; sleep 0.1; done
+	. ./wait_until.sh
+	wait_until 100 test -e go && exit 0
 	echo "task $SLURM_PROCID: the test never said go" >&2; exit 1'
   exit "$RC" ) &
 victim=$!
@@ -97,7 +98,8 @@ ok "$?" "n1 and n2 run with PMIx's default security (native: a stated uid is bel
 rm -f "$WORK"/ready.* "$WORK/go"
 ( run_srun -N2 -n3 -w n1,n2 --dl-runtime=caffe2 --dl-exchange=pmix bash -c '
 	touch "ready.$SLURM_PROCID"
-	for _ in $(seq 1000); do [ -e go ] && exit 0; sleep 0.1; done; exit 1'
+	. ./wait_until.sh
+	wait_until 100 test -e go'
   exit "$RC" ) &
 victim=$!
 wait_until 120 eval '[ "$(ls "$WORK" | grep -c "^ready\.[0-2]\$")" = 3 ]'
@@ -133,7 +135,8 @@ is "$?" 0 "the victim's step ran" || fail_detail "$(cat "$ERR")"
 rm -f "$WORK"/ready.* "$WORK/go"
 ( run_srun -N2 -n2 -w n1,n2 --mpi=pmix --dl-runtime=torch --dl-verbose bash -c '
 	touch "ready.$SLURM_PROCID"
-	for _ in $(seq 1000); do [ -e go ] && break; sleep 0.1; done
+	. ./wait_until.sh
+	wait_until 100 test -e go
 	exec python3 -c "
 import torch, torch.distributed as d
 d.init_process_group(\"gloo\")
@@ -161,7 +164,8 @@ wait "$holder"
 # what may have happened, in one line, not blamed on an overloaded slurmstepd.
 rm -f "$WORK"/ready.* "$WORK/go"
 ( run_srun -N1 -n1 -w n1 --mpi=pmix bash -c 'touch ready.0
-	for _ in $(seq 600); do [ -e go ] && break; sleep 0.1; done
+	. ./wait_until.sh
+	wait_until 60 test -e go
 	dlrt-kv --timeout 5 put k v; echo "kv rc=$?"'
   exit "$RC" ) &
 victim=$!
