@@ -107,7 +107,7 @@ step() {
 	local n=$1 mode=$2 where=$3 hold srun port t0 t1 rc fl= host
 	rm -f "$WORK/release" "$WORK/s/ready.$n" "$WORK/s/stop.$n"
 	hold=$(as_user sbatch --parsable -N1 -o /dev/null \
-		--wrap "for i in \$(seq 600); do [ -e $WORK/release ] && exit 0; sleep 0.1; done")
+		--wrap "bash -c '. $WAIT_UNTIL; wait_until 60 test -e $WORK/release'")
 	wait_until 120 eval '[ "$(squeue -h -j "$hold" -o %t 2>/dev/null)" = R ]'
 	as_user srun --dependency=afterany:"$hold" -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" \
 		>"$WORK/out.$n" 2>"$WORK/err.$n" &
@@ -194,7 +194,8 @@ cat >"$WORK/task.sh" <<STEP
 if [ "\$SLURM_PROCID" = 0 ]; then
 	echo "\$REDIS_PORT" >"$WORK/relay.tmp" && mv "$WORK/relay.tmp" "$WORK/relay"
 fi
-for _ in \$(seq 300); do [ -e "$WORK/s/ready.store" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 30 test -e "$WORK/s/ready.store"
 exec python3 "$WORK/clients.py" 20
 STEP
 chmod 0755 "$WORK/task.sh"

@@ -57,7 +57,9 @@ echo "task $SLURM_PROCID: $(cli PING) $(cli SET "k$SLURM_PROCID" "v$SLURM_PROCID
 # The store lives as long as task 0: it waits (bounded) for the others.
 touch "$1/done.$SLURM_PROCID"
 if [ "$SLURM_PROCID" = 0 ]; then
-	for _ in $(seq 600); do [ "$(ls "$1" | grep -c '^done\.')" -ge "$SLURM_NTASKS" ] && break; sleep 0.1; done
+	d=$1
+	. "${0%/*}/wait_until.sh"
+	wait_until 120 eval '[ "$(ls "$d" | grep -c "^done\.")" -ge "$SLURM_NTASKS" ]'
 fi
 SH
 cat >"$WORK/allreduce.py" <<'PY'
@@ -262,7 +264,8 @@ cat >"$WORK/victim.sh" <<SH
 cli() { timeout 10 redis-cli -h "\$REDIS_HOST" -p "\$REDIS_PORT" "\$@" 2>&1; }
 echo "set: \$(cli SET victim-key victim-value)"
 echo "\$REDIS_PORT" >"$WORK/relay.tmp" && mv "$WORK/relay.tmp" "$WORK/relay"
-for _ in \$(seq 900); do [ -e "$WORK/probe.done" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 90 test -e "$WORK/probe.done"
 echo "after: \$(cli GET victim-key)"
 SH
 chmod 0755 "$WORK/victim.sh"
