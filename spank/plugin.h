@@ -131,6 +131,9 @@ int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *
 int dlrt_rendezvous_start(struct dlrt_svc *rdv, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err);
 
+/* taskfacts.c: the job's attempt (Slurm's restart count, as every step sees it) */
+uint32_t dlrt_restart_count(spank_t sp);
+
 /* options.c */
 int dlrt_options_register(spank_t sp);
 
@@ -141,7 +144,6 @@ void dlrt_client_exit(void);
 
 /* stepd.c: slurmstepd (remote) */
 int dlrt_stepd_post_opt(spank_t sp);
-uint32_t dlrt_restart_count(spank_t sp);
 int dlrt_stepd_user_init(spank_t sp);
 int dlrt_stepd_task_init(spank_t sp);
 /* After each task of this node has ended: the last one ends the step's services

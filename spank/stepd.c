@@ -54,20 +54,6 @@ static int getenv_step(spank_t sp, const char *name, char *buf, int len)
 	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
 }
 
-/* The job's attempt. S_SLURM_RESTART_COUNT reads 0 in srun steps of a requeued
- * job (observed on 22.05); the step inherits SLURM_RESTART_COUNT from the batch
- * script's environment, which Slurm sets from the 2nd attempt on. */
-uint32_t dlrt_restart_count(spank_t sp)
-{
-	uint32_t item = 0, env = 0;
-	char buf[32];
-
-	spank_get_item(sp, S_SLURM_RESTART_COUNT, &item);
-	if (getenv_step(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) == 0)
-		dlrt_parse_u32(buf, 0, 1u << 30, &env);
-	return item > env ? item : env;
-}
-
 /* srun refused this very step after Slurm had created it (client.c,
  * refuse_step). The value names the step, so one inherited from elsewhere
  * (a job's environment, an outer step) never matches. */

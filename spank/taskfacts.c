@@ -1,0 +1,23 @@
+/* taskfacts.c - what Slurm says about this task's job that several SPANK
+ * contexts need: its attempt (the restart count). stepd.c, lifecycle.c and
+ * requeue.c read it here, so none of them calls into another for it.
+ */
+#include <slurm/spank.h>
+#include <stdint.h>
+
+#include "common/parse.h"
+#include "plugin.h"
+
+/* The job's attempt. S_SLURM_RESTART_COUNT reads 0 in srun steps of a requeued
+ * job (observed on 22.05); the step inherits SLURM_RESTART_COUNT from the batch
+ * script's environment, which Slurm sets from the 2nd attempt on. */
+uint32_t dlrt_restart_count(spank_t sp)
+{
+	uint32_t item = 0, env = 0;
+	char buf[32];
+
+	spank_get_item(sp, S_SLURM_RESTART_COUNT, &item);
+	if (spank_getenv(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) == ESPANK_SUCCESS)
+		dlrt_parse_u32(buf, 0, 1u << 30, &env);
+	return item > env ? item : env;
+}
