@@ -131,7 +131,11 @@ int dlrt_watcher_start(spank_t sp, const char *program, const char *what, char *
 int dlrt_rendezvous_start(struct dlrt_svc *rdv, const uint8_t secret[DLRT_SVCAUTH_SECRET_LEN],
 			  struct dlrt_err *err);
 
-/* taskfacts.c: the job's attempt (Slurm's restart count, as every step sees it) */
+/* taskfacts.c: what Slurm says about this task and its job. A variable of the
+ * step's or task's environment (spank_getenv) into buf: 0, or -1 and "" when
+ * it is not set (or does not fit). */
+int dlrt_task_getenv(spank_t sp, const char *name, char *buf, size_t len);
+/* The job's attempt (Slurm's restart count, as every step sees it). */
 uint32_t dlrt_restart_count(spank_t sp);
 
 /* options.c */
