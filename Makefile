@@ -113,6 +113,13 @@ $(1): $(2:%.c=$(BUILD)/obj/%.o) $(LIB)
 	$$(CC) -o $$@ $$^ $$(ALL_LDFLAGS) $$(PKG_LIBS) $(3) -lm
 endef
 
+# $(call dlrt_may_link,OUTPUT,FOLDERS,WHY): OUTPUT, a program other than the plugin, may
+# link FOLDERS of launchers/, gpubind/, runtime/ and inference/, which every other one must
+# not (make check-layout; WHY in words without a comma, shown beside the program's rule).
+define dlrt_may_link
+DLRT_MAY_LINK_$(1) := $(2): $(3)
+endef
+
 # $(call dlrt_cxx_program,OUTPUT,SOURCES,EXTRA_LIBS): a C++ test program (e.g. linking libgloo).
 define dlrt_cxx_program
 $(1): $(2)
@@ -214,14 +221,16 @@ cluster-test: cluster-up
 	tests/cluster/run-tests.sh
 
 # The folder rules (layers, file size, function size, the docs' file tables):
-# docs/ARCHITECTURE.md. The link rule reads the built programs: every installed
-# one and the plugin, each with its own sources.
+# docs/ARCHITECTURE.md. The link rules read the built programs: every installed
+# one and the plugin, each with its own sources, and what dlrt_may_link allows.
 .PHONY: check-layout
 LAYOUT_PROGRAMS = $(filter $(BINS) $(LIBEXEC),$(DLRT_PROGRAMS))
+layout_quote = '$(subst ','\'',$(1))'
 check-layout: product
 	tests/layout/check-layout.py --build $(BUILD) \
-	  $(foreach p,$(LAYOUT_PROGRAMS),--program '$(p)=$(DLRT_PROGRAM_SRCS_$(p))') \
-	  --program '$(PLUGIN)=$(PLUGIN_SRCS)'
+	  $(foreach p,$(LAYOUT_PROGRAMS),--program '$(p)=$(DLRT_PROGRAM_SRCS_$(p))' \
+	    $(if $(DLRT_MAY_LINK_$(p)),--may-link $(call layout_quote,$(p)=$(DLRT_MAY_LINK_$(p))))) \
+	  --plugin '$(PLUGIN)=$(PLUGIN_SRCS)'
 
 # Debian 12's whole suite on the host, then Debian 13's core set in its root, made in the
 # background meanwhile (tests/check.sh).

@@ -1,11 +1,14 @@
 /* dlist.h - an intrusive doubly linked list in insertion order.
  *
- * Three servers keep a queue of things that must leave in age order, and
- * leave early when they end: a store's keys with a time to live, a service's
- * connections that have not proved the secret, the inference coordinator's
- * unauthenticated peers. Each entry holds a dlrt_dlist_node, so queueing
+ * Servers keep things that must leave in age order, and leave early when
+ * they end: a store's keys with a time to live, a service's connections that
+ * have not proved the secret, the inference coordinator's unauthenticated
+ * peers; and the connections a program holds, to sweep or release them: the
+ * node relay's clients and spares, the stores' clients, the Horovod driver's
+ * workers held at its barrier. Each entry holds a dlrt_dlist_node, so queueing
  * allocates nothing and unlinking any entry is O(1); DLRT_DLIST_ENTRY gets
- * back from the node to the entry that holds it.
+ * back from the node to the entry that holds it. This is the one list of the
+ * tree: no file keeps prev/next pointers of its own.
  *
  * The functions are inline: they are a handful of stores on hot paths
  * (every SET with a TTL, every accepted connection).

@@ -15,6 +15,7 @@ LIB_SRCS   += $(INFER_SRCS)
 
 BINS       += $(BUILD)/bin/dlrt-infer
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-infer,$(INFER_CLI_SRCS)))
+$(eval $(call dlrt_may_link,$(BUILD)/bin/dlrt-infer,inference,it is the pool: its coordinator and workers run in it))
 
 UNIT_TESTS += $(BUILD)/tests/test_infer_proto $(BUILD)/tests/test_infer_sched \
               $(BUILD)/tests/test_infer_liveness $(BUILD)/tests/test_infer_auth \

@@ -7,66 +7,8 @@
 
 #include "common/parse.h"
 #include "gpubind/gpuplan.h"
+#include "jobpolicy/warnsig.h"
 #include "runtime.h"
-
-/* Signals a program may sensibly be warned with; names as Slurm's --signal
- * takes them. */
-static const struct {
-	const char *name;
-	int sig;
-} warn_signals[] = {
-	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "INT", SIGINT },
-	{ "HUP", SIGHUP },   { "QUIT", SIGQUIT }, { "URG", SIGURG },   { "CONT", SIGCONT },
-	{ "ALRM", SIGALRM }, { "WINCH", SIGWINCH },
-};
-
-const char *dlrt_signal_name(int sig, char *buf, size_t len)
-{
-	for (size_t i = 0; i < sizeof(warn_signals) / sizeof(*warn_signals); i++)
-		if (warn_signals[i].sig == sig)
-			return warn_signals[i].name;
-	snprintf(buf, len, "%d", sig);
-	return buf;
-}
-
-int dlrt_opts_parse_signal(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err)
-{
-	char name[16];
-	const char *at;
-	size_t n;
-	uint32_t num;
-
-	if (v && !strcmp(v, "none")) {
-		*sig = 0;
-		*secs = 0;
-		return 0;
-	}
-	at = v ? strchr(v, '@') : NULL;
-	n = v ? (at ? (size_t)(at - v) : strlen(v)) : 0;
-	if (!v || n == 0 || n >= sizeof(name))
-		goto bad;
-	memcpy(name, v, n);
-	name[n] = '\0';
-	*secs = 60; /* Slurm's --signal default */
-	if (at && dlrt_parse_u32(at + 1, 1, 65535, secs) < 0)
-		goto bad;
-	if (dlrt_parse_u32(name, 1, 64, &num) == 0) {
-		*sig = (int)num;
-		if (*sig == SIGKILL || *sig == SIGSTOP)
-			goto bad;
-		return 0;
-	}
-	for (size_t i = 0; i < sizeof(warn_signals) / sizeof(*warn_signals); i++)
-		if (!strcmp(name, warn_signals[i].name) ||
-		    (!strncmp(name, "SIG", 3) && !strcmp(name + 3, warn_signals[i].name))) {
-			*sig = warn_signals[i].sig;
-			return 0;
-		}
-bad:
-	return dlrt_err_set(err, "--dl-signal=%.64s: give SIG@SECS as for sbatch --signal (e.g. "
-			    "USR1@120: SIGUSR1 120 s before the time limit), or none",
-			    v ? v : "");
-}
 
 const char *dlrt_exchange_via_name(enum dlrt_exchange_via via)
 {
@@ -265,7 +207,7 @@ static int key_service_max_lifetime(struct dlrt_config *cfg, const char *v, stru
 
 static int key_signal(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
 {
-	if (dlrt_opts_parse_signal(v, &cfg->warn_sig, &cfg->warn_secs, err) < 0)
+	if (dlrt_warnsig_parse(v, &cfg->warn_sig, &cfg->warn_secs, err) < 0)
 		return dlrt_err_set(err, "plugstack.conf: signal='%s' is not SIG@SECS (e.g. "
 				    "USR1@120) or none", v);
 	return 0;
@@ -529,7 +471,7 @@ static int set_signal(struct dlrt_opts *o, const struct dlrt_config *cfg, const 
 		      struct dlrt_err *err)
 {
 	(void)cfg;
-	return dlrt_opts_parse_signal(arg, &o->warn_sig, &o->warn_secs, err);
+	return dlrt_warnsig_parse(arg, &o->warn_sig, &o->warn_secs, err);
 }
 
 static int set_requeue(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,

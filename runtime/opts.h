@@ -183,13 +183,6 @@ int dlrt_opts_set_name(struct dlrt_opts *o, const struct dlrt_config *cfg, const
  * chosen one (struct dlrt_rt_option.only_this_runtime). */
 int dlrt_opts_check_runtime(const struct dlrt_opts *o, struct dlrt_err *err);
 
-/* --dl-signal's syntax, Slurm's --signal: "[R:]SIG[@SECS]" without the R
- * (SIG a name with or without "SIG", or a number; SECS 1 to 65535, default
- * 60 as in Slurm), or "none". *sig 0 for none. */
-int dlrt_opts_parse_signal(const char *v, int *sig, uint32_t *secs, struct dlrt_err *err);
-/* "USR1" for SIGUSR1, else the number. */
-const char *dlrt_signal_name(int sig, char *buf, size_t len);
-
 /* Writes "key, key, ..." of every plugstack.conf key: the generic ones, then
  * each runtime's. The "unknown key" error and the dlrt.conf.in check use it. */
 void dlrt_config_keys(char *buf, size_t len);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/dlist.h"
 #include "peeruid.h"
 
 #define DEFAULT_MAX_CONNS 1024
@@ -37,7 +38,7 @@ struct dir {
 };
 
 /* A client and its upstream connection; a spare has no client (cfd -1) and
- * sits on the relay's spares list instead of pairs. */
+ * sits on the relay's spares list instead of pairs (`link`). */
 struct pair {
 	struct dlrt_relay *r;
 	int cfd, ufd;
@@ -47,7 +48,7 @@ struct pair {
 	unsigned hangups;    /* the service closed it before its challenge */
 	int64_t deadline_ms; /* until FORWARD; a spare's end of life */
 	struct dir c2u, u2c;
-	struct pair *prev, *next;
+	struct dlrt_dlist_node link;
 };
 
 struct dlrt_relay {
@@ -60,8 +61,7 @@ struct dlrt_relay {
 	bool have_target;
 	struct sockaddr_in target;
 	uint8_t secret[DLRT_SVCAUTH_SECRET_LEN];
-	struct pair *pairs, *spares;
-	unsigned npairs, nspares;
+	struct dlrt_dlist pairs, spares; /* oldest first */
 	int64_t timer;
 	struct dlrt_relay_stats stats;
 };
@@ -85,23 +85,9 @@ static void relay_note(const struct dlrt_relay *r, const char *fmt, ...)
 	r->cfg.note(line, r->cfg.note_arg);
 }
 
-static void list_push(struct pair **head, struct pair *p)
+static struct pair *pair_of(struct dlrt_dlist_node *n)
 {
-	p->prev = NULL;
-	p->next = *head;
-	if (*head)
-		(*head)->prev = p;
-	*head = p;
-}
-
-static void list_unlink(struct pair **head, struct pair *p)
-{
-	if (p->prev)
-		p->prev->next = p->next;
-	else
-		*head = p->next;
-	if (p->next)
-		p->next->prev = p->prev;
+	return n ? DLRT_DLIST_ENTRY(n, struct pair, link) : NULL;
 }
 
 static void pair_close(struct pair *p)
@@ -110,11 +96,9 @@ static void pair_close(struct pair *p)
 
 	if (p->cfd >= 0) {
 		dlrt_evloop_close_fd(r->loop, p->cfd);
-		list_unlink(&r->pairs, p);
-		r->npairs--;
+		dlrt_dlist_unlink(&r->pairs, &p->link);
 	} else {
-		list_unlink(&r->spares, p);
-		r->nspares--;
+		dlrt_dlist_unlink(&r->spares, &p->link);
 	}
 	if (p->ufd >= 0)
 		dlrt_evloop_close_fd(r->loop, p->ufd);
@@ -429,13 +413,12 @@ static void spare_start(struct dlrt_relay *r)
 {
 	struct pair *p;
 
-	if (!r->have_target || r->nspares >= (unsigned)r->cfg.spares)
+	if (!r->have_target || r->spares.n >= (size_t)r->cfg.spares)
 		return;
 	p = pair_new(r);
 	if (!p)
 		return;
-	list_push(&r->spares, p);
-	r->nspares++;
+	dlrt_dlist_append(&r->spares, &p->link);
 	pair_connect(p);
 }
 
@@ -451,19 +434,19 @@ static bool spare_ended(const struct pair *p)
 	return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 }
 
-/* A spare that is connected, answered and still open, or NULL. */
+/* A spare that is connected, answered and still open, or NULL: the newest
+ * first, the one with the most of its life left. */
 static struct pair *spare_take(struct dlrt_relay *r)
 {
-	for (struct pair *p = r->spares, *next; p; p = next) {
-		next = p->next;
+	for (struct pair *p = pair_of(r->spares.tail), *prev; p; p = prev) {
+		prev = pair_of(p->link.prev);
 		if (p->st != SPARE || p->c2u.len)
 			continue;
 		if (spare_ended(p)) {
 			pair_close(p);
 			continue;
 		}
-		list_unlink(&r->spares, p);
-		r->nspares--;
+		dlrt_dlist_unlink(&r->spares, &p->link);
 		return p;
 	}
 	return NULL;
@@ -505,13 +488,13 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 			r->nl = -1;
 			uid = (uid_t)-1;
 		}
-		if (uid != r->cfg.uid || r->npairs >= r->cfg.max_conns) {
+		if (uid != r->cfg.uid || r->pairs.n >= r->cfg.max_conns) {
 			if (uid == (uid_t)-1)
 				relay_note(r, "refused a client: %s", err.msg);
 			else if (uid != r->cfg.uid)
 				relay_note(r, "refused a client of uid %u", (unsigned)uid);
 			else
-				relay_note(r, "refused a client: %u clients already", r->npairs);
+				relay_note(r, "refused a client: %zu clients already", r->pairs.n);
 			r->stats.refused++;
 			close(fd);
 			continue;
@@ -522,8 +505,7 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 		if (!p || dlrt_evloop_add_fd(loop, fd, p->st == SPARE ? DLRT_EV_READ : 0,
 					     client_event, p) < 0) {
 			if (p && p->st == SPARE) {
-				list_push(&r->spares, p);
-				r->nspares++;
+				dlrt_dlist_append(&r->spares, &p->link);
 			} else if (p) {
 				free(p->c2u.data);
 				free(p->u2c.data);
@@ -536,8 +518,7 @@ static void accept_event(struct dlrt_evloop *loop, int lfd, unsigned events, voi
 		 * accepted socket. */
 		r->stats.admitted++;
 		p->cfd = fd;
-		list_push(&r->pairs, p);
-		r->npairs++;
+		dlrt_dlist_append(&r->pairs, &p->link);
 		if (p->st == SPARE) {
 			r->stats.spare_used++;
 			p->st = FORWARD;
@@ -559,8 +540,8 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	int64_t now = dlrt_now_ms();
 
 	(void)loop;
-	for (struct pair *p = r->pairs, *next; p; p = next) {
-		next = p->next;
+	for (struct pair *p = pair_of(r->pairs.head), *next; p; p = next) {
+		next = pair_of(p->link.next);
 		if (p->st == CHALLENGE && p->ufd < 0 && now <= p->deadline_ms) {
 			if (upstream_open(p) < 0) { /* upstream_retry's next try */
 				r->stats.upstream_failed++;
@@ -586,8 +567,8 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 	}
 	/* A spare lives less than the services' idle timeout (the Horovod
 	 * driver's is 3 s), so the service never closes one under a client. */
-	for (struct pair *p = r->spares, *next; p; p = next) {
-		next = p->next;
+	for (struct pair *p = pair_of(r->spares.head), *next; p; p = next) {
+		next = pair_of(p->link.next);
 		if (now > p->deadline_ms) {
 			if (p->st == CHALLENGE)
 				r->stats.upstream_failed++;
@@ -722,8 +703,8 @@ void dlrt_relay_set_target(struct dlrt_relay *r, const char *ip, uint16_t port,
 	inet_pton(AF_INET, ip, &r->target.sin_addr);
 	memcpy(r->secret, secret, sizeof(r->secret));
 	r->have_target = true;
-	for (struct pair *p = r->pairs, *next; p; p = next) {
-		next = p->next;
+	for (struct pair *p = pair_of(r->pairs.head), *next; p; p = next) {
+		next = pair_of(p->link.next);
 		if (p->st == WAIT_TARGET)
 			pair_connect(p);
 	}
@@ -731,7 +712,7 @@ void dlrt_relay_set_target(struct dlrt_relay *r, const char *ip, uint16_t port,
 
 unsigned dlrt_relay_nconns(const struct dlrt_relay *r)
 {
-	return r->npairs;
+	return (unsigned)r->pairs.n;
 }
 
 void dlrt_relay_stats(const struct dlrt_relay *r, struct dlrt_relay_stats *out)
@@ -743,10 +724,10 @@ void dlrt_relay_stop(struct dlrt_relay *r)
 {
 	if (!r)
 		return;
-	while (r->pairs)
-		pair_close(r->pairs);
-	while (r->spares)
-		pair_close(r->spares);
+	while (r->pairs.head)
+		pair_close(pair_of(r->pairs.head));
+	while (r->spares.head)
+		pair_close(pair_of(r->spares.head));
 	if (r->nl >= 0)
 		close(r->nl);
 	dlrt_evloop_del_timer(r->loop, r->timer);

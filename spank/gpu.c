@@ -50,12 +50,6 @@ struct dlrt_stepd_gpu {
 
 static struct dlrt_stepd_gpu g;
 
-static int getenv_step(spank_t sp, const char *name, char *buf, int len)
-{
-	buf[0] = '\0';
-	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
-}
-
 /* Each local task's CPUs into cpus[0..n-1]; see the top of this file. */
 static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *err)
 {
@@ -65,8 +59,8 @@ static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *e
 	hwloc_bitmap_t alloc = NULL;
 	int rc;
 
-	getenv_step(sp, "SLURM_CPU_BIND_TYPE", type, sizeof(type));
-	getenv_step(sp, "SLURM_CPU_BIND_LIST", list, sizeof(list));
+	dlrt_task_getenv(sp, "SLURM_CPU_BIND_TYPE", type, sizeof(type));
+	dlrt_task_getenv(sp, "SLURM_CPU_BIND_LIST", list, sizeof(list));
 	snprintf(g.bind_type, sizeof(g.bind_type), "%s", type);
 	snprintf(g.bind_list, sizeof(g.bind_list), "%s", list);
 	rc = dlrt_gpuplan_parse_cpu_bind(type, list, cpus, n, err);
@@ -87,7 +81,7 @@ static int task_cpus(spank_t sp, hwloc_bitmap_t *cpus, int n, struct dlrt_err *e
 		g.cpus_from = "all CPUs";
 	}
 	spank_get_item(sp, S_STEP_CPUS_PER_TASK, &cpt);
-	getenv_step(sp, "SLURM_DISTRIBUTION", dist, sizeof(dist));
+	dlrt_task_getenv(sp, "SLURM_DISTRIBUTION", dist, sizeof(dist));
 	/* More tasks than CPUs (oversubscribed): all share the step's CPUs.
 	 * dlrt-topo shows the same layout (dlrt_gpuplan_layout_step). */
 	rc = dlrt_gpuplan_layout_step(g.topo, alloc, n, (int)cpt,
@@ -242,13 +236,13 @@ static int plan_node(spank_t sp, struct dlrt_err *err)
 				    "use --dl-gpu-bind=none and report this", node, l->nnodes);
 	n = (int)l->node_ntasks[node];
 
-	getenv_step(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof(cvd));
+	dlrt_task_getenv(sp, "CUDA_VISIBLE_DEVICES", cvd, sizeof(cvd));
 	/* A site that exports only the AMD variable (gres.conf Flags=amd_gpu_env):
 	 * Slurm puts the same list there. */
 	if (!cvd[0])
-		getenv_step(sp, "ROCR_VISIBLE_DEVICES", cvd, sizeof(cvd));
-	getenv_step(sp, "SLURM_STEP_GPUS", step_gpus, sizeof(step_gpus));
-	getenv_step(sp, "SLURM_JOB_GPUS", job_gpus, sizeof(job_gpus));
+		dlrt_task_getenv(sp, "ROCR_VISIBLE_DEVICES", cvd, sizeof(cvd));
+	dlrt_task_getenv(sp, "SLURM_STEP_GPUS", step_gpus, sizeof(step_gpus));
+	dlrt_task_getenv(sp, "SLURM_JOB_GPUS", job_gpus, sizeof(job_gpus));
 	bind = g.bind = malloc(sizeof(*bind));
 	if (!bind)
 		return dlrt_err_set(err, "out of memory planning GPUs");
@@ -352,7 +346,7 @@ static int add_one(void *ctx, const char *name, const char *value)
 	if (strcmp(name, "CUDA_VISIBLE_DEVICES") != 0)
 		return 0;
 	for (size_t i = 0; i < sizeof(visibility_vars) / sizeof(visibility_vars[0]); i++)
-		if (getenv_step(c->sp, visibility_vars[i], cur, sizeof(cur)) == 0)
+		if (dlrt_task_getenv(c->sp, visibility_vars[i], cur, sizeof(cur)) == 0)
 			dlrt_env_add(c->env, DLRT_ENV_GPU, false, visibility_vars[i], value);
 	return 0;
 }
@@ -370,8 +364,8 @@ static void replan(spank_t sp)
 	struct dlrt_err err;
 	int n = g.plan->ntasks, ok = 1;
 
-	getenv_step(sp, "SLURM_CPU_BIND_TYPE", type, sizeof(type));
-	getenv_step(sp, "SLURM_CPU_BIND_LIST", list, sizeof(list));
+	dlrt_task_getenv(sp, "SLURM_CPU_BIND_TYPE", type, sizeof(type));
+	dlrt_task_getenv(sp, "SLURM_CPU_BIND_LIST", list, sizeof(list));
 	if (!strcmp(type, g.bind_type) && !strcmp(list, g.bind_list))
 		return;
 	cpus = calloc((size_t)n, sizeof(*cpus));

@@ -5,7 +5,7 @@
  *    pids (a memfd the tasks inherit mapped) and dlrt-lifecycle, the watcher,
  *    started like a node service (as the job user, ended with the step). It
  *    asks slurmctld for the job's end and preemption time and signals the
- *    tasks once the warning is due (runtime/lifecycle.h).
+ *    tasks once the warning is due (jobpolicy/lifecycle.h).
  *  - user_init of the batch step of a job with --dl-requeue: the same watcher
  *    without tasks; it records the warning (the batch step's decision at the
  *    script's end reads it: spank/requeue.c) and requeues a job still running
@@ -36,8 +36,9 @@
 #include "common/parse.h"
 #include "common/privdir.h"
 #include "exchange/rdvclient.h"
+#include "jobpolicy/lifecycle.h"
+#include "jobpolicy/warnsig.h"
 #include "plugin.h"
-#include "runtime/lifecycle.h"
 
 #define CKPT_ENV "DLRT_CHECKPOINT_DIR"
 
@@ -241,7 +242,7 @@ void dlrt_lifecycle_user_init(spank_t sp)
 	dlrt_argv_add(&a, "%u", step);
 	dlrt_argv_add(&a, "--signal");
 	if (o->warn_sig)
-		dlrt_argv_add(&a, "%s@%u", dlrt_signal_name(o->warn_sig, name, sizeof(name)),
+		dlrt_argv_add(&a, "%s@%u", dlrt_warnsig_name(o->warn_sig, name, sizeof(name)),
 			      o->warn_secs);
 	else
 		dlrt_argv_add(&a, "none");

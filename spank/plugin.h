@@ -83,6 +83,7 @@ struct dlrt_plugin {
 	 * answer of the node's first task, shared with its other tasks, and the
 	 * first task of every other node. */
 	struct dlrt_node_share *share;
+	size_t share_len;          /* its mapped length (share_size() at the map) */
 	char *reps;
 	/* Errors found in user_init are raised in task_init: on Slurm 22.05 a
 	 * user_init failure does not fail srun (NVIDIA/pyxis does the same). */
@@ -157,6 +158,13 @@ void dlrt_preflight_exit(void);
  * process), as the nodes' records are written. */
 void dlrt_requeue_note_client(uint32_t job_id, const char *line);
 
+/* taskfacts.c: what Slurm says about this task and its job. A variable of the
+ * step's or task's environment (spank_getenv) into buf: 0, or -1 and "" when
+ * it is not set (or does not fit). */
+int dlrt_task_getenv(spank_t sp, const char *name, char *buf, size_t len);
+/* The job's attempt (Slurm's restart count, as every step sees it). */
+uint32_t dlrt_restart_count(spank_t sp);
+
 /* options.c */
 int dlrt_options_register(spank_t sp);
 
@@ -167,7 +175,6 @@ void dlrt_client_exit(void);
 
 /* stepd.c: slurmstepd (remote) */
 int dlrt_stepd_post_opt(spank_t sp);
-uint32_t dlrt_restart_count(spank_t sp);
 int dlrt_stepd_user_init(spank_t sp);
 int dlrt_stepd_task_init(spank_t sp);
 /* After each task of this node has ended: the last one ends the step's services

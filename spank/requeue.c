@@ -58,12 +58,6 @@ struct rq_job {
 	char base[2048];
 };
 
-static void getenv_job(spank_t sp, const char *name, char *buf, int len)
-{
-	if (spank_getenv(sp, name, buf, len) != ESPANK_SUCCESS)
-		buf[0] = '\0';
-}
-
 /* The record's code runs in the child of as_user(), which has none of
  * slurmstepd's descriptors, its log's included: it reports on stderr, and
  * as_user() puts each line into the slurmd log. */
@@ -555,17 +549,17 @@ void dlrt_requeue_task_exit(spank_t sp)
 	    spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS)
 		return;
 	j.attempt = dlrt_restart_count(sp);
-	getenv_job(sp, "PWD", j.pwd, sizeof(j.pwd));
+	dlrt_task_getenv(sp, "PWD", j.pwd, sizeof(j.pwd));
 	if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &j.cred.ngroups) != ESPANK_SUCCESS)
 		j.cred.ngroups = 0;
 	j.cred.groups = groups;
-	getenv_job(sp, "HOME", j.home, sizeof(j.home));
-	getenv_job(sp, "SLURM_CONF", j.slurm_conf, sizeof(j.slurm_conf));
-	getenv_job(sp, "PATH", path, sizeof(path));
+	dlrt_task_getenv(sp, "HOME", j.home, sizeof(j.home));
+	dlrt_task_getenv(sp, "SLURM_CONF", j.slurm_conf, sizeof(j.slurm_conf));
+	dlrt_task_getenv(sp, "PATH", path, sizeof(path));
 	snprintf(j.env_path, sizeof(j.env_path), "PATH=%s%s/usr/bin:/bin:/usr/local/bin", path,
 		 path[0] ? ":" : "");
 	if (j.step_id == SLURM_BATCH_SCRIPT) {
-		getenv_job(sp, "SLURM_JOB_NODELIST", j.nodelist, sizeof(j.nodelist));
+		dlrt_task_getenv(sp, "SLURM_JOB_NODELIST", j.nodelist, sizeof(j.nodelist));
 		as_user(&j, decide_cb, 0);
 	} else if (dlrt_plugin.opts.retries && dlrt_plugin.active && WIFSIGNALED(status) && node_signal(WTERMSIG(status))) {
 		as_user(&j, record_signal, status);

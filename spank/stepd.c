@@ -21,8 +21,8 @@
 #include "common/clock.h"
 #include "common/instpath.h"
 #include "exchange/elfneeds.h"
-#include "runtime/contcheck.h"
-#include "runtime/launchcheck.h"
+#include "jobpolicy/contcheck.h"
+#include "jobpolicy/launchcheck.h"
 #include "exchange.h"
 #include "exchange/rdvclient.h"
 #include "runtime/plan_print.h"
@@ -52,20 +52,6 @@ static int defer(const struct dlrt_err *err)
 static int getenv_step(spank_t sp, const char *name, char *buf, int len)
 {
 	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
-}
-
-/* The job's attempt. S_SLURM_RESTART_COUNT reads 0 in srun steps of a requeued
- * job (observed on 22.05); the step inherits SLURM_RESTART_COUNT from the batch
- * script's environment, which Slurm sets from the 2nd attempt on. */
-uint32_t dlrt_restart_count(spank_t sp)
-{
-	uint32_t item = 0, env = 0;
-	char buf[32];
-
-	spank_get_item(sp, S_SLURM_RESTART_COUNT, &item);
-	if (getenv_step(sp, "SLURM_RESTART_COUNT", buf, sizeof(buf)) == 0)
-		dlrt_parse_u32(buf, 0, 1u << 30, &env);
-	return item > env ? item : env;
 }
 
 /* srun refused this very step after Slurm had created it (client.c,
@@ -261,7 +247,8 @@ static void share_init(void)
 		if (l->task_local[t] == 0 && l->task_node[t] != l->task_node[0])
 			off += (size_t)snprintf(dlrt_plugin.reps + off, len - off, "%s%u",
 						off ? "," : "", t);
-	m = mmap(NULL, share_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	dlrt_plugin.share_len = share_size();
+	m = mmap(NULL, dlrt_plugin.share_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED) {
 		free(dlrt_plugin.reps);
 		dlrt_plugin.reps = NULL;
@@ -587,8 +574,8 @@ static void use_relay(int local, struct dlrt_addrs *addrs)
 
 /* A container that cuts the task off from its node's network or from its
  * environment, or a trainer's own launcher, fails now, in one line, instead of
- * in the framework's timeout or a world of the wrong size (runtime/contcheck.h,
- * runtime/launchcheck.h). */
+ * in the framework's timeout or a world of the wrong size (jobpolicy/contcheck.h,
+ * jobpolicy/launchcheck.h). */
 static void container_check(spank_t sp, int local)
 {
 	char mode[8] = "";
@@ -614,7 +601,7 @@ static void container_check(spank_t sp, int local)
 	    dlrt_contcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
 		task_fail(local, err.msg);
 	/* A trainer's own launcher (deepspeed, accelerate launch) would make a world
-	 * of its own in every task: say so before it starts (runtime/launchcheck.h). */
+	 * of its own in every task: say so before it starts (jobpolicy/launchcheck.h). */
 	mode[0] = '\0';
 	spank_getenv(sp, "DLRT_LAUNCHER_CHECK", mode, sizeof(mode));
 	if (strcmp(mode, "no") &&
@@ -783,7 +770,7 @@ void dlrt_stepd_task_exit(spank_t sp)
 void dlrt_stepd_exit(void)
 {
 	if (dlrt_plugin.share)
-		munmap(dlrt_plugin.share, sizeof(struct dlrt_node_share));
+		munmap(dlrt_plugin.share, dlrt_plugin.share_len); /* with its task ports */
 	dlrt_plugin.share = NULL;
 	free(dlrt_plugin.reps);
 	dlrt_plugin.reps = NULL;

@@ -25,7 +25,7 @@
 #include "lchang.h"
 #include "lcshare.h"
 #include "lcwarn.h"
-#include "runtime/opts.h"
+#include "jobpolicy/warnsig.h"
 
 /* The first look waits this long after the start: the step's program starts
  * meanwhile, without this watcher's work (slurmctld, the rendezvous) beside it. */
@@ -97,7 +97,7 @@ static int take_opt(struct opts *o, int c, const char *v)
 		return dlrt_parse_u32(v, 0, 1u << 30, &o->w.attempt);
 	case 'q': return dlrt_parse_u32(v, 0, 100, &o->warn.pol.requeue);
 	case 'g':
-		if (dlrt_opts_parse_signal(v, &o->warn.sig, &o->warn.pol.before, &err) == 0)
+		if (dlrt_warnsig_parse(v, &o->warn.sig, &o->warn.pol.before, &err) == 0)
 			return 0;
 		fprintf(stderr, DLRT_LCW_PROG ": %s\n", err.msg);
 		return -1;

@@ -13,7 +13,7 @@
 #include "lchang.h"
 #include "lcproc.h"
 #include "lcprogress.h"
-#include "runtime/hangwhere.h"
+#include "jobpolicy/hangwhere.h"
 
 #define STACK_MAX 65536 /* of a task's gdb output, kept to find where it is */
 #define WHERE_WAIT_S 60 /* task 0's node waits this long for the others' positions */

@@ -4,7 +4,7 @@
  * the other nodes through the job's checkpoint folder (lcprogress.h), and
  * ends a step that made none for that long, with each task's stacks and the
  * line that names the tasks that are not where the others are
- * (runtime/hangwhere.h).
+ * (jobpolicy/hangwhere.h).
  */
 #ifndef DLRT_LCHANG_H
 #define DLRT_LCHANG_H

@@ -4,7 +4,7 @@
  *
  *  - PUBLISH, the watcher of the step's first node: asks slurmctld
  *    (slurm_load_job) when the policy wants a fresh answer (every 10 s, and at
- *    the moments that matter: runtime/lifecycle.h), and when the end or the
+ *    the moments that matter: jobpolicy/lifecycle.h), and when the end or the
  *    preemption time changed it sets the next key "dlrt-lc/<n>" (n = 1, 2, ...)
  *    at srun's rendezvous for the step (exchange/rdvclient.h), in the format
  *    of lctimes.h, and reads it back: the rendezvous has it then.
@@ -30,7 +30,7 @@
 
 #include "exchange/rdvclient.h"
 #include "lctimes.h"
-#include "runtime/lifecycle.h"
+#include "jobpolicy/lifecycle.h"
 
 enum dlrt_lcshare_role { DLRT_LCSHARE_ASK, DLRT_LCSHARE_PUBLISH, DLRT_LCSHARE_FOLLOW };
 

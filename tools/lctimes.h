@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "runtime/lifecycle.h"
+#include "jobpolicy/lifecycle.h"
 
 #define DLRT_LCTIMES_MAX 64
 

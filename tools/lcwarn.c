@@ -10,7 +10,7 @@
 #include "common/slurm_compat.h"
 #include "lcproc.h"
 #include "lcwarn.h"
-#include "runtime/opts.h"
+#include "jobpolicy/warnsig.h"
 
 #define WARN_SETTLE_S 30 /* a task without a handler gets the warning this late */
 
@@ -104,7 +104,7 @@ static void send_warning(struct dlrt_lcwarn *a, const struct dlrt_lcw *w,
 			 const struct dlrt_lc_job *j, const char *why)
 {
 	char name[16], line[512];
-	const char *sn = dlrt_signal_name(a->sig, name, sizeof(name));
+	const char *sn = dlrt_warnsig_name(a->sig, name, sizeof(name));
 	long left = j->end_time > 0 ? (long)(j->end_time - j->now) : -1;
 	uint32_t nt = dlrt_lcw_ntasks(w);
 	bool first = !a->warned;

@@ -7,7 +7,7 @@
  * records it in the job's record, and with --verbose prints a line on each
  * task's stderr. The batch node's watcher requeues a job still running a few
  * seconds before its time limit (a job that reaches it is TIMEOUT, which
- * Slurm never requeues). When it is due is runtime/lifecycle.h's pure policy;
+ * Slurm never requeues). When it is due is jobpolicy/lifecycle.h's pure policy;
  * what slurmctld says of the job comes from lcshare.h's source.
  */
 #ifndef DLRT_LCWARN_H
@@ -19,7 +19,7 @@
 
 #include "lcshare.h"
 #include "lcwatch.h"
-#include "runtime/lifecycle.h"
+#include "jobpolicy/lifecycle.h"
 
 struct dlrt_lcwarn {
 	int sig;                 /* --signal's; 0: none */

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "runtime/lifecycle.h"
+#include "jobpolicy/lifecycle.h"
 
 #define DLRT_LCW_PROG "dlrt-lifecycle"
 

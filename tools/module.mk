@@ -13,6 +13,7 @@ $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-relay,tools/dlrt_relay_main.c))
 BINS       += $(BUILD)/bin/dlrt-topo
 MANPAGES   += docs/man/dlrt-topo.1
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-topo,tools/dlrt_topo_main.c))
+$(eval $(call dlrt_may_link,$(BUILD)/bin/dlrt-topo,gpubind,it prints the GPU/NIC plan of a node or a fixture))
 # bench/gpuplan.sh runs this (plan time and quality on the fixtures).
 $(eval $(call dlrt_program,$(BUILD)/bench/bench_gpuplan,bench/bench_gpuplan.c))
 .PHONY: bench-gpuplan
@@ -49,3 +50,4 @@ $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-lifecycle,$(LIFECYCLE_SRCS),-ls
 LIBEXEC    += $(BUILD)/libexec/dlrt-preflight
 MANPAGES   += docs/man/dlrt-preflight.8
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-preflight,tools/dlrt_preflight_main.c,-pthread))
+$(eval $(call dlrt_may_link,$(BUILD)/libexec/dlrt-preflight,gpubind,it checks the GPU devices of the step's allocation: Slurm's GPU list read by the GPU plan's own parser))

@@ -18,8 +18,10 @@ $(BUILD)/obj/inference/models/nn_hot.o: DLRT_CFLAGS += -fno-trapping-math \
 
 BINS        += $(BUILD)/bin/dlrt-train
 $(eval $(call dlrt_program,$(BUILD)/bin/dlrt-train,inference/models/dlrt_train_main.c))
+$(eval $(call dlrt_may_link,$(BUILD)/bin/dlrt-train,inference/models,it trains the built-in models))
 LIBEXEC     += $(BUILD)/libexec/dlrt-model-bench
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-model-bench,inference/models/dlrt_model_bench_main.c))
+$(eval $(call dlrt_may_link,$(BUILD)/libexec/dlrt-model-bench,inference/models,it measures the built-in models))
 
 UNIT_TESTS  += $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_models*.c))
 FUZZERS     += idx extproto weights

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/dlist.h"
 #include "common/dlrt_err.h"
 #include "services/evloop.h"
 #include "kvstore.h"
@@ -34,13 +35,13 @@
 struct sconn {
 	struct dlrt_store_session s;
 	struct dlrt_conn *conn;
-	struct sconn *prev, *next;
+	struct dlrt_dlist_node link; /* in app->conns */
 };
 
 struct app {
 	struct dlrt_evloop *loop;
 	struct dlrt_kv *kv;
-	struct sconn *conns;
+	struct dlrt_dlist conns;
 	size_t max_value, max_args, max_memory, reply_pause;
 	int64_t stall_ms;    /* a client silent this long in the middle of a request */
 	int64_t max_idle_ms; /* a client silent this long between requests (0 = never) */
@@ -148,10 +149,7 @@ static int on_open(struct dlrt_conn *conn, void *ctx)
 	dlrt_store_session_init(&sc->s, app->kv, app->max_value, app->max_args);
 	sc->s.out_pause = app->reply_pause;
 	sc->conn = conn;
-	sc->next = app->conns;
-	if (app->conns)
-		app->conns->prev = sc;
-	app->conns = sc;
+	dlrt_dlist_append(&app->conns, &sc->link);
 	conn->state = sc;
 	if (app->verbose) {
 		char ip[INET_ADDRSTRLEN];
@@ -171,12 +169,7 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
 		return;
 	if (app->verbose)
 		fprintf(stderr, PROG ": conn %" PRIu64 ": closed\n", sc->s.client.id);
-	if (sc->prev)
-		sc->prev->next = sc->next;
-	else
-		app->conns = sc->next;
-	if (sc->next)
-		sc->next->prev = sc->prev;
+	dlrt_dlist_unlink(&app->conns, &sc->link);
 	dlrt_store_session_free(&sc->s);
 	free(sc);
 	conn->state = NULL;
@@ -193,18 +186,19 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 {
 	struct app *app = arg;
 	int64_t now = dlrt_now_ms();
-	struct sconn *sc = app->conns, *next;
+	struct dlrt_dlist_node *n = app->conns.head, *next;
 
 	(void)loop;
 	/* Keys past their time to live that nobody reads again: return their
 	 * memory, a bounded number per tick so no client waits long. */
 	dlrt_kv_expire_cycle(app->kv, EXPIRE_BUDGET);
-	for (; sc; sc = next) {
+	for (; n; n = next) {
+		struct sconn *sc = DLRT_DLIST_ENTRY(n, struct sconn, link);
 		struct dlrt_conn *c = sc->conn;
 		int64_t quiet = now - c->last_active_ms;
 		bool busy = dlrt_store_session_partial(&sc->s, &c->in) || c->out.len;
 
-		next = sc->next;
+		next = n->next;
 		if ((busy && app->stall_ms > 0 && quiet > app->stall_ms) ||
 		    (!busy && app->max_idle_ms > 0 && quiet > app->max_idle_ms)) {
 			if (app->verbose)

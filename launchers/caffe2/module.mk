@@ -10,6 +10,7 @@ FUZZERS    += resp
 MANPAGES   += docs/man/dlrt-store.8
 
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-store,launchers/caffe2/dlrt_store_main.c))
+$(eval $(call dlrt_may_link,$(BUILD)/libexec/dlrt-store,launchers/caffe2,it is the Caffe2 runtime's helper store and serves its commands))
 
 # $(BUILD)/testprogs/gloo_redis_allreduce: tests/progs/caffe2 (tests/progs/module.mk).
 # The real-client test (redis-cli, redis-server, gloo) runs with `make unit`

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/dlist.h"
 #include "common/dlrt_err.h"
 #include "services/evloop.h"
 #include "http.h"
@@ -52,8 +53,7 @@ struct elastic {
 	int64_t poll_ms;
 	struct dlrt_hvd_round round;
 	bool over;                /* the job cannot go on: every later ask gets -1 */
-	struct conn_state *parked;
-	size_t nparked;
+	struct dlrt_dlist parked; /* held at the barrier, in the order they asked */
 	int64_t keepalive_timer, expire_timer, poll_timer;
 	struct dlrt_hvd_watch *watch;
 };
@@ -81,7 +81,7 @@ struct conn_state {
 	struct dlrt_conn *conn;
 	char *park_key;
 	size_t park_klen;
-	struct conn_state *prev, *next;
+	struct dlrt_dlist_node link; /* in elastic.parked */
 };
 
 static void usage(FILE *f)
@@ -175,16 +175,9 @@ static void unpark(struct driver *d, struct conn_state *cs)
 {
 	if (!cs->park_key)
 		return;
-	if (cs->prev)
-		cs->prev->next = cs->next;
-	else
-		d->el.parked = cs->next;
-	if (cs->next)
-		cs->next->prev = cs->prev;
-	cs->prev = cs->next = NULL;
+	dlrt_dlist_unlink(&d->el.parked, &cs->link);
 	free(cs->park_key);
 	cs->park_key = NULL;
-	d->el.nparked--;
 }
 
 static void on_close(struct dlrt_conn *conn, void *ctx)
@@ -285,8 +278,8 @@ static void release_barrier(struct driver *d)
 		}
 		dlrt_hvd_plan_free(&next);
 	}
-	while (el->parked) {
-		struct conn_state *cs = el->parked;
+	while (el->parked.head) {
+		struct conn_state *cs = DLRT_DLIST_ENTRY(el->parked.head, struct conn_state, link);
 		struct dlrt_conn *conn = cs->conn;
 		struct dlrt_hvd_reply r;
 
@@ -313,9 +306,9 @@ static int64_t keepalive_tick(struct dlrt_evloop *loop, void *arg)
 	int64_t now = dlrt_now_ms();
 
 	(void)loop;
-	for (struct conn_state *cs = d->el.parked; cs; cs = cs->next)
-		cs->conn->last_active_ms = now;
-	if (!d->el.parked) {
+	for (struct dlrt_dlist_node *n = d->el.parked.head; n; n = n->next)
+		DLRT_DLIST_ENTRY(n, struct conn_state, link)->conn->last_active_ms = now;
+	if (!d->el.parked.head) {
 		d->el.keepalive_timer = 0;
 		return -1;
 	}
@@ -368,7 +361,7 @@ static void watch_done(void *arg, int ok, const char *out, size_t len)
 	}
 	free(alive);
 	check_barrier(d);
-	if (d->el.parked && !d->el.poll_timer && !d->el.watch)
+	if (d->el.parked.head && !d->el.poll_timer && !d->el.watch)
 		d->el.poll_timer = dlrt_evloop_add_timer(d->loop, d->el.poll_ms, poll_tick, d);
 }
 
@@ -381,7 +374,7 @@ static int64_t poll_tick(struct dlrt_evloop *loop, void *arg)
 	struct dlrt_err err;
 
 	d->el.poll_timer = 0;
-	if (!d->el.parked || d->el.watch)
+	if (!d->el.parked.head || d->el.watch)
 		return -1;
 	nodes[0] = '\0';
 	for (size_t h = 0; h < plan->nhosts; h++) {
@@ -408,7 +401,7 @@ static int hold_at_barrier(struct driver *d, struct dlrt_conn *conn, struct conn
 {
 	const char *key = memchr(req->target + 1, '/', req->target_len - 1);
 	struct elastic *el = &d->el;
-	bool first = !el->parked && !dlrt_hvd_round_open(&el->round);
+	bool first = !el->parked.head && !dlrt_hvd_round_open(&el->round);
 
 	key++;
 	cs->park_klen = req->target_len - (size_t)(key - req->target);
@@ -418,11 +411,7 @@ static int hold_at_barrier(struct driver *d, struct dlrt_conn *conn, struct conn
 	memcpy(cs->park_key, key, cs->park_klen);
 	cs->park_key[cs->park_klen] = '\0';
 	cs->conn = conn;
-	cs->next = el->parked;
-	if (el->parked)
-		el->parked->prev = cs;
-	el->parked = cs;
-	el->nparked++;
+	dlrt_dlist_append(&el->parked, &cs->link);
 	dlrt_hvd_round_ready(&el->round, rank);
 	if (!el->keepalive_timer)
 		el->keepalive_timer = dlrt_evloop_add_timer(d->loop, KEEPALIVE_MS, keepalive_tick, d);

@@ -14,6 +14,7 @@ LIBEXEC += $(BUILD)/libexec/dlrt-hvd-driver
 # hvd_steppids.c calls libslurm (elastic Horovod: which nodes still run the
 # step): linked into the driver only, never into libdlrt.a.
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-hvd-driver,$(HVD_DIR)/dlrt_hvd_driver_main.c $(HVD_DIR)/hvd_steppids.c,-lslurm))
+$(eval $(call dlrt_may_link,$(BUILD)/libexec/dlrt-hvd-driver,$(HVD_DIR),it is the Horovod runtime's driver: its rendezvous and elastic rounds))
 
 UNIT_TESTS += $(BUILD)/tests/test_hvd_http $(BUILD)/tests/test_hvd_store \
               $(BUILD)/tests/test_hvd_plan $(BUILD)/tests/test_hvd_driver_loopback \

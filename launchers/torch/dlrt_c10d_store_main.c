@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/dlist.h"
 #include "common/dlrt_err.h"
 #include "services/evloop.h"
 #include "services/service.h"
@@ -31,7 +32,7 @@
 struct sconn {
 	struct dlrt_tcpstore_client c;
 	struct dlrt_conn *conn;
-	struct sconn *prev, *next;
+	struct dlrt_dlist_node link; /* in app->conns */
 	bool woken;              /* answered while parked: flush and resume */
 	struct sconn *wnext;
 };
@@ -40,7 +41,7 @@ struct app {
 	struct dlrt_evloop *loop;
 	struct dlrt_tcpstore *store;
 	struct dlrt_tcpstore_limits lim;
-	struct sconn *conns;
+	struct dlrt_dlist conns;
 	struct sconn *woken;
 	int64_t resume_timer;
 	int64_t stall_ms;
@@ -168,10 +169,7 @@ static int on_open(struct dlrt_conn *conn, void *ctx)
 		return -1;
 	dlrt_tcpstore_client_init(app->store, &sc->c, &conn->out, sc);
 	sc->conn = conn;
-	sc->next = app->conns;
-	if (app->conns)
-		app->conns->prev = sc;
-	app->conns = sc;
+	dlrt_dlist_append(&app->conns, &sc->link);
 	conn->state = sc;
 	if (app->verbose) {
 		char ip[INET_ADDRSTRLEN];
@@ -199,12 +197,7 @@ static void on_close(struct dlrt_conn *conn, void *ctx)
 			pp = &(*pp)->wnext;
 		*pp = sc->wnext;
 	}
-	if (sc->prev)
-		sc->prev->next = sc->next;
-	else
-		app->conns = sc->next;
-	if (sc->next)
-		sc->next->prev = sc->prev;
+	dlrt_dlist_unlink(&app->conns, &sc->link);
 	dlrt_tcpstore_client_free(&sc->c);
 	free(sc);
 	conn->state = NULL;
@@ -217,14 +210,15 @@ static int64_t sweep(struct dlrt_evloop *loop, void *arg)
 {
 	struct app *app = arg;
 	int64_t now = dlrt_now_ms();
-	struct sconn *sc = app->conns, *next;
+	struct dlrt_dlist_node *n = app->conns.head, *next;
 
 	(void)loop;
-	for (; sc; sc = next) {
+	for (; n; n = next) {
+		struct sconn *sc = DLRT_DLIST_ENTRY(n, struct sconn, link);
 		struct dlrt_conn *c = sc->conn;
 		bool busy = dlrt_tcpstore_partial(&sc->c, &c->in) || c->out.len;
 
-		next = sc->next;
+		next = n->next;
 		if (busy && app->stall_ms > 0 && now - c->last_active_ms > app->stall_ms) {
 			fprintf(stderr, PROG ": conn %" PRIu64 ": stalled in the middle of a "
 				"request for %" PRId64 " ms, closing\n", sc->c.id,

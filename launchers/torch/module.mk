@@ -10,3 +10,4 @@ MANPAGES   += docs/man/dlrt-c10d-store.8
 PYTHON_SHIM += launchers/torch/python/sitecustomize.py
 
 $(eval $(call dlrt_program,$(BUILD)/libexec/dlrt-c10d-store,launchers/torch/dlrt_c10d_store_main.c))
+$(eval $(call dlrt_may_link,$(BUILD)/libexec/dlrt-c10d-store,launchers/torch,it is torch's c10d store: its wire is launchers/torch/tcpstore.c))

@@ -88,16 +88,35 @@ diag() { echo "# $*"; }
 NO_PMIX=
 grep -qx 'MpiDefault=pmix' "$SLURM_CONF" ||
 	NO_PMIX="this Slurm has no mpi/pmix plugin: srun --mpi=pmix fails without dlrt (Debian unstable's slurm-wlm 26.05.5 dropped it)"
-# wait_until SECONDS CMD...: run CMD every 0.2 s until it succeeds (0) or SECONDS have
-# passed (1): the one bounded poll loop of the tests.
+# wait_until [-i EVERY] SECONDS CMD...: run CMD every EVERY seconds (0.2) until it succeeds
+# (0) or SECONDS have passed (1, and a line on stderr naming CMD, so a check that fails
+# after it shows what was waited for): the one bounded poll loop of the tests. A
+# condition with shell syntax goes through eval, in the test's own shell (so what it
+# sets stays set): wait_until 60 eval '[ "$(workers_up)" -ge 5 ]'. EVERY below 0.2 for a
+# moment a test must catch (a job part way through), above it to ask slurmctld less.
 wait_until() {
-	local deadline=$((SECONDS + $1))
+	local _wu_every=0.2 _wu_end
+	if [ "$1" = -i ]; then
+		_wu_every=$2
+		shift 2
+	fi
+	_wu_end=$((${EPOCHREALTIME/./} + $1 * 1000000))
 	shift
 	until "$@"; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.2
+		if [ "${EPOCHREALTIME/./}" -ge "$_wu_end" ]; then
+			echo "# wait_until: still not true after the limit: $*" >&2
+			return 1
+		fi
+		sleep "$_wu_every"
 	done
 }
+# pid_gone PID: the process has ended (for wait_until).
+pid_gone() { ! kill -0 "$1" 2>/dev/null; }
+# Job scripts and step commands run without lib.sh: they source WAIT_UNTIL, wait_until and
+# pid_gone written into the test's folder, which every node sees (`. "$WAIT_UNTIL"` in a
+# script written here, `. ./wait_until.sh` in a step that runs in that folder).
+WAIT_UNTIL=$WORK/wait_until.sh
+declare -f wait_until pid_gone >"$WAIT_UNTIL"
 
 # node_back WHAT: n1 is back (not drained, not completing) and nothing of the test
 # user's is left, checked as one test line (bounded wait). Another cluster user's job

@@ -1,12 +1,12 @@
 /* fuzz_contcheck.c - libFuzzer target for the container command-line check
- * (runtime/contcheck.c) and the trainer-launcher check (runtime/launchcheck.c),
+ * (jobpolicy/contcheck.c) and the trainer-launcher check (jobpolicy/launchcheck.c),
  * which read the user's srun command: the input is split at NUL bytes into an argv. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/contcheck.h"
-#include "runtime/launchcheck.h"
+#include "jobpolicy/contcheck.h"
+#include "jobpolicy/launchcheck.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,11 +1,11 @@
-/* Fuzz target: what dlrt-lifecycle reads when a step hangs (runtime/hangwhere.c):
+/* Fuzz target: what dlrt-lifecycle reads when a step hangs (jobpolicy/hangwhere.c):
  * gdb's backtrace of a task, and the position lines the nodes write into the
  * job's checkpoint folder, then the line comparing them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/hangwhere.h"
+#include "jobpolicy/hangwhere.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

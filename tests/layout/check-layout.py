@@ -23,8 +23,13 @@
    One edge goes up on purpose: runtime/runtime.h declares the runtime table,
    dlrt_runtimes[], which launchers/runtimes.c defines and fills with every
    runtime's `struct dlrt_runtime`; so that header leads to those files too
-   (RUNTIME_TABLE_HEADER). LINK_FORBIDDEN adds folders some programs must
-   never carry at all.
+   (RUNTIME_TABLE_HEADER).
+5. Every program but the plugin (--plugin) carries nothing of LINK_CLASS
+   (the runtimes, the GPU planner, the runtime interface, dlrt-infer) unless
+   the Makefile says which of those folders it needs and why
+   (--may-link OUTPUT=FOLDER ...: WHY, from dlrt_may_link); such a line that
+   no longer matches what the program links is reported too, so the list
+   stays the list of real exceptions.
 
 Run from the repository root (make check-layout); prints one line per
 violation and exits 1 if there is any.
@@ -41,6 +46,7 @@ LAYERS = [
     "gpubind",          # the GPU/NIC plan from hwloc
     "services",         # event loop, TCP server, authentication, relay, service start
     "logs",             # task log lines, the log relay, the retry record
+    "jobpolicy",        # pure job policy: warning, requeue, hang report, command checks
     "preflight",        # --dl-preflight's spec, node checks, probes, result line, verdict
     "runtime",          # the runtime interface, role model, options and site keys
     "pmix-bridge",      # PMIx key/value exchange and dlrt-kv
@@ -59,12 +65,11 @@ LAYERS = [
     "tools",            # commands that belong to no runtime
 ]
 PRODUCT = tuple(l.rstrip("*") for l in LAYERS)
-# Small programs that run next to every task: they must stay small and must not
-# change when a runtime or the GPU planner does.
-LINK_FORBIDDEN = {
-    "dlrt-relay": ("launchers", "gpubind", "runtime", "inference"),
-    "dlrt-kv": ("launchers", "gpubind", "runtime", "inference"),
-}
+# What a program other than the plugin must not carry unless the Makefile says
+# why (rule 5): the helper programs run next to every task, so they stay small
+# and do not change when a runtime, the GPU planner or dlrt-infer does. A folder
+# names its sub-folders too.
+LINK_CLASS = ("launchers", "gpubind", "runtime", "inference")
 MAX_LINES = 900
 MAX_FUNCTION_LINES = 150
 FUNC_NAME = re.compile(r"(\w+)\s*\(")
@@ -152,8 +157,32 @@ def defined_symbols(path, global_only):
     return names
 
 
-def check_links(build, programs, sources, bad):
-    """Rule 4: programs is a list of 'OUTPUT=SOURCE SOURCE ...'."""
+def under(folder, tops):
+    """The first of tops that folder is or lies in, or None."""
+    return next((t for t in tops if folder == t or folder.startswith(t + "/")), None)
+
+
+def parse_may_link(specs, bad):
+    """{OUTPUT: set of folders} from 'OUTPUT=FOLDER ...: WHY' (rule 5)."""
+    may = {}
+    for spec in specs:
+        out, _, rest = spec.partition("=")
+        folders, _, why = rest.partition(":")
+        if not why.strip() or not folders.split():
+            bad.append(f"--may-link {spec}: give OUTPUT=FOLDER ...: WHY (dlrt_may_link's "
+                       "three arguments in the Makefile)")
+            continue
+        for folder in folders.split():
+            if not under(folder, LINK_CLASS):
+                bad.append(f"{out}: may link {folder}/ says the Makefile, but only "
+                           f"{', '.join(LINK_CLASS)} need that: drop it")
+            may.setdefault(out, set()).add(folder)
+    return may
+
+
+def check_links(build, programs, plugins, may_link, sources, bad):
+    """Rules 4 and 5: programs and plugins are lists of 'OUTPUT=SOURCE SOURCE
+    ...', may_link {OUTPUT: folders} (rule 5's exceptions)."""
     includes_of, includers_of = {}, {}
     table = {RUNTIME_TABLE}
     for f in sources:
@@ -176,7 +205,7 @@ def check_links(build, programs, sources, bad):
         if f.endswith(".c") and product_folder(f) and os.path.isfile(obj):
             for sym in defined_symbols(obj, True):
                 owner.setdefault(sym, set()).add(f)
-    for spec in programs:
+    for spec in programs + plugins:
         out, _, srcs = spec.partition("=")
         srcs = srcs.split()
         if not os.path.isfile(out):
@@ -191,16 +220,21 @@ def check_links(build, programs, sources, bad):
                 continue  # no product object's, or a name two programs' mains share
             for src in owner[sym]:
                 pulled.setdefault(product_folder(src), {}).setdefault(src, []).append(sym)
-        name = os.path.basename(out)
-        forbidden = LINK_FORBIDDEN.get(name, ())
+        classed = spec not in plugins
+        may = may_link.get(out, set())
+        for folder in sorted(may):
+            if classed and not any(under(f, (folder,)) for f in pulled):
+                bad.append(f"{out}: links nothing of {folder}/ any more: drop its "
+                           "dlrt_may_link line from the Makefile")
         for folder in sorted(pulled):
             what = "; ".join(f"{os.path.basename(src)[:-2]}.o: {', '.join(sorted(syms)[:3])}"
                              f"{' ...' if len(syms) > 3 else ''}"
                              for src, syms in sorted(pulled[folder].items()))
             nsyms = sum(len(v) for v in pulled[folder].values())
-            if folder.split("/")[0] in forbidden or folder in forbidden:
-                bad.append(f"{out}: carries {nsyms} symbols of {folder}/, which it must never "
-                           f"link (LINK_FORBIDDEN): {what}")
+            if classed and under(folder, LINK_CLASS) and not under(folder, may):
+                bad.append(f"{out}: carries {nsyms} symbols of {folder}/ ({what}); a program "
+                           f"other than the plugin links none of {', '.join(LINK_CLASS)} "
+                           "unless the Makefile says why (dlrt_may_link)")
             elif folder not in allowed:
                 bad.append(f"{out}: links {folder}/ ({nsyms} symbols: {what}) but its sources "
                            f"include nothing that leads there: a function it calls reaches "
@@ -211,7 +245,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
     ap.add_argument("--program", action="append", default=[],
-                    help="OUTPUT=SOURCES: check what OUTPUT links (rule 4)")
+                    help="OUTPUT=SOURCES: check what OUTPUT links (rules 4 and 5)")
+    ap.add_argument("--plugin", action="append", default=[],
+                    help="OUTPUT=SOURCES: the plugin, checked by rule 4 only")
+    ap.add_argument("--may-link", action="append", default=[],
+                    help="OUTPUT=FOLDER ...: WHY: rule 5's exception for OUTPUT")
     args = ap.parse_args()
     files = subprocess.check_output(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"], text=True).split()
@@ -256,7 +294,8 @@ def main():
         if "/" in p and not os.path.exists(p):
             bad.append(f"docs/ARCHITECTURE.md: names {p}, which is not in the tree")
 
-    check_links(args.build, args.program, sources, bad)
+    check_links(args.build, args.program, args.plugin, parse_may_link(args.may_link, bad),
+                sources, bad)
 
     for line in bad:
         print(line)

@@ -1,8 +1,8 @@
 /* Unit tests: container command lines that cut a task off from its node's
- * network or its environment (runtime/contcheck.h). */
+ * network or its environment (jobpolicy/contcheck.h). */
 #include <string.h>
 
-#include "runtime/contcheck.h"
+#include "jobpolicy/contcheck.h"
 #include "tap.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

@@ -1,10 +1,10 @@
 /* Unit tests: where a hung task is, from gdb's backtrace, the position lines
  * the nodes share, and the line naming the tasks that are elsewhere
- * (runtime/hangwhere.c). */
+ * (jobpolicy/hangwhere.c). */
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "runtime/hangwhere.h"
+#include "jobpolicy/hangwhere.h"
 #include "tap.h"
 
 static const char waiting[] =

@@ -1,8 +1,8 @@
 /* Unit tests: a trainer's own launcher as the step's command
- * (runtime/launchcheck.h). */
+ * (jobpolicy/launchcheck.h). */
 #include <string.h>
 
-#include "runtime/launchcheck.h"
+#include "jobpolicy/launchcheck.h"
 #include "tap.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

@@ -1,9 +1,9 @@
 /* Unit tests: when --dl-signal warns and --dl-requeue requeues a job still
- * running at its limit (runtime/lifecycle.c), and --dl-signal's syntax. */
+ * running at its limit (jobpolicy/lifecycle.c), and --dl-signal's syntax (jobpolicy/warnsig.c). */
 #include <signal.h>
 
-#include "runtime/lifecycle.h"
-#include "runtime/opts.h"
+#include "jobpolicy/lifecycle.h"
+#include "jobpolicy/warnsig.h"
 #include "tap.h"
 
 int main(void)
@@ -50,17 +50,17 @@ int main(void)
 	}
 	TAP_IS_STR(why, "preemption", "and says why");
 
-	TAP_IS_INT(dlrt_opts_parse_signal("USR1@120", &sig, &secs, &err), 0, "USR1@120");
+	TAP_IS_INT(dlrt_warnsig_parse("USR1@120", &sig, &secs, &err), 0, "USR1@120");
 	TAP_OK(sig == SIGUSR1 && secs == 120, "SIGUSR1, 120 s");
-	TAP_IS_INT(dlrt_opts_parse_signal("SIGUSR2", &sig, &secs, &err), 0, "SIGUSR2");
+	TAP_IS_INT(dlrt_warnsig_parse("SIGUSR2", &sig, &secs, &err), 0, "SIGUSR2");
 	TAP_OK(sig == SIGUSR2 && secs == 60, "Slurm's default of 60 s");
-	TAP_IS_INT(dlrt_opts_parse_signal("10@30", &sig, &secs, &err), 0, "a number");
-	TAP_IS_INT(dlrt_opts_parse_signal("none", &sig, &secs, &err), 0, "none");
+	TAP_IS_INT(dlrt_warnsig_parse("10@30", &sig, &secs, &err), 0, "a number");
+	TAP_IS_INT(dlrt_warnsig_parse("none", &sig, &secs, &err), 0, "none");
 	TAP_IS_INT(sig, 0, "none sends nothing");
-	TAP_IS_INT(dlrt_opts_parse_signal("KILL@10", &sig, &secs, &err), -1, "KILL is no warning");
-	TAP_IS_INT(dlrt_opts_parse_signal("9@10", &sig, &secs, &err), -1, "nor is 9");
-	TAP_IS_INT(dlrt_opts_parse_signal("USR1@", &sig, &secs, &err), -1, "no seconds");
-	TAP_IS_INT(dlrt_opts_parse_signal("USR1@0", &sig, &secs, &err), -1, "0 s");
-	TAP_IS_INT(dlrt_opts_parse_signal("@5", &sig, &secs, &err), -1, "no signal");
+	TAP_IS_INT(dlrt_warnsig_parse("KILL@10", &sig, &secs, &err), -1, "KILL is no warning");
+	TAP_IS_INT(dlrt_warnsig_parse("9@10", &sig, &secs, &err), -1, "nor is 9");
+	TAP_IS_INT(dlrt_warnsig_parse("USR1@", &sig, &secs, &err), -1, "no seconds");
+	TAP_IS_INT(dlrt_warnsig_parse("USR1@0", &sig, &secs, &err), -1, "0 s");
+	TAP_IS_INT(dlrt_warnsig_parse("@5", &sig, &secs, &err), -1, "no signal");
 	return tap_done();
 }

@@ -26,7 +26,8 @@ if [ "\$DMLC_ROLE" = scheduler ]; then
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((os.environ["DMLC_PS_ROOT_URI"], int(os.environ["DMLC_PS_ROOT_PORT"]))); s.listen()
 open(os.environ["HOLD_READY"], "w").close(); time.sleep(60)' </dev/null >/dev/null 2>&1 &
-		for i in \$(seq 100); do [ -e "\$HOLD_READY" ] && break; sleep 0.05; done
+		. "$WAIT_UNTIL"
+		wait_until -i 0.05 5 test -e "\$HOLD_READY"
 	fi
 	exec $P "\$@"
 fi

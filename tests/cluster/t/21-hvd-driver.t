@@ -17,7 +17,8 @@ if [ "\$SLURM_PROCID" = 0 ]; then
 	echo \$? >"$WORK/proto.rc"
 	echo "\$HOROVOD_GLOO_RENDEZVOUS_ADDR \$HOROVOD_GLOO_RENDEZVOUS_PORT" >"$WORK/driver.addr"
 	# Keep the step (and so the driver) alive until the test has looked at it.
-	for i in \$(seq 600); do [ -e "$WORK/go-on" ] && break; sleep 0.1; done
+	. "$WAIT_UNTIL"
+	wait_until 60 test -e "$WORK/go-on"
 fi
 STEP
 chmod 0755 "$WORK/step.sh"
@@ -25,7 +26,7 @@ chmod 0755 "$WORK/step.sh"
 as_user srun -w n1,n2 -N2 -n3 --dl-runtime=horovod --dl-horovod=gloo "$WORK/step.sh" \
 	>"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 900); do [ -s "$WORK/driver.addr" ] && break; sleep 0.1; done
+wait_until 90 test -s "$WORK/driver.addr"
 read -r addr port <"$WORK/driver.addr" 2>/dev/null
 ok $((${port:-0} == 0)) "the step's tasks got the driver's address ($addr:$port)"
 is "$(cat "$WORK/proto.rc" 2>/dev/null)" 0 "hvd_proto.py conform exited 0"
@@ -62,11 +63,7 @@ touch "$WORK/go-on"
 wait "$srun_pid"
 is "$?" 0 "the step ended cleanly"
 [ -s "$ERR" ] && sed 's/^/#   /' "$ERR" | head
-gone=1
-for _ in $(seq 50); do
-	if ! kill -0 "${pid:-0}" 2>/dev/null; then gone=0; break; fi
-	sleep 0.1
-done
-ok "$gone" "the driver process is gone after the step"
+wait_until 5 pid_gone "${pid:-0}"
+ok $? "the driver process is gone after the step"
 is "$("$CLUSTER" exec n1 ss -Hltn "sport = :${port:-1}" 2>/dev/null | wc -l)" 0 "nothing listens on its port any more"
 done_testing

@@ -24,10 +24,8 @@ is "$(squeue -h | wc -l)" "$before" "sbatch submitted nothing"
 run_srun -N2 -n2 --mpi=none --dl-runtime=horovod --dl-horovod=gloo bash -c 'echo "A=$HOROVOD_GLOO_RENDEZVOUS_ADDR"'
 is "$RC" 0 "gloo mode with --mpi=none runs"
 is "$(grep -c '^A=127.0.0.1$' "$OUT")" 2 "both ranks got their node relay's address"
-for _ in $(seq 100); do # an earlier test's job may still be completing
-	[ "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" -eq 0 ] && break
-	sleep 0.1
-done
+# an earlier test's job may still be completing
+wait_until 20 eval '[ "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" -eq 0 ]'
 is "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" 0 "srun left no allocation behind"
 left=$(pgrep -u "$DLRT_TEST_USER" -f "dlrt-hvd-driver --bind $(echo "$DLRT_CLUSTER_ID" | sed 's/^/10.77./')\\." | wc -l)
 is "$left" 0 "no driver left running"

@@ -51,11 +51,8 @@ drill() {
 	as_user srun -N3 -n6 --ntasks-per-node=2 --no-kill --export=ALL,HOROVOD_ELASTIC=1 --dl-runtime=horovod "$@" \
 		"$TESTS_BIN/gloo_hvd_elastic" --steps 6 --pause-at 3 --flag "$flag" >"$OUT" 2>"$ERR" &
 	srun_pid=$!
-	for _ in $(seq 1200); do # bounded by the job's own timeout too
-		[ "$(find "$flag" -name 'ready.*' | wc -l)" -eq 6 ] && break
-		kill -0 "$srun_pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	# bounded by the job's own timeout too
+	wait_until 240 eval '[ "$(find "$flag" -name "ready.*" | wc -l)" -eq 6 ] || pid_gone "$srun_pid"'
 	is "$(find "$flag" -name 'ready.*' | wc -l)" 6 "every worker reached step 3" ||
 		fail_detail "$(tail -20 "$ERR")"
 	killed=()
@@ -73,7 +70,7 @@ drill() {
 	fi
 	[ "${#killed[@]}" -gt 0 ] && as_user kill -KILL "${killed[@]}"
 	for p in "${killed[@]}"; do
-		for _ in $(seq 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		wait_until 30 pid_gone "$p"
 	done
 	touch "$flag/go"
 	wait "$srun_pid"
@@ -106,16 +103,12 @@ is "$(grep -c '^rank [0-3] of 4: elastic ok steps=6 rounds=2$' "$OUT")" 4 \
 	"the 4 workers of n1 and n2 finished in round 2, in a world of 4" ||
 	fail_detail "out: $(head -c 600 "$OUT") err: $(tail -c 1500 "$ERR")"
 "$CL" start-node n3
-for _ in $(seq 120); do
-	[[ "$(sinfo -h -p debug -n n3 -o %t)" =~ ^(idle|mix|alloc)$ ]] && break
-	sleep 1
-done
+n3_back() { [[ "$(sinfo -h -p debug -n n3 -o %t)" =~ ^(idle|mix|alloc)$ ]]; }
+wait_until -i 1 240 n3_back
 like "$(sinfo -h -p debug -n n3 -o %t)" '^(idle|mix|alloc)$' "n3 is back in service"
 
-for _ in $(seq 100); do # the steps' jobs may still be completing
-	[ "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" -eq 0 ] && break
-	sleep 0.1
-done
+# the steps' jobs may still be completing
+wait_until 20 eval '[ "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" -eq 0 ]'
 left=$(pgrep -u "$DLRT_TEST_USER" -f "dlrt-hvd-driver --bind" | wc -l)
 is "$left" 0 "no driver left running"
 done_testing

@@ -16,10 +16,8 @@ cat >"$WORK/meet.sh" <<'SH'
 # meet.sh ME OTHER CMD...: announce this task, wait up to 60 s for the other step's 3 tasks.
 me=$1 other=$2; shift 2
 touch "sync.$me.$SLURM_PROCID"
-for _ in $(seq 600); do
-	[ "$(ls sync.$other.* 2>/dev/null | wc -l)" -ge 3 ] && exec "$@"
-	sleep 0.1
-done
+. ./wait_until.sh
+wait_until -i 0.1 60 eval '[ "$(ls sync.$other.* 2>/dev/null | wc -l)" -ge 3 ]' && exec "$@"
 echo "step $me: the other step never started" >&2
 exit 1
 SH

@@ -19,7 +19,8 @@ cat >"$WORK/c2task.sh" <<'SH'
 # Runs in each task of the caffe2 step: task 0 (master, n1) the command list,
 # task 1 (n2) the abuse; each waits (bounded) for the other and for the probe.
 cli() { timeout 5 redis-cli --no-raw -h "$REDIS_HOST" -p "$REDIS_PORT" "$@" 2>&1; }
-wait_for() { for _ in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done; echo "timeout waiting for $1"; }
+. ./wait_until.sh
+wait_for() { wait_until 30 test -e "$1" || echo "timeout waiting for $1"; }
 echo "task $SLURM_PROCID first PING: $(cli PING)"
 if [ "$SLURM_PROCID" = 0 ]; then
 	. ./resp_cases.bash
@@ -54,7 +55,8 @@ chmod 0755 "$WORK/c2task.sh"
 run_batch -N3 -c2 <<'JOB'
 #!/bin/bash
 srun -N2 -n2 -w n1,n2 --dl-runtime=caffe2 ./c2task.sh >s1.out 2>s1.err &
-for _ in $(seq 300); do [ -s addr ] && break; sleep 0.1; done
+. ./wait_until.sh
+wait_until 30 test -s addr
 read -r host port <addr
 echo "store at $host:$port"
 # The tasks' address is their node's relay; the store itself listens on n1's

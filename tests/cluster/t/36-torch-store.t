@@ -40,7 +40,7 @@ PY
 
 as_user srun -w n1,n2 -N2 -n2 --dl-runtime=torch /usr/bin/python3 "$WORK/task.py" >"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 1200); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+wait_until 120 test -s "$WORK/relay"
 read -r rhost rport <"$WORK/relay" 2>/dev/null
 is "$rhost" "127.0.0.1" "rank 0 reaches the store through its node's relay (port ${rport:-none})"
 store=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-c10d-stor/ {print $4; exit}')

@@ -64,17 +64,17 @@ as_user srun -N3 --ntasks-per-node=1 -c2 --no-kill --dl-runtime=torchrun --dl-el
 	/usr/bin/torchrun "$WORK/train.py" --steps 20 --pause-at 5 --flag "$WORK/flag" \
 	>"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 1800); do
-	[ -s "$WORK/flag/pids.n1" ] && [ -s "$WORK/flag/pids.n2" ] && [ -s "$WORK/flag/pids.n3" ] && break
-	kill -0 "$srun_pid" 2>/dev/null || break
-	sleep 0.1
-done
+paused() { # every node's workers paused at step 5, or the step ended
+	{ [ -s "$WORK/flag/pids.n1" ] && [ -s "$WORK/flag/pids.n2" ] && [ -s "$WORK/flag/pids.n3" ]; } ||
+		pid_gone "$srun_pid"
+}
+wait_until 180 paused
 ok "$([ -s "$WORK/flag/pids.n3" ]; echo $?)" "the 3 nodes' workers paused at step 5" ||
 	fail_detail "$(tail -20 "$ERR")"
 read -r agent worker <"$WORK/flag/pids.n3" 2>/dev/null
 if [ -n "$agent" ] && [ -n "$worker" ]; then
 	as_user kill -KILL "$agent" "$worker"
-	for _ in $(seq 300); do kill -0 "$agent" 2>/dev/null || break; sleep 0.1; done
+	wait_until 30 pid_gone "$agent"
 fi
 ok "$(kill -0 "${agent:-0}" 2>/dev/null; [ $? -ne 0 ]; echo $?)" "n3's agent (pid ${agent:-none}) is gone"
 touch "$WORK/flag/go"

@@ -75,10 +75,7 @@ is "$(field cvd)" "$(expect n1:0+1,2+3 n2:0+1,2+3 | tr + ,)" "2 tasks x 4 GPUs: 
 as_user sbatch -w n1 -n1 --gpus=1 -o /dev/null --wrap "sleep 120" >"$WORK/hold.out" 2>&1
 hold=$(sed -n 's/^Submitted batch job //p' "$WORK/hold.out")
 # (Bounded, but generous: on a loaded machine the holder can take seconds to start.)
-for _ in $(seq 150); do
-	[ "$(squeue -h -j "$hold" -o %t 2>/dev/null)" = R ] && break
-	sleep 0.2
-done
+wait_until 60 eval '[ "$(squeue -h -j "$hold" -o %t 2>/dev/null)" = R ]'
 is "$(squeue -h -j "$hold" -o %t 2>/dev/null)" R "a job holding GPU 0 of n1 runs"
 run_srun -N1 -w n1 -n3 -c2 --gpus-per-node=3 --dl-runtime=torch "$TOPO" \
 	bash -c 'echo "$(hostname) $SLURM_LOCALID cvd=$CUDA_VISIBLE_DEVICES step=$SLURM_STEP_GPUS"'

@@ -33,7 +33,7 @@ ok $? "single-process reference for job 2 (lenet5, $N2 inputs)"
 ARRAY=$(infer pool start --workers 5 --window 1 -- -c 5 2>"$WORK/start.err")
 like "$ARRAY" '^[0-9]+$' "pool start submitted the array (job $ARRAY)"
 workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 5 ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ "$(workers_up)" -ge 5 ]'
 is "$(workers_up)" 5 "5 workers joined the coordinator"
 stat -c '%a %U' "$POOL" "$POOL/access" >"$WORK/modes"
 is "$(tr '\n' ' ' <"$WORK/modes")" "700 $DLRT_TEST_USER 600 $DLRT_TEST_USER " \
@@ -48,11 +48,11 @@ is "$J1" 1 "job 1 submitted"
 LATE=$(infer pool add --workers 1 -- -c 5 -w n3)
 like "$LATE" '^[0-9]+$' "a sixth worker submitted while job 1 runs (job $LATE)"
 # Submit job 2 midway through job 1, once the late worker is in.
-for _ in $(seq 1 300); do
+late_in() { # the late worker joined and job 1 is a tenth done ($d of its answers)
 	d=$(infer status | awk -v j="$J1" '$1 == j && $3 == "deepcnn" { split($5, a, "/"); print a[1] }')
-	[ "$(workers_up)" -ge 6 ] && [ "${d:-0}" -ge $((N1 / 10)) ] && break
-	sleep 0.1
-done
+	[ "$(workers_up)" -ge 6 ] && [ "${d:-0}" -ge $((N1 / 10)) ]
+}
+wait_until -i 0.1 60 late_in
 is "$(workers_up)" 6 "the late worker joined while job 1 runs ($d of $N1 done)"
 J2=$(infer submit --model lenet5 --inputs $T/train-images-idx3-ubyte.gz --count $N2 --batch 10 \
 	--name fast)
@@ -158,10 +158,7 @@ ok "$([ -s "$WORK/rates.png" ] && file "$WORK/rates.png" | grep -q PNG; echo $?)
 [ -n "${DLRT_TEST_KEEP:-}" ] && cp -r "$POOL" "$DLRT_TEST_KEEP"
 infer pool stop >/dev/null
 ok $? "pool stop"
-for _ in $(seq 1 60); do
-	[ -z "$(squeue -h -j "$ARRAY,$LATE" 2>/dev/null)" ] && break
-	sleep 0.5
-done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$ARRAY,$LATE" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY,$LATE" 2>/dev/null | wc -l)" 0 "every array element ended"
 ok "$([ ! -e "$POOL/access" ]; echo $?)" "the access record is gone"
 scancel "$ARRAY" "$LATE" 2>/dev/null

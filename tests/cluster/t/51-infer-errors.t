@@ -33,10 +33,7 @@ one_line "labels given as inputs" "expected 28x28 images" infer submit --model l
 
 ARRAY=$(infer pool start --workers 1 -- -c 2)
 like "$ARRAY" '^[0-9]+$' "a pool of 1 worker"
-for _ in $(seq 1 120); do
-	[ "$(infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/')" -ge 1 ] && break
-	sleep 0.5
-done
+wait_until -i 0.5 120 eval '[ "$(infer status 2>/dev/null | grep -cE "^[0-9]+ +n[1-3]/")" -ge 1 ]'
 eval "$(sed -n 's/^\(address\|port\|epoch\)=/\1=/p' "$POOL/access")"
 like "$address:$port" '^10\.77\.[0-9]+\.[0-9]+:[0-9]+$' "the access record names the coordinator"
 ok "$(runuser -u nobody -- cat "$POOL/access" >/dev/null 2>&1; [ $? -ne 0 ]; echo $?)" \
@@ -94,10 +91,7 @@ infer status >"$WORK/st"
 ok $? "the pool still answers status after all that"
 # The element's log is written by its own process, but it may reach the file a
 # moment after the client saw the connection close: wait for it (bounded).
-for _ in $(seq 1 50); do
-	grep -q "closing a connection: protocol version 9" "$POOL"/element-"${ARRAY}"_0.log && break
-	sleep 0.1
-done
+wait_until 5 grep -q "closing a connection: protocol version 9" "$POOL"/element-"${ARRAY}"_0.log
 like "$(cat "$POOL"/element-"${ARRAY}"_0.log)" "closing a connection: protocol version 9" \
 	"the coordinator logged why it closed the connection"
 
@@ -127,7 +121,7 @@ while True:  # clients retry a closed connection (a failover): hang up on each
 print('got', n, 'bytes')
 PY
 OLDSRV=$!
-for _ in $(seq 1 50); do [ -s "$WORK/oldport" ] && break; sleep 0.1; done
+wait_until 5 test -s "$WORK/oldport"
 as_user sh -c "umask 077; printf 'epoch=1\naddress=127.0.0.1\nport=%s\n%s\n' '$(cat "$WORK/oldport")' \
 	'$(grep '^secret=' "$POOL/access")' >'$OLD/access'"
 as_user env DLRT_INFER_POOL="$OLD" dlrt-infer status >"$WORK/old.out" 2>"$WORK/old.err"
@@ -210,7 +204,7 @@ like "$(cat "$WORK/watch")" "^JOB +NAME +MODEL +STATE +DONE/TOTAL +PROGRESS +Q/S
 
 infer pool stop >/dev/null
 ok $? "pool stop"
-for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "the pool's elements ended"
 scancel "$ARRAY" 2>/dev/null
 done_testing

@@ -40,15 +40,12 @@ kill_coordinators() {
 # the log three lines behind).
 element_log_like() {
 	local f="$POOL/element-${R}_0.log"
-	for _ in $(seq 1 100); do grep -Eq -- "$1" "$f" 2>/dev/null && break; sleep 0.1; done
+	wait_until 10 grep -sEq -- "$1" "$f"
 	like "$(cat "$f")" "$1" "$2"
 }
+epoch_above() { [ "$(epoch)" -gt "$1" ] 2>/dev/null && infer status >/dev/null 2>&1; }
 wait_epoch_above() { # wait_epoch_above E: until a coordinator of a later epoch answers
-	for _ in $(seq 1 240); do
-		[ "$(epoch)" -gt "$1" ] 2>/dev/null && infer status >/dev/null 2>&1 && return 0
-		sleep 0.25
-	done
-	return 1
+	wait_until -i 0.25 120 epoch_above "$1"
 }
 
 # The restart by hand is what this tests: no worker takes over by itself
@@ -56,12 +53,13 @@ wait_epoch_above() { # wait_epoch_above E: until a coordinator of a later epoch 
 ARRAY=$(as_user env DLRT_INFER_POOL="$POOL" DLRT_INFER_WORKER_TAKEOVER_MS=0 \
 	dlrt-infer pool start --workers 3 -- -c 2)
 like "$ARRAY" '^[0-9]+$' "a pool of 3 workers (array $ARRAY)"
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ "$(workers_up)" -ge 3 ]'
 is "$(workers_up)" 3 "3 workers joined"
 J1=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10)
 J2=$(infer submit --model lenet5 --inputs $IN --first 10000 --count $N2 --batch 20)
 is "$J1 $J2" "1 2" "two jobs submitted"
-for _ in $(seq 1 600); do [ "${d1:=0}" -ge $((N1 / 5)) ] && break; sleep 0.05; d1=$(done_of 1); done
+d1=0
+wait_until -i 0.05 60 eval 'd1=$(done_of 1); [ "${d1:=0}" -ge $((N1 / 5)) ]'
 ok "$([ "$d1" -ge $((N1 / 5)) ] && [ "$d1" -lt "$N1" ]; echo $?)" "job 1 is under way ($d1/$N1)"
 d2=$(done_of 2)
 E=$(epoch)
@@ -84,7 +82,7 @@ resumed() { sed -n "s/.*job $1 resumes with \([0-9]*\) of.*/\1/p" "$POOL"/elemen
 a1=$(resumed 1) a2=$(resumed 2)
 ok "$([ "${a1:-0}" -ge "$d1" ] && [ "${a2:-0}" -ge "$d2" ]; echo $?)" \
 	"the jobs resume from $a1 and $a2 recorded answers (>= $d1 and $d2 seen before the kill)"
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.25; done
+wait_until -i 0.25 60 eval '[ "$(workers_up)" -ge 3 ]'
 is "$(workers_up)" 3 "the 3 workers reconnected on their own"
 infer wait 1 >"$WORK/w1"
 is $? 0 "job 1 completed after the restart"
@@ -101,7 +99,7 @@ ok "$([ "$s" -le "$left" ]; echo $?)" "the new coordinator's workers ran $s task
 # 2. Lost again, with the journal torn in the middle of its last record.
 J3=$(infer submit --model deepcnn --inputs $IN --first 30000 --count $N3 --batch 10)
 is "$J3" 3 "job 3 submitted"
-for _ in $(seq 1 600); do [ "${d3:=0}" -ge $((N3 / 4)) ] && break; sleep 0.05; d3=$(done_of 3); done
+wait_until -i 0.05 60 eval 'd3=$(done_of 3); [ "${d3:=0}" -ge $((N3 / 4)) ]'
 E=$(epoch)
 kill_coordinators
 sleep 0.5
@@ -127,7 +125,7 @@ like "$(grep -E '^2 ' "$WORK/st")" " done +$N2/$N2" "job 2 is still done with $N
 # requeue delay).
 J4=$(infer submit --model deepcnn --inputs $IN --first 30000 --count $N3 --batch 10)
 is "$J4" 4 "job 4 submitted"
-for _ in $(seq 1 600); do d4=$(done_of 4); [ "${d4:-0}" -ge $((N3 / 4)) ] && break; sleep 0.05; done
+wait_until -i 0.05 60 eval 'd4=$(done_of 4); [ "${d4:-0}" -ge $((N3 / 4)) ]'
 ok "$([ "${d4:-0}" -ge $((N3 / 4)) ] && [ "$d4" -lt $N3 ]; echo $?)" "job 4 under way ($d4/$N3)"
 E=$(epoch)
 kill_coordinators
@@ -136,7 +134,7 @@ kill_coordinators
 sleep 2
 scontrol requeue "${R}_0" 2>"$WORK/rq.err"
 ok $? "scontrol requeue ${R}_0 (the coordinator's element) $(cat "$WORK/rq.err")"
-for _ in $(seq 1 40); do squeue -h -j "${R}_0" -t PD 2>/dev/null | grep -q . && break; sleep 0.25; done
+wait_until -i 0.25 20 eval 'squeue -h -j "${R}_0" -t PD 2>/dev/null | grep -q .'
 scontrol update JobId="${R}_0" StartTime=now+1
 wait_epoch_above "$E"
 ok $? "the requeued element 0 serves the pool ($E -> $(epoch))"
@@ -153,10 +151,7 @@ infer wait "$J5" >"$WORK/w5"
 is $? 0 "a new job completes on the restarted pool"
 infer pool stop >/dev/null
 ok $? "pool stop"
-for _ in $(seq 1 60); do
-	[ -z "$(squeue -h -j "$ARRAY,$R" 2>/dev/null)" ] && break
-	sleep 0.5
-done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$ARRAY,$R" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY,$R" 2>/dev/null | wc -l)" 0 "every element of the pool ended"
 
 # The timeline files over the whole run: one header, the pool's time never

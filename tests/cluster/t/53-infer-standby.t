@@ -23,15 +23,11 @@ ok "$([ -s "$WORK/ref1.sorted" ] && [ -s "$WORK/ref2.sorted" ] && [ -s "$WORK/re
 	"single-process references for the three jobs"
 
 wait_log() { # wait_log FILE REGEX [TRIES of 0.1 s]
-	for _ in $(seq 1 "${3:-100}"); do grep -Eq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
+	wait_until -i 0.1 $(((${3:-100} + 9) / 10)) grep -sEq -- "$2" "$1"
 }
+epoch_is() { [ "$(field epoch)" = "$1" ] && infer status >/dev/null 2>&1; }
 wait_epoch() { # wait_epoch E: until a coordinator of epoch E answers
-	for _ in $(seq 1 200); do
-		[ "$(field epoch)" = "$1" ] && infer status >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
+	wait_until 40 epoch_is "$1"
 }
 now() { date +%s.%N; }
 wall_in() { grep -o "$2 at wall [0-9.]*\|since wall [0-9.]*" "$1" | head -1 | grep -o '[0-9.]*$'; }
@@ -40,7 +36,7 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 # 5 elements, 2 per node (-c 8 of 16 CPUs): the coordinator and element 1 on n1.
 ARRAY=$(infer pool start --workers 4 -- -c 8)
 like "$ARRAY" '^[0-9]+$' "a pool of 4 workers (array $ARRAY)"
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 4 ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ "$(workers_up)" -ge 4 ]'
 is "$(workers_up)" 4 "4 workers joined"
 C0=$POOL/element-${ARRAY}_0.log
 wait_log "$C0" "standby ready" 100
@@ -55,7 +51,7 @@ infer wait 1 >"$WORK/w1" 2>&1 &
 W1=$!
 infer wait 2 >"$WORK/w2" 2>&1 &
 W2=$!
-for _ in $(seq 1 300); do d=$(done_of 1); [ "${d:-0}" -ge $((N1 / 5)) ] && break; sleep 0.05; done
+wait_until -i 0.05 30 eval 'd=$(done_of 1); [ "${d:-0}" -ge $((N1 / 5)) ]'
 ok "$([ "${d:-0}" -ge $((N1 / 5)) ] && [ "$d" -lt $N1 ]; echo $?)" "job 1 under way ($d/$N1)"
 
 # 1. kill -9 the coordinator mid-job.
@@ -73,7 +69,7 @@ like "$(cat "$S1")" "gone \(.*\): taking over with [0-9]+ changes" "the standby 
 like "$(cat "$S1")" "resumed 2 jobs" "and resumed both jobs"
 tw=$(wall_in "$S1" "taking over with [0-9]* changes")
 diag "detection: $(sub "$tw" "$t_kill") s after the kill"
-for _ in $(seq 1 100); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.1; done
+wait_until 20 eval '[ "$(workers_up)" -ge 3 ]'
 ok "$([ "$(workers_up)" -ge 3 ]; echo $?)" "the workers reconnected on their own ($(workers_up))"
 wait_log "$S1" "standby ready" 100
 ok $? "a new standby was chosen and holds the state"
@@ -82,7 +78,7 @@ infer pool restart >"$WORK/restart.out" 2>&1
 like "$(cat "$WORK/restart.out")" "still runs: nothing to restart" "pool restart refuses while a coordinator runs"
 
 # 2. kill -9 the second coordinator: the new standby takes over.
-for _ in $(seq 1 300); do d=$(done_of 1); [ "${d:-0}" -ge $((N1 / 2)) ] && break; sleep 0.05; done
+wait_until -i 0.05 30 eval 'd=$(done_of 1); [ "${d:-0}" -ge $((N1 / 2)) ]'
 pid2=$(field pid)
 kill -9 "$pid2"
 wait_epoch 3
@@ -105,7 +101,7 @@ diag "answers re-sent by workers and recorded by a new coordinator: $resent"
 wait_log "$S2" "standby ready" 100
 J3=$(infer submit --model deepcnn --inputs $IN --first 40000 --count $N3 --batch 10)
 is "$J3" 3 "job 3 submitted"
-for _ in $(seq 1 300); do d=$(done_of 3); [ "${d:-0}" -ge $((N3 / 4)) ] && break; sleep 0.05; done
+wait_until -i 0.05 30 eval 'd=$(done_of 3); [ "${d:-0}" -ge $((N3 / 4)) ]'
 pid3=$(field pid)
 kill -STOP "$pid3"
 wait_epoch 4
@@ -113,7 +109,7 @@ ok $? "a stopped coordinator is replaced too: epoch 4"
 kill -CONT "$pid3"
 wait_log "$S2" "fenced out: the coordinator of epoch 4 took over" 50
 ok $? "the old coordinator, continued, sees the newer epoch and stops"
-for _ in $(seq 1 50); do kill -0 "$pid3" 2>/dev/null || break; sleep 0.1; done
+wait_until 5 pid_gone "$pid3"
 ok "$(kill -0 "$pid3" 2>/dev/null; [ $? -ne 0 ]; echo $?)" "and its process is gone"
 infer wait 3 >"$WORK/w3"
 is $? 0 "job 3 completed"
@@ -124,7 +120,7 @@ J4=$(infer submit --model lenet5 --inputs $IN --count 1000 --batch 50 --wait)
 is "$?" 0 "a new job completes after three failovers (job $J4)"
 infer pool stop >/dev/null
 ok $? "pool stop"
-for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "every element of the pool ended"
 is "$(pgrep -u "$DLRT_TEST_USER" -fc "dlrt-infer standby --pool $POOL")" 0 "no standby is left"
 

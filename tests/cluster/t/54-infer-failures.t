@@ -34,7 +34,8 @@ check_csv() { # check_csv JOB COUNT WHAT
 		"$3: answers equal to the failure-free run"
 }
 workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
-wait_workers() { for _ in $(seq 1 240); do [ "$(workers_up)" -ge "$1" ] && return 0; sleep 0.25; done; return 1; }
+workers_at_least() { [ "$(workers_up)" -ge "$1" ]; }
+wait_workers() { wait_until -i 0.25 120 workers_at_least "$1"; }
 # PIDs of the restarting workers' processes (other clusters run dlrt-infer as the same user).
 pool_workers() {
 	# The worker processes themselves (named dlrt-infer), not the sruns that started them.
@@ -100,15 +101,16 @@ serving "after the kills"
 
 # ---- 2. SIGSTOP a worker past the heartbeat bound -------------------------------
 J2=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name stop)
-for _ in $(seq 1 100); do
-	d=$(infer status | awk -v j="$J2" '$1 == j && $3 == "deepcnn" { split($5, a, "/"); print a[1] }'); [ "${d:-0}" -gt 0 ] && break
-	sleep 0.05
-done
+j2_started() { # job 2 has answers ($d)
+	d=$(infer status | awk -v j="$J2" '$1 == j && $3 == "deepcnn" { split($5, a, "/"); print a[1] }')
+	[ "${d:-0}" -gt 0 ]
+}
+wait_until -i 0.05 10 j2_started
 mapfile -t ws < <(pool_workers)
 victim=${ws[0]}
 t0=$(date +%s.%N)
 kill -STOP "$victim"
-for _ in $(seq 1 50); do COORD_LOG | grep -q 'silent for' && break; sleep 0.1; done
+wait_until 10 eval 'COORD_LOG | grep -q "silent for"'
 t1=$(date +%s.%N)
 line=$(COORD_LOG | grep 'silent for' | tail -1)
 like "$line" 'silent for [0-9.]+ s \(heartbeat bound 2.00 s\) with 1 tasks in flight \(requeued\)' \
@@ -118,7 +120,7 @@ sleep 1
 kill -CONT "$victim"
 infer wait "$J2" >/dev/null
 ok $? "job $J2 completed"
-for _ in $(seq 1 40); do COORD_LOG | grep -q 'dropped an answer' && break; sleep 0.1; done
+wait_until 8 eval 'COORD_LOG | grep -q "dropped an answer"'
 like "$(COORD_LOG | grep 'is back')" 'worker [0-9]+ .* is back' "the resumed worker is taken back"
 like "$(COORD_LOG | grep 'dropped an answer' | head -1)" \
 	'dropped an answer of worker [0-9]+ for task [0-9]+ of job [0-9]+ \(attempt [0-9]+\): (already answered|dispatched again since)' \
@@ -131,7 +133,7 @@ WALL=$(as_user sbatch --parsable --dl-runtime=infer --time=1 -c 1 -o "$WORK/wall
 	--export=ALL,DLRT_INFER_POOL="$POOL",DLRT_INFER_WALLTIME_MARGIN=50 \
 	--wrap "srun --ntasks=1 dlrt-infer worker --name walltime")
 like "$WALL" '^[0-9]+$' "a worker with --time=1 and a 50 s margin (job $WALL)"
-for _ in $(seq 1 160); do COORD_LOG | grep -q 'walltime.* from its Slurm time limit' && break; sleep 0.25; done
+wait_until -i 0.25 80 eval 'COORD_LOG | grep -q "walltime.* from its Slurm time limit"'
 like "$(COORD_LOG | grep 'walltime')" 'worker [0-9]+ \(walltime\) is [0-9]+ s from its Slurm time limit' \
 	"the worker asks for no new task 50 s before its limit"
 like "$(cat "$WORK/wall.log")" 'to the job.s time limit \(margin 50 s\): asking for no new tasks' \
@@ -147,15 +149,13 @@ as_user scancel "$WALL" 2>/dev/null
 # ---- 4. a worker whose array element is requeued: handled as a failure ---------
 RQ=$(as_user sbatch --parsable --requeue --dl-runtime=infer -c 1 -o "$WORK/rq.log" \
 	--export=ALL,DLRT_INFER_POOL="$POOL" --wrap "srun --ntasks=1 dlrt-infer worker --name requeued")
-for _ in $(seq 1 160); do infer status | grep -q ' requeued ' && break; sleep 0.25; done
+wait_until -i 0.25 80 eval 'infer status | grep -q " requeued "'
 J4=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name requeue)
-for _ in $(seq 1 100); do
-	[ "$(infer status | awk '$2 == "requeued" { print $5 }')" -gt 0 ] 2>/dev/null && break
-	sleep 0.05
-done
+in_flight() { [ "$(infer status | awk -v w="$1" '$2 == w { print $5 }')" -gt 0 ] 2>/dev/null; }
+wait_until -i 0.05 10 in_flight requeued
 scontrol requeue "$RQ"
 ok $? "scontrol requeue of the worker's element (job $RQ) while it works"
-for _ in $(seq 1 100); do COORD_LOG | grep -q '(requeued) left' && break; sleep 0.1; done
+wait_until 20 eval 'COORD_LOG | grep -q "(requeued) left"'
 like "$(COORD_LOG | grep '(requeued) left')" 'left \(connection closed\) with [01] tasks in flight' \
 	"Slurm ending the requeued element is handled as a worker failure"
 infer wait "$J4" >/dev/null
@@ -169,15 +169,12 @@ if [ "$DLRT_CLUSTER_ID" = 0 ]; then HIF=dlrt-n3-h; else HIF=dlrt$DLRT_CLUSTER_ID
 trap 'ip link set "$HIF" up 2>/dev/null' EXIT
 CUT=$(as_user sbatch --parsable --dl-runtime=infer -c 1 -w n3 -o "$WORK/cut.log" \
 	--export=ALL,DLRT_INFER_POOL="$POOL" --wrap "srun --ntasks=1 dlrt-infer worker --name cutoff")
-for _ in $(seq 1 160); do infer status | grep -q ' cutoff ' && break; sleep 0.25; done
+wait_until -i 0.25 80 eval 'infer status | grep -q " cutoff "'
 J5=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name cut)
-for _ in $(seq 1 100); do
-	[ "$(infer status | awk '$2 == "cutoff" { print $5 }')" -gt 0 ] 2>/dev/null && break
-	sleep 0.05
-done
+wait_until -i 0.05 10 in_flight cutoff
 ip link set "$HIF" down
 ok $? "n3 cut off the network while its worker works"
-for _ in $(seq 1 50); do COORD_LOG | grep -q '(cutoff) silent' && break; sleep 0.1; done
+wait_until 10 eval 'COORD_LOG | grep -q "(cutoff) silent"'
 line=$(COORD_LOG | grep '(cutoff) silent' | head -1)
 like "$line" 'silent for [0-9.]+ s \(heartbeat bound 2.00 s\) with [01] tasks in flight' \
 	"its silence is noticed by heartbeats"
@@ -193,9 +190,6 @@ as_user scancel "$CUT" 2>/dev/null
 diag "$(COORD_LOG | grep -c 'dropped an answer') late answers dropped"
 infer pool stop >/dev/null
 as_user scancel "$RESTART" 2>/dev/null
-for _ in $(seq 1 60); do
-	[ -z "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ,$CUT" 2>/dev/null)" ] && break
-	sleep 0.5
-done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ,$CUT" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY,$RESTART,$WALL,$RQ,$CUT" 2>/dev/null | wc -l)" 0 "every element ended"
 done_testing

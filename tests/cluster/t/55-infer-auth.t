@@ -80,14 +80,14 @@ V=$(sed -n 's/^#define DLRT_IP_VERSION \([0-9]*\).*/\1/p' "$HERE/../../inference
 sed -i "s/@DLRT_IP_VERSION@/${V:-0}/" "$WORK/client.py"
 chmod 0644 "$WORK/client.py"
 
+pool_has_worker() { # pool_has_worker DIR: a worker joined the pool of DIR
+	[ "$(as_user env DLRT_INFER_POOL="$1" dlrt-infer status 2>/dev/null |
+		grep -cE '^[0-9]+ +n[1-3]/')" -ge 1 ]
+}
 start_pool() { # start_pool DIR AUTH: one worker; sets ARRAY, address, port, epoch
 	ARRAY=$(as_user env DLRT_INFER_POOL="$1" DLRT_INFER_AUTH="$2" dlrt-infer pool start \
 		--workers 1 -- -c 1)
-	for _ in $(seq 1 120); do
-		[ "$(as_user env DLRT_INFER_POOL="$1" dlrt-infer status 2>/dev/null |
-			grep -cE '^[0-9]+ +n[1-3]/')" -ge 1 ] && break
-		sleep 0.5
-	done
+	wait_until -i 0.5 120 pool_has_worker "$1"
 	eval "$(sed -n 's/^\(address\|port\|epoch\)=/\1=/p' "$1/access")"
 }
 owner() { as_user python3 "$WORK/client.py" "$address" "$port" "$epoch" "$@"; }
@@ -154,6 +154,6 @@ as_user env DLRT_INFER_POOL="$P2" dlrt-infer wait "$J" >/dev/null
 ok $? "the pool keeps serving its owner"
 as_user env DLRT_INFER_POOL="$P2" dlrt-infer pool stop >/dev/null
 
-for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$A1,$A2" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$A1,$A2" 2>/dev/null)" ]'
 is "$(squeue -h -j "$A1,$A2" 2>/dev/null | wc -l)" 0 "both pools ended"
 done_testing

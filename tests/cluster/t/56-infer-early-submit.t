@@ -42,7 +42,7 @@ EOF
 chmod 0755 "$WORK/script.sh"
 as_user "$WORK/script.sh" >"$WORK/script.out" 2>"$WORK/script.err" &
 SCRIPT=$!
-for _ in $(seq 1 100); do [ -s "$WORK/array1" ] && grep -q waiting "$WORK/script.err" && break; sleep 0.2; done
+wait_until 20 eval '[ -s "$WORK/array1" ] && grep -q waiting "$WORK/script.err"'
 A1=$(cat "$WORK/array1" 2>/dev/null)
 like "$A1" '^[0-9]+$' "the script's pool start printed the array job id alone ($A1)"
 is "$(element0 "$A1")" PENDING "its coordinator is still pending (held)"
@@ -77,7 +77,7 @@ ok "$([ ! -e "$WORK/p1/array" ]; echo $?)" "pool stop removed the array record"
 as_user env DLRT_INFER_POOL="$WORK/p2" dlrt-infer pool start --workers 1 --wait -- -c 1 -H \
 	>"$WORK/array2" 2>"$WORK/start2.err" &
 START=$!
-for _ in $(seq 1 100); do [ -s "$WORK/array2" ] && grep -q waiting "$WORK/start2.err" && break; sleep 0.2; done
+wait_until 20 eval '[ -s "$WORK/array2" ] && grep -q waiting "$WORK/start2.err"'
 A2=$(cat "$WORK/array2" 2>/dev/null)
 like "$A2" '^[0-9]+$' "pool start --wait printed the array job id ($A2)"
 sleep 2
@@ -106,7 +106,7 @@ is "$(element0 "$A3")" PENDING "the array stays queued"
 OUT=$(inferp p3 pool stop 2>&1)
 is "$?" 0 "pool stop of a pool still queued"
 like "$OUT" "array job $A3 cancelled before its coordinator started" "cancels its array"
-for _ in $(seq 1 50); do [ -z "$(element0 "$A3")" ] && break; sleep 0.2; done
+wait_until 20 eval '[ -z "$(element0 "$A3")" ]'
 is "$(element0 "$A3")" "" "the array left the queue"
 # A record left by a pool whose array ended (e.g. cancelled by hand): a client
 # says so at once instead of waiting.

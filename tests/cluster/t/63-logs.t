@@ -9,10 +9,8 @@
 run_srun -N3 -n6 -c2 --dl-runtime=mxnet --dl-servers=2 --dl-log-dir=logs bash -c \
 	'echo "hello from $DLRT_ROLE $DLRT_ROLE_INDEX job=$SLURM_JOB_ID"; echo "oops $DLRT_RANK" >&2
 	 printf "no newline $DLRT_RANK"; [ "$DLRT_RANK" = 5 ] || exit 0
-	 for _ in $(seq 200); do
-		[ "$(cat logs/$SLURM_JOB_ID/$SLURM_STEP_ID/*.log | grep -c "dlrt end task")" -ge 5 ] && break
-		sleep 0.1
-	 done; exit 3'
+	 ended() { [ "$(cat logs/$SLURM_JOB_ID/$SLURM_STEP_ID/*.log | grep -c "dlrt end task")" -ge 5 ]; }
+	 . ./wait_until.sh; wait_until 40 ended; exit 3'
 is "$RC" 3 "srun still reports the task's exit status (3)"
 is "$(grep -o 'hello from ' "$OUT" | wc -l)" 6 "the output still reaches srun"
 is "$(grep -c '^oops ' "$ERR")" 6 "and the errors too"
@@ -72,7 +70,7 @@ fi
 as_user srun -N2 -n2 --dl-runtime=torch --dl-log-dir="$WORK/cancel" --job-name=dlrt-cancel-test \
 	bash -c 'echo started; sleep 300' >"$WORK/cancel.out" 2>&1 &
 spid=$!
-for _ in $(seq 60); do [ "$(grep -c started "$WORK/cancel.out" 2>/dev/null)" = 2 ] && break; sleep 0.5; done
+wait_until -i 0.5 60 eval '[ "$(grep -c started "$WORK/cancel.out" 2>/dev/null)" = 2 ]'
 scancel --name=dlrt-cancel-test
 wait $spid # bounded by as_user's timeout: a relay that outlived its task would hang here
 src=$?

@@ -7,12 +7,9 @@
 CL=$HERE/cluster.sh
 
 # wait_state JOB REGEX SECONDS: until the job's state matches.
+state_is() { [[ "$(job_field "$1" JobState)" =~ $2 ]]; }
 wait_state() {
-	local deadline=$((SECONDS + $3))
-	while [ $SECONDS -lt $deadline ]; do
-		[[ "$(job_field "$1" JobState)" =~ $2 ]] && return 0
-		sleep 1
-	done
+	wait_until -i 1 "$3" state_is "$1" "$2" && return 0
 	diag "job $1 still $(job_field "$1" JobState) after $3 s (wanted $2)"
 	return 1
 }
@@ -74,7 +71,7 @@ JOB
 chmod 0755 "$WORK/node.sh"
 job3=$(submit -N2 -n2 --dl-runtime=torch --dl-retries=2 "$WORK/node.sh")
 wait_state "$job3" '^RUNNING$' 30
-for _ in $(seq 30); do grep -q 'torch rank=1' "$WORK/job-$job3.out" 2>/dev/null && break; sleep 0.5; done
+wait_until -i 0.5 15 grep -sq 'torch rank=1' "$WORK/job-$job3.out"
 victim=$(sed -n 's/^torch rank=1 attempt=0 node=//p' "$WORK/job-$job3.out")
 ok "$([ -n "$victim" ]; echo $?)" "attempt 0 runs; its second node is $victim"
 "$CL" stop-node "$victim"
@@ -93,9 +90,7 @@ like "$(cat "$uhome/.dlrt/jobs/$job3/dlrt-retries.log" 2>/dev/null)" \
 	"without --dl-log-dir the retry log is in ~/.dlrt/jobs/JOB"
 
 # The cluster gets its node back for the tests that follow.
-for _ in $(seq 60); do
-	[[ "$(sinfo -h -p debug -n "$victim" -o %t)" =~ ^(idle|mix|alloc)$ ]] && break
-	sleep 1
-done
+node_serves() { [[ "$(sinfo -h -p debug -n "$1" -o %t)" =~ ^(idle|mix|alloc)$ ]]; }
+wait_until -i 1 120 node_serves "$victim"
 like "$(sinfo -h -p debug -n "$victim" -o %t)" '^(idle|mix|alloc)$' "$victim is back in service"
 done_testing

@@ -98,7 +98,7 @@ job=$STORE_JOB
 store_find
 pid=$STORE_PID port=$STORE_PORT
 ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store (pid ${pid:-none}, relay port ${port:-none})"
-for _ in $(seq 1800); do [ -e "$WORK/flooded" ] && break; sleep 0.1; done
+wait_until 180 test -e "$WORK/flooded"
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/${pid:-0}/status" 2>/dev/null)
 rss=$(awk '/^VmRSS:/ {print $2}' "/proc/${pid:-0}/status" 2>/dev/null)
 touch "$WORK/measured"
@@ -221,7 +221,7 @@ job=$STORE_JOB
 store_find
 pid=$STORE_PID
 ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store again (pid ${pid:-none})"
-for _ in $(seq 1800); do [ -e "$WORK/queued" ] && break; sleep 0.1; done
+wait_until 180 test -e "$WORK/queued"
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/${pid:-0}/status" 2>/dev/null)
 rss=$(awk '/^VmRSS:/ {print $2}' "/proc/${pid:-0}/status" 2>/dev/null)
 touch "$WORK/qmeasured"
@@ -307,7 +307,7 @@ PY
 store=$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-c10d-store
 as_user bash -c "exec '$store' --bind 127.0.0.1 --port 0 --ready-fd 3 3>'$WORK/c10d.port' 2>'$WORK/c10d.log'" &
 c10d=$!
-for _ in $(seq 100); do [ -s "$WORK/c10d.port" ] && break; sleep 0.1; done
+wait_until 10 test -s "$WORK/c10d.port"
 cport=$(head -1 "$WORK/c10d.port")
 cpid=$(pgrep -u "$DLRT_TEST_USER" -f "^$store --bind 127.0.0.1" | head -1)
 ok "$([ -n "$cport" ] && [ -n "$cpid" ]; echo $?)" "dlrt-c10d-store listens (pid ${cpid:-none}, port ${cport:-none})"

@@ -54,7 +54,7 @@ ok "$([ -n "$pid" ]; echo $?)" "found the step's dlrt-store (pid ${pid:-none}, r
 ok "$([ "$(awk '/^Max open files/ {print $4}' "/proc/${pid:-0}/limits" 2>/dev/null)" = 48 ]; echo $?)" \
 	"the store's descriptor limit is now 48"
 touch "$WORK/limited"
-for _ in $(seq 1800); do [ -e "$WORK/flooded" ] && break; sleep 0.1; done
+wait_until 180 test -e "$WORK/flooded"
 sleep 1
 t0=$(cputicks "${pid:-0}")
 sleep 5

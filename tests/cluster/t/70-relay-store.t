@@ -17,7 +17,8 @@ CLUSTER="$HERE/cluster.sh"
 cat >"$WORK/task.sh" <<STEP
 #!/bin/bash
 cli() { timeout 10 redis-cli -h "\$REDIS_HOST" -p "\$REDIS_PORT" "\$@" 2>&1; }
-wait_for() { for _ in \$(seq 600); do [ -e "\$1" ] && return 0; sleep 0.1; done; return 1; }
+. "$WAIT_UNTIL"
+wait_for() { wait_until 60 test -e "\$1"; }
 if [ "\$SLURM_PROCID" = 0 ]; then
 	echo "set: \$(cli SET victim-key victim-value)"
 	echo "v6: \$(timeout 10 redis-cli -h ::1 -p "\$REDIS_PORT" GET victim-key 2>&1)"
@@ -38,7 +39,7 @@ chmod 0755 "$WORK/task.sh"
 
 as_user srun -w n1,n2 -N2 -n2 --dl-runtime=caffe2 --dl-verbose "$WORK/task.sh" >"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+wait_until 60 test -s "$WORK/relay"
 read -r rhost rport <"$WORK/relay" 2>/dev/null
 is "$rhost" "127.0.0.1" "the tasks reach the store through their node's relay (port ${rport:-none})"
 store=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-store/ {print $4; exit}')

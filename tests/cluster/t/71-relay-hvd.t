@@ -21,13 +21,14 @@ if [ "\$SLURM_PROCID" = 0 ]; then
 	echo "\$HOROVOD_GLOO_RENDEZVOUS_ADDR \$HOROVOD_GLOO_RENDEZVOUS_PORT" >"$WORK/relay.tmp"
 	mv "$WORK/relay.tmp" "$WORK/relay"
 fi
-for _ in \$(seq 600); do [ -e "$WORK/probe.done" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 60 test -e "$WORK/probe.done"
 echo "task \$SLURM_PROCID after: \$(curl -s -m 10 "\$url/global/victim")"
 touch "$WORK/read.\$SLURM_PROCID"
 # The driver lives on task 0's node until its tasks end: task 0 stays until
 # the other node's task has read (bounded), or a slow n2 would find it gone.
 if [ "\$SLURM_PROCID" = 0 ]; then
-	for _ in \$(seq 600); do [ -e "$WORK/read.1" ] && break; sleep 0.1; done
+	wait_until 60 test -e "$WORK/read.1"
 fi
 STEP
 chmod 0755 "$WORK/task.sh"
@@ -35,7 +36,7 @@ chmod 0755 "$WORK/task.sh"
 as_user srun -w n1,n2 -N2 -n2 --dl-runtime=horovod --dl-horovod=gloo "$WORK/task.sh" \
 	>"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+wait_until 60 test -s "$WORK/relay"
 read -r rhost rport <"$WORK/relay" 2>/dev/null
 is "$rhost" "127.0.0.1" "the tasks reach the driver through their node's relay (port ${rport:-none})"
 drv=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-hvd-driver/ {print $4; exit}')
@@ -84,7 +85,8 @@ cat >"$WORK/gloo.sh" <<STEP
 if [ "\$SLURM_PROCID" = 0 ]; then
 	echo ok >"$WORK/gloo.started"
 fi
-for _ in \$(seq 1200); do [ -s "$WORK/s/flood.ready" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 120 test -s "$WORK/s/flood.ready"
 exec "$TESTS_BIN/gloo_hvd_allreduce"
 STEP
 chmod 0755 "$WORK/gloo.sh"
@@ -92,7 +94,7 @@ chmod 0755 "$WORK/gloo.sh"
 mkdir -p "$WORK/s" && chown "$STRANGER": "$WORK/s" && chmod 0755 "$WORK/s"
 as_user srun -N3 -n6 --dl-runtime=horovod --dl-horovod=gloo "$WORK/gloo.sh" >"$OUT" 2>"$ERR" &
 srun_pid=$!
-for _ in $(seq 600); do [ -s "$WORK/gloo.started" ] && break; sleep 0.1; done
+wait_until 60 test -s "$WORK/gloo.started"
 drv=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-hvd-driver/ {print $4; exit}')
 on_node n1 "$STRANGER" python3 "$WORK/flood.py" "${drv%:*}" "${drv##*:}" 1500 \
 	"$WORK/s/flood.ready" "$WORK/s/flood.stop" >"$WORK/flood.out" 2>&1 &

@@ -29,15 +29,11 @@ odd_fds() {
 # 1. the node service
 PROG=$DLRT_CLUSTER_DIR/prefix/libexec/dlrt/dlrt-store
 as_user srun -N1 -w n1 -n1 --dl-runtime=caffe2 --dl-store=helper \
-	bash -c 'for _ in $(seq 1200); do [ -e "$0" ] && exit 0; sleep 0.1; done; exit 1' "$WORK/svc.done" \
+	bash -c '. ./wait_until.sh; wait_until 120 test -e "$0"' "$WORK/svc.done" \
 	>"$OUT" 2>"$ERR" &
 bg=$!
-pid=
-for _ in $(seq 600); do
-	pid=$(pgrep -n -u "$U" -f "^$PROG ")
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
+store_found() { pid=$(pgrep -n -u "$U" -f "^$PROG "); [ -n "$pid" ]; }
+wait_until 120 store_found
 ok $([ -n "$pid" ]; echo $?) "the step's dlrt-store runs (pid ${pid:-none})"
 if [ -n "$pid" ]; then
 	is "$(creds "$pid")" "$CREDS_WANT" "the service has exactly the job's uid, gid and groups"
@@ -54,14 +50,14 @@ as_user srun -N1 -w n1 -n3 --dl-runtime=mxnet \
 	bash -c '[ "$DLRT_ROLE" = worker ] && { sleep 1; exit 3; }; sleep 60' >"$OUT" 2>"$ERR" &
 bg=$!
 pid=
-for _ in $(seq 600); do
+end_step_found() { # pid: this cluster's (SLURM_CONF) scancel shell, not another cluster's
+	# run of the same test user
 	for p in $(pgrep -u "$U" -f "dlrt-end-step [0-9]+\.[0-9]+ "); do
-		# This cluster's (SLURM_CONF), not another cluster's run of the same test user.
 		tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "SLURM_CONF=$SLURM_CONF" && pid=$p
 	done
-	[ -n "$pid" ] && break
-	sleep 0.05
-done
+	[ -n "$pid" ]
+}
+wait_until -i 0.05 60 end_step_found
 ok $([ -n "$pid" ]; echo $?) "the fail-fast scancel shell runs (pid ${pid:-none})"
 [ -n "$pid" ] && is "$(creds "$pid")" "$CREDS_WANT" "the scancel runs with exactly the job's uid, gid and groups"
 wait "$bg"

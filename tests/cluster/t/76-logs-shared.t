@@ -47,10 +47,8 @@ ok $? "$STRANGER planted a forged record in $shared/$next/dlrt-retries.log"
 job=$(as_user sbatch --parsable -N1 -o "$WORK/job-%j.out" --dl-retries=2 --dl-log-dir="$shared" \
 	--wrap 'echo "batch ran attempt=${SLURM_RESTART_COUNT:-0}"')
 is "$job" "$next" "the job got the predicted id"
-for _ in $(seq 90); do
-	[[ "$(job_field "$job" JobState)" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]] && break
-	sleep 1
-done
+job_ended() { [[ "$(job_field "$1" JobState)" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]]; }
+wait_until -i 1 180 job_ended "$job"
 # A requeue decided by the batch step shows within its bounded decision (60 s).
 sleep 3
 is "$(job_field "$job" JobState)" COMPLETED "the job completed"

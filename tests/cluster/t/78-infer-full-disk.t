@@ -28,10 +28,7 @@ cleanup() {
 	infer pool stop >/dev/null 2>&1
 	# The elements hold files open there until they end (bounded wait; a lazy
 	# unmount otherwise).
-	for _ in $(seq 1 60); do
-		[ -z "$ARRAY" ] || [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break
-		sleep 0.5
-	done
+	wait_until -i 0.5 60 eval '[ -z "$ARRAY" ] || [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 	for n in $NODES; do
 		"$HERE/cluster.sh" exec "$n" umount "$POOL" 2>/dev/null ||
 			"$HERE/cluster.sh" exec "$n" umount -l "$POOL" 2>/dev/null
@@ -59,7 +56,7 @@ ref C lenet5 30000 $SMALL
 ARRAY=$(infer pool start --workers 2 -- -c 2 2>"$WORK/start.err")
 like "$ARRAY" '^[0-9]+$' "pool start submitted the array (job $ARRAY)" ||
 	fail_detail "$(cat "$WORK/start.err")"
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 2 ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ "$(workers_up)" -ge 2 ]'
 is "$(workers_up)" 2 "2 workers joined"
 
 # The pool folder has room for a small job: it completes, exactly once.
@@ -106,12 +103,12 @@ exactly_once "$J3" $SMALL C
 # reads the coordinator's log, so it runs in a new array, with new logs
 # (pool stop, then pool restart from the journal).
 infer pool stop >/dev/null 2>&1
-for _ in $(seq 1 120); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "pool stop ended every element"
 ARRAY=$(infer pool restart --workers 2 -- -c 2 2>"$WORK/restart0.err")
 like "$ARRAY" '^[0-9]+$' "pool restart in a new array (job $ARRAY), with new logs" ||
 	fail_detail "$(cat "$WORK/restart0.err")"
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 2 ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ "$(workers_up)" -ge 2 ]'
 is "$(workers_up)" 2 "2 workers joined the restarted pool"
 # The results of a loop turn are written together, before the turn's answers
 # are journaled: the write that met the full disk failed its whole batch, and
@@ -137,7 +134,7 @@ ok "$([ $RC -ne 0 ]; echo $?)" "wait for job $J4 exits non-zero when the journal
 is "$(wc -l <"$WORK/wait4")" 1 "with one line"
 like "$(cat "$WORK/wait4")" "^job $J4 failed: .*the pool stopped: cannot write the journal $POOL/journal: File too large: free space in the pool folder, then dlrt-infer pool restart\$" \
 	"naming the journal, the cause and the fix"
-for _ in $(seq 1 120); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "the pool stopped (no element left)"
 like "$(cat "$POOL"/element-"$ARRAY"_0.log)" "cannot write the journal .*; the pool stops" \
 	"the coordinator's log says why"
@@ -145,7 +142,7 @@ rows4=$(($(wc -l <"$POOL/job-$J4.csv") - 1))
 R=$(infer pool restart --workers 2 -- -c 2 2>"$WORK/restart.err")
 like "$R" '^[0-9]+$' "pool restart (job $R)" || fail_detail "$(cat "$WORK/restart.err")"
 ARRAY=$R
-for _ in $(seq 1 240); do [ -n "$(field epoch)" ] && infer status >/dev/null 2>&1 && break; sleep 0.25; done
+wait_until -i 0.25 120 eval '[ -n "$(field epoch)" ] && infer status >/dev/null 2>&1'
 resumed=$(sed -n "s/.*job $J4 resumes with \([0-9]*\) of $N4 queries answered/\1/p" \
 	"$POOL"/element-"$R"_0.log)
 is "$resumed" "$rows4" "job $J4 resumes with the $rows4 answers its results file held: the journal and the file agree"

@@ -67,7 +67,7 @@ ref A lenet5 0 $N
 ARRAY=$(infer pool start --workers 1 -- -c 1 2>"$WORK/start.err")
 like "$ARRAY" '^[0-9]+$' "pool start submitted the array (job $ARRAY)" ||
 	fail_detail "$(cat "$WORK/start.err")"
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 1 ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ "$(workers_up)" -ge 1 ]'
 is "$(workers_up)" 1 "the worker joined"
 address=$(field address) port=$(field port) pid=$(field pid)
 rss() { awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$pid/status" 2>/dev/null; }
@@ -76,7 +76,7 @@ diag "coordinator pid $pid at $address:$port, RSS $(rss) MB before the flood"
 as_stranger python3 "$WORK/flood.py" "$address" "$port" $NBIG $NSILENT $SENT_MB \
 	>"$WORK/flood.out" 2>"$WORK/flood.err" &
 FLOOD=$!
-for _ in $(seq 1 240); do grep -q '^sent' "$WORK/flood.out" && break; sleep 0.25; done
+wait_until -i 0.25 60 grep -q '^sent' "$WORK/flood.out"
 ok "$(grep -q '^sent' "$WORK/flood.out"; echo $?)" \
 	"$STRANGER opened $NBIG connections announcing 16 MiB (sending $SENT_MB MiB each) and $NSILENT silent ones" ||
 	fail_detail "$(cat "$WORK/flood.err")"

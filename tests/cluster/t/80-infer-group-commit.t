@@ -14,17 +14,13 @@ N=6000
 ARRAY=$(as_user env DLRT_INFER_POOL="$POOL" DLRT_INFER_TAKEOVER_MS=60000 \
 	dlrt-infer pool start --workers 3 -- -c 5)
 like "$ARRAY" '^[0-9]+$' "a pool of 3 workers (array $ARRAY)"
-for _ in $(seq 1 240); do [ "$(workers_up)" -ge 3 ] && break; sleep 0.5; done
+wait_until -i 0.5 240 eval '[ "$(workers_up)" -ge 3 ]'
 is "$(workers_up)" 3 "3 workers joined"
 C0=$POOL/element-${ARRAY}_0.log
-for _ in $(seq 1 200); do grep -q "standby ready" "$C0" 2>/dev/null && break; sleep 0.1; done
+wait_until 20 grep -sq "standby ready" "$C0"
 like "$(cat "$C0")" "standby ready" "a standby attached and holds the state"
 SBPID=""
-for _ in $(seq 1 50); do
-	SBPID=$(pgrep -u "$DLRT_TEST_USER" -f "dlrt-infer standby --pool $POOL " | head -1)
-	[ -n "$SBPID" ] && break
-	sleep 0.1
-done
+wait_until 10 eval 'SBPID=$(pgrep -u "$DLRT_TEST_USER" -f "dlrt-infer standby --pool $POOL " | head -1); [ -n "$SBPID" ]'
 like "$SBPID" '^[0-9]+$' "the standby process (pid $SBPID)"
 
 kill -STOP "$SBPID"
@@ -32,10 +28,8 @@ infer submit --model noop --inputs "$IN" --count $N --batch 1 --no-labels \
 	>"$WORK/sub.out" 2>"$WORK/sub.err" &
 SUB=$!
 # The coordinator records the job and its first answers with the standby stopped.
-for _ in $(seq 1 300); do
-	awk -F'\t' '$2 == 1 && $3 == "first_result"' "$EV" 2>/dev/null | grep -q . && break
-	sleep 0.1
-done
+first_result() { awk -F'\t' '$2 == 1 && $3 == "first_result"' "$EV" 2>/dev/null | grep -q .; }
+wait_until 60 first_result
 ok "$(awk -F'\t' '$2 == 1 && $3 == "first_result"' "$EV" | grep -q .; echo $?)" \
 	"with the standby stopped, the coordinator still serves: job 1 got its first answer" ||
 	fail_detail "coordinator log: $(tail -3 "$C0" | tr '\n' ' ')"
@@ -72,7 +66,7 @@ unlike "$(cat "$C0")" "standby lost" "the standby was never let go"
 as_user env DLRT_INFER_POOL="$POOL" "$TESTS_BIN/infer_resend_race" "$POOL" 8 \
 	>"$WORK/race.out" 2>&1 &
 RACE=$!
-for _ in $(seq 1 100); do infer status 2>/dev/null | grep -q " resend-race" && break; sleep 0.1; done
+wait_until 20 eval 'infer status 2>/dev/null | grep -q " resend-race"'
 J=$(infer submit --model deepcnn --inputs "$IN" --count 4000 --batch 200)
 wait "$RACE"
 is "$?" 0 "a task whose re-sent answer was taken is not dispatched before the answer is recorded" ||
@@ -86,7 +80,7 @@ is "$(tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2 | sort -u | wc -l) $(($(wc -l 
 
 infer pool stop >/dev/null
 ok $? "pool stop"
-for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "every array element ended"
 scancel "$ARRAY" 2>/dev/null
 kill -CONT "$SBPID" 2>/dev/null

@@ -19,15 +19,11 @@ ok "$([ -s "$WORK/ref1.sorted" ] && [ -s "$WORK/ref2.sorted" ]; echo $?)" \
 	"single-process references for the two jobs"
 
 wait_log() { # wait_log FILE REGEX [TRIES of 0.1 s]
-	for _ in $(seq 1 "${3:-100}"); do grep -Eq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
+	wait_until -i 0.1 $(((${3:-100} + 9) / 10)) grep -sEq -- "$2" "$1"
 }
+epoch_is() { [ "$(field epoch)" = "$1" ] && infer status >/dev/null 2>&1; }
 wait_epoch() { # wait_epoch E: until a coordinator of epoch E answers (generous: loaded machine)
-	for _ in $(seq 1 600); do
-		[ "$(field epoch)" = "$1" ] && infer status >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	return 1
+	wait_until 120 epoch_is "$1"
 }
 standby_pid() { pgrep -u "$DLRT_TEST_USER" -f "dlrt-infer standby --pool $POOL" | head -1; }
 coord_log() { grep -l "took over from the journal (coordinator and standby both lost): epoch $1 " "$POOL"/element-*.log 2>/dev/null | head -1; }
@@ -37,7 +33,7 @@ sub() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a - b }'; }
 # 5 elements, 2 per node: the coordinator and element 1 on n1.
 ARRAY=$(infer pool start --workers 4 -- -c 8)
 like "$ARRAY" '^[0-9]+$' "a pool of 4 workers (array $ARRAY)"
-for _ in $(seq 1 120); do [ "$(workers_up)" -ge 4 ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ "$(workers_up)" -ge 4 ]'
 is "$(workers_up)" 4 "4 workers joined"
 C0=$POOL/element-${ARRAY}_0.log
 wait_log "$C0" "standby ready" 200
@@ -47,7 +43,7 @@ J1=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10)
 is "$J1" 1 "job 1 submitted"
 infer wait 1 >"$WORK/w1" 2>&1 &
 W1=$!
-for _ in $(seq 1 600); do d=$(done_of 1); [ "${d:-0}" -ge $((N1 / 5)) ] && break; sleep 0.05; done
+wait_until -i 0.05 60 eval 'd=$(done_of 1); [ "${d:-0}" -ge $((N1 / 5)) ]'
 ok "$([ "${d:-0}" -ge $((N1 / 5)) ] && [ "$d" -lt $N1 ]; echo $?)" "job 1 under way ($d/$N1)"
 
 # 1. kill -9 the coordinator and its standby together.
@@ -82,7 +78,7 @@ exactly_once 1 $N1 1
 # over; the stopped one, continued, is fenced out.
 J2=$(infer submit --model lenet5 --inputs $IN --first 20000 --count $N2 --batch 20)
 is "$J2" 2 "job 2 submitted"
-for _ in $(seq 1 600); do d=$(done_of 2); [ "${d:-0}" -ge $((N2 / 5)) ] && break; sleep 0.05; done
+wait_until -i 0.05 60 eval 'd=$(done_of 2); [ "${d:-0}" -ge $((N2 / 5)) ]'
 pid2=$(field pid) sb2=$(standby_pid)
 ok "$([ -n "$pid2" ] && [ -n "$sb2" ]; echo $?)" "coordinator ($pid2) and standby ($sb2) found"
 kill -STOP "$pid2"
@@ -94,7 +90,7 @@ ok "$([ -n "$K2" ] && [ "$K2" != "$K1" ]; echo $?)" "another element serves epoc
 kill -CONT "$pid2"
 wait_log "$K1" "fenced out: the coordinator of epoch 3 took over" 300
 ok $? "the old coordinator, continued, sees the higher epoch and stops"
-for _ in $(seq 1 100); do kill -0 "$pid2" 2>/dev/null || break; sleep 0.1; done
+wait_until 10 pid_gone "$pid2"
 ok "$(kill -0 "$pid2" 2>/dev/null; [ $? -ne 0 ]; echo $?)" "and its process is gone"
 is "$(field epoch)" 3 "the access record still names epoch 3"
 infer wait 2 >"$WORK/w2"
@@ -105,7 +101,7 @@ J3=$(infer submit --model lenet5 --inputs $IN --count 500 --batch 50 --wait)
 is "$?" 0 "a new job completes after both takeovers (job $J3)"
 infer pool stop >/dev/null
 ok $? "pool stop"
-for _ in $(seq 1 120); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 120 eval '[ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 is "$(squeue -h -j "$ARRAY" 2>/dev/null | wc -l)" 0 "every element of the pool ended"
 is "$(pgrep -u "$DLRT_TEST_USER" -fc "dlrt-infer standby --pool $POOL")" 0 "no standby is left"
 done_testing

@@ -42,15 +42,15 @@ PRINT='echo T=$SLURM_PROCID U=$DMLC_PS_ROOT_URI P=$DMLC_PS_ROOT_PORT RV=${SLURM_
 as_user srun --begin=now+15 -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" >"$OUT" 2>"$ERR" &
 SRUN_JOB=$!
 RDV_PID=
-for _ in $(seq 600); do
+rdv_found() { # RDV_PID: the rendezvous of this cluster's srun (its SLURM_CONF), not
+	# another cluster's run of the same test user
 	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-c10d-store --bind 0.0.0.0'); do
-		# This cluster's srun (SLURM_CONF), not another cluster's run of the same test user.
 		pp=$(ps -o ppid= -p "$p" | tr -d ' ')
 		tr '\0' '\n' 2>/dev/null <"/proc/$pp/environ" | grep -qx "SLURM_CONF=$SLURM_CONF" && RDV_PID=$p
 	done
-	[ -n "$RDV_PID" ] && break
-	sleep 0.1
-done
+	[ -n "$RDV_PID" ]
+}
+wait_until 120 rdv_found
 ok "$([ -n "$RDV_PID" ] && echo 0 || echo 1)" "srun started its rendezvous before the step has nodes"
 SRUN_PID=$(ps -o ppid= -p "$RDV_PID" 2>/dev/null | tr -d ' ')
 is "$(ps -o comm= -p "$SRUN_PID" 2>/dev/null)" srun "the rendezvous is srun's child"
@@ -69,7 +69,7 @@ chmod 0666 "$WORK/hold"
 as_stranger python3 "$WORK/stranger.py" "$PORT" <"$WORK/hold" >"$WORK/stranger.out" 2>&1 &
 STRANGER_JOB=$!
 exec 9>"$WORK/hold"
-for _ in $(seq 600); do grep -q '^held:' "$WORK/stranger.out" 2>/dev/null && break; sleep 0.1; done
+wait_until 60 grep -sq '^held:' "$WORK/stranger.out"
 is "$(sed -n 's/^wrong-answer: //p' "$WORK/stranger.out")" closed "a wrong answer is hung up on"
 like "$(sed -n 's/^held: //p' "$WORK/stranger.out")" '^[0-9]+$' "the stranger holds its connections open"
 
@@ -82,7 +82,7 @@ is "$(grep -c '^T=' "$OUT")" 4 "all 4 tasks started"
 is "$(sed -n 's/.* U=\([^ ]*\) P=\([0-9]*\) .*/\1:\2/p' "$OUT" | sort -u | wc -l)" 1 \
 	"all 4 tasks got the same root address"
 is "$(grep -c 'RV=none$' "$OUT")" 4 "no program sees the rendezvous' secret"
-for _ in $(seq 50); do kill -0 "$RDV_PID" 2>/dev/null || break; sleep 0.1; done
+wait_until 5 pid_gone "$RDV_PID"
 ok "$(kill -0 "$RDV_PID" 2>/dev/null && echo 1 || echo 0)" "the rendezvous ended with srun"
 
 # SrunPortRange in slurm.conf (sites firewall their login nodes to it): the
@@ -96,16 +96,16 @@ timeout -k 5 "$JOB_TIMEOUT" runuser -u "$DLRT_TEST_USER" -- env SLURM_CONF="$WOR
 	>"$OUT" 2>"$ERR" &
 SRUN_JOB=$!
 RPORT=
-for _ in $(seq 300); do
+rport_found() { # RPORT: the port of the rendezvous of the srun run with $WORK/slurm.conf
 	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-c10d-store --bind 0.0.0.0'); do
 		pp=$(ps -o ppid= -p "$p" | tr -d ' ')
 		tr '\0' '\n' 2>/dev/null <"/proc/$pp/environ" |
 			grep -qx "SLURM_CONF=$WORK/slurm.conf" &&
 			RPORT=$(ss -Hltnp 2>/dev/null | sed -n "s/.*:\([0-9]*\) .*pid=$p,.*/\1/p" | head -1)
 	done
-	[ -n "$RPORT" ] && break
-	sleep 0.05
-done
+	[ -n "$RPORT" ]
+}
+wait_until -i 0.05 30 rport_found
 ok "$([ -n "$RPORT" ] && [ "$RPORT" -ge "$LO" ] && [ "$RPORT" -le "$HI" ]; echo $?)" \
 	"with SrunPortRange=$LO-$HI the rendezvous listens inside it (port ${RPORT:-none})"
 wait "$SRUN_JOB"

@@ -77,20 +77,21 @@ RATE=2500
 # rdv_port: the port of the rendezvous of the srun just started, as the
 # test user on this cluster (SLURM_CONF), not one seen before (bounded).
 SEEN=" "
-rdv_port() {
-	local rdv= port= pp
-	for _ in $(seq 300); do
-		for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-c10d-store --bind 0.0.0.0'); do
-			case "$SEEN" in *" $p "*) continue ;; esac
-			pp=$(ps -o ppid= -p "$p" | tr -d ' ')
-			tr '\0' '\n' 2>/dev/null <"/proc/$pp/environ" |
-				grep -qx "SLURM_CONF=$SLURM_CONF" && rdv=$p
-		done
-		[ -n "$rdv" ] && port=$(ss -Hltnp 2>/dev/null |
-			sed -n "s/.*:\([0-9]*\) .*pid=$rdv,.*/\1/p" | head -1)
-		[ -n "$port" ] && break
-		sleep 0.05
+rdv_listens() { # (rdv_port's condition: sets its rdv and port)
+	local p pp
+	for p in $(pgrep -u "$DLRT_TEST_USER" -f 'dlrt-c10d-store --bind 0.0.0.0'); do
+		case "$SEEN" in *" $p "*) continue ;; esac
+		pp=$(ps -o ppid= -p "$p" | tr -d ' ')
+		tr '\0' '\n' 2>/dev/null <"/proc/$pp/environ" |
+			grep -qx "SLURM_CONF=$SLURM_CONF" && rdv=$p
 	done
+	[ -n "$rdv" ] && port=$(ss -Hltnp 2>/dev/null |
+		sed -n "s/.*:\([0-9]*\) .*pid=$rdv,.*/\1/p" | head -1)
+	[ -n "$port" ]
+}
+rdv_port() {
+	local rdv= port=
+	wait_until -i 0.05 30 rdv_listens
 	SEEN="$SEEN$rdv "
 	RDV_PORT=$port
 }
@@ -106,11 +107,8 @@ step() {
 	local n=$1 mode=$2 where=$3 hold srun port t0 t1 rc fl= host
 	rm -f "$WORK/release" "$WORK/s/ready.$n" "$WORK/s/stop.$n"
 	hold=$(as_user sbatch --parsable -N1 -o /dev/null \
-		--wrap "for i in \$(seq 600); do [ -e $WORK/release ] && exit 0; sleep 0.1; done")
-	for _ in $(seq 600); do
-		[ "$(squeue -h -j "$hold" -o %t 2>/dev/null)" = R ] && break
-		sleep 0.1
-	done
+		--wrap "bash -c '. $WAIT_UNTIL; wait_until 60 test -e $WORK/release'")
+	wait_until 120 eval '[ "$(squeue -h -j "$hold" -o %t 2>/dev/null)" = R ]'
 	as_user srun --dependency=afterany:"$hold" -N3 -n4 --dl-runtime=mxnet --dl-exchange=srun bash -c "$PRINT" \
 		>"$WORK/out.$n" 2>"$WORK/err.$n" &
 	srun=$!
@@ -127,7 +125,7 @@ step() {
 				"$RATE" 60 "$WORK/s/ready.$n" "$WORK/s/stop.$n" >"$WORK/flood.$n" 2>&1 &
 		fi
 		fl=$!
-		for _ in $(seq 100); do [ -e "$WORK/s/ready.$n" ] && break; sleep 0.05; done
+		wait_until -i 0.05 5 test -e "$WORK/s/ready.$n"
 	fi
 	t0=$(date +%s.%N)
 	touch "$WORK/release"
@@ -196,7 +194,8 @@ cat >"$WORK/task.sh" <<STEP
 if [ "\$SLURM_PROCID" = 0 ]; then
 	echo "\$REDIS_PORT" >"$WORK/relay.tmp" && mv "$WORK/relay.tmp" "$WORK/relay"
 fi
-for _ in \$(seq 300); do [ -e "$WORK/s/ready.store" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 30 test -e "$WORK/s/ready.store"
 exec python3 "$WORK/clients.py" 20
 STEP
 chmod 0755 "$WORK/task.sh"
@@ -204,7 +203,7 @@ for mode in silent garbage; do
 	rm -f "$WORK/relay" "$WORK/s/ready.store" "$WORK/s/stop.store"
 	as_user srun -w n1,n2 -N2 -n2 --dl-runtime=caffe2 "$WORK/task.sh" >"$OUT" 2>"$ERR" &
 	srun_pid=$!
-	for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+	wait_until 60 test -s "$WORK/relay"
 	store=$("$CLUSTER" exec n1 ss -Hltnp 2>/dev/null | awk '/dlrt-store/ {print $4; exit}')
 	like "$store" "^10\.77\.[0-9]+\.11:[0-9]+$" "$mode: the step's dlrt-store listens on n1 ($store)"
 	on_node n1 "$STRANGER" python3 "$WORK/flood.py" "${store%:*}" "${store##*:}" "$mode" \

@@ -45,10 +45,8 @@ ok $? "$STRANGER pre-created $shared/$next"
 job=$(as_user sbatch --parsable -N1 -o "$WORK/job-%j.out" -e "$WORK/job-%j.err" --dl-retries=1 \
 	--dl-log-dir="$shared" --wrap 'srun -n1 --dl-runtime=torch bash -c "echo batch step ran"')
 is "$job" "$next" "the job got the predicted id"
-for _ in $(seq 90); do
-	[[ "$(job_field "$job" JobState)" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]] && break
-	sleep 1
-done
+job_ended() { [[ "$(job_field "$1" JobState)" =~ ^(COMPLETED|FAILED|CANCELLED|TIMEOUT)$ ]]; }
+wait_until -i 1 180 job_ended "$job"
 sleep 3 # the batch step's --dl-retries decision ends within its bound
 is "$(job_field "$job" JobState)" COMPLETED "the job completed" ||
 	fail_detail "$(cat "$WORK/job-$job.err" "$WORK/job-$job.out" 2>&1)"

@@ -93,12 +93,13 @@ print("sum", int(t.item()))'
 	cat >"$WORK/c2.sh" <<'SH'
 #!/bin/bash
 r() { redis-cli -h "$REDIS_HOST" -p "$REDIS_PORT" "$@"; }
+. ./wait_until.sh
 r set "k$SLURM_PROCID" v >/dev/null
-for _ in $(seq 200); do n=$(r keys 'k*' | grep -c .); [ "$n" -ge 3 ] && break; sleep 0.1; done
+wait_until 40 eval 'n=$(r keys "k*" | grep -c .); [ "$n" -ge 3 ]'
 echo "keys $n"
 r set "done$SLURM_PROCID" 1 >/dev/null
 if [ "$SLURM_PROCID" = 0 ]; then
-	for _ in $(seq 200); do [ "$(r keys 'done*' | grep -c .)" -ge 3 ] && break; sleep 0.1; done
+	wait_until 40 eval '[ "$(r keys "done*" | grep -c .)" -ge 3 ]'
 fi
 SH
 	chmod 0755 "$WORK/c2.sh"
@@ -174,10 +175,10 @@ for via in $vias; do
 	[ "$via" = auto ] && opt="-p whole --exclusive --mpi=pmix --dl-exchange=auto"
 	[ "$via" = auto_none ] && opt="--mpi=none --dl-exchange=auto"
 	as_user srun -N2 -n3 --dl-runtime=mxnet --dl-servers=1 $opt bash -c \
-		"touch $mark.\$SLURM_PROCID; for _ in \$(seq 300); do [ -e $mark.done ] && exit 0; sleep 0.1; done" \
+		"touch $mark.\$SLURM_PROCID; . '$WAIT_UNTIL'; wait_until 30 test -e $mark.done" \
 		>/dev/null 2>&1 &
 	bg=$!
-	for _ in $(seq 300); do [ -e "$mark.0" ] && break; sleep 0.1; done
+	wait_until 30 test -e "$mark.0"
 	spids=$(pgrep -d, -f "^srun .*--dl-exchange=${via%%_*} bash -c touch $mark")
 	eval "stores_$via=$(pgrep -c -P "${spids:-1}" -f dlrt-c10d-store)"
 	touch "$mark.done"

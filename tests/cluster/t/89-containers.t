@@ -57,7 +57,9 @@ echo "task $SLURM_PROCID: $(cli PING) $(cli SET "k$SLURM_PROCID" "v$SLURM_PROCID
 # The store lives as long as task 0: it waits (bounded) for the others.
 touch "$1/done.$SLURM_PROCID"
 if [ "$SLURM_PROCID" = 0 ]; then
-	for _ in $(seq 600); do [ "$(ls "$1" | grep -c '^done\.')" -ge "$SLURM_NTASKS" ] && break; sleep 0.1; done
+	d=$1
+	. "${0%/*}/wait_until.sh"
+	wait_until 120 eval '[ "$(ls "$d" | grep -c "^done\.")" -ge "$SLURM_NTASKS" ]'
 fi
 SH
 cat >"$WORK/allreduce.py" <<'PY'
@@ -262,13 +264,14 @@ cat >"$WORK/victim.sh" <<SH
 cli() { timeout 10 redis-cli -h "\$REDIS_HOST" -p "\$REDIS_PORT" "\$@" 2>&1; }
 echo "set: \$(cli SET victim-key victim-value)"
 echo "\$REDIS_PORT" >"$WORK/relay.tmp" && mv "$WORK/relay.tmp" "$WORK/relay"
-for _ in \$(seq 900); do [ -e "$WORK/probe.done" ] && break; sleep 0.1; done
+. "$WAIT_UNTIL"
+wait_until 90 test -e "$WORK/probe.done"
 echo "after: \$(cli GET victim-key)"
 SH
 chmod 0755 "$WORK/victim.sh"
 as_user srun -w n1 -N1 -n1 --dl-runtime=caffe2 --container="$BUNDLE" "$WORK/victim.sh" >"$OUT" 2>"$ERR" &
 victim=$!
-for _ in $(seq 600); do [ -s "$WORK/relay" ] && break; sleep 0.1; done
+wait_until 60 test -s "$WORK/relay"
 rport=$(cat "$WORK/relay" 2>/dev/null)
 like "$rport" '^[0-9]+$' "the victim's task (in a crun container on n1) has its node's relay at 127.0.0.1:$rport"
 SIMG=$(user_image "$STRANGER")
@@ -304,7 +307,7 @@ ARRAY=$(infer pool start --workers 2 --window 1 -- -c 2 --export=ALL,SRUN_CONTAI
 like "$ARRAY" '^[0-9]+$' "dlrt-infer pool start with SRUN_CONTAINER: submitted (job $ARRAY)" ||
 	fail_detail "$(head -3 "$WORK/start.err")"
 workers_up() { infer status 2>/dev/null | grep -cE '^[0-9]+ +n[1-3]/'; }
-for _ in $(seq 1 240); do [ "$(workers_up)" -ge 2 ] && break; sleep 0.5; done
+wait_until -i 0.5 240 eval '[ "$(workers_up)" -ge 2 ]'
 is "$(workers_up)" 2 "infer: 2 workers joined the coordinator"
 # (one process table for every node of this machine; other clusters' pools
 # run from their own prefix)
@@ -320,7 +323,7 @@ tail -n +2 "$POOL/job-$J.csv" | cut -d, -f2-4 | sort -t, -k1n >"$WORK/pool.sorte
 tail -n +2 "$WORK/ref.csv" | sort -t, -k1n >"$WORK/ref.sorted"
 ok "$(cmp -s "$WORK/pool.sorted" "$WORK/ref.sorted"; echo $?)" "infer: answers equal to the single-process run"
 infer pool stop >/dev/null
-for _ in $(seq 1 60); do [ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ] && break; sleep 0.5; done
+wait_until -i 0.5 60 eval '[ -z "$(squeue -h -j "$ARRAY" 2>/dev/null)" ]'
 scancel "$ARRAY" 2>/dev/null
 
 # A bundle that gives each task a network namespace of its own: the site's

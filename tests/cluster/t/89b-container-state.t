@@ -80,7 +80,7 @@ start_step() {
 	as_user srun -w n1 -N1 -n1 --container="$BUNDLE" "$WORK/wait.sh" >"$OUT" 2>"$ERR" &
 	VICTIM=$!
 	step_dirs "$JOB"
-	for _ in $(seq 600); do [ -e "$WORK/started" ] && return 0; sleep 0.1; done
+	wait_until 60 test -e "$WORK/started" && return 0
 	diag "the victim's step did not start: $(head -3 "$ERR" | tr '\n' '|')"
 	return 1
 }
@@ -214,12 +214,12 @@ if start_step; then
 		mv '$c/status' '$c/status.real'; } && mkfifo '$c/status'"
 	ok $? "$U puts a named pipe at $c/status"
 	touch "$WORK/release"
-	for _ in $(seq 300); do [ -z "$(pgrep -f "^/bin/sh $WORK/wait.sh\$")" ] && break; sleep 0.1; done
+	wait_until 60 eval '[ -z "$(pgrep -f "^/bin/sh $WORK/wait.sh\$")" ]'
 	pids=$(n1_pids "crun .* run .* n1\.$U\.$JOB\.0\.0\$")
 	# shellcheck disable=SC2086 # (one or more pids)
 	[ -z "$pids" ] || node runuser -u "$U" -- kill -KILL $pids
 	wait "$VICTIM"
-	for _ in $(seq 240); do [ -z "$(n1_pids "^slurmstepd: \[$JOB\.0\]\$")" ] && break; sleep 0.5; done
+	wait_until -i 0.5 240 eval '[ -z "$(n1_pids "^slurmstepd: \[$JOB\.0\]\$")" ]'
 	is "$(n1_pids "^slurmstepd: \[$JOB\.0\]\$" | wc -l)" 0 \
 		"the step's slurmstepd ends: root's RunTimeQuery is not held by the user's pipe" ||
 		fail_detail "$(grep -F "[$JOB.0]" "$DLRT_CLUSTER_DIR/log/slurmd-n1.log" | tail -3 | tr '\n' '|')"

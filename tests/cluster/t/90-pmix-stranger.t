@@ -28,12 +28,13 @@ is "$psec" munge "the nodes' slurmd (and so every slurmstepd) runs with PMIX_MCA
 ( run_srun -N2 -n6 -w n1,n2 --mpi=pmix bash -c '
 	dlrt-kv --timeout 30 put secretkey "hello$SLURM_PROCID" fence || exit 1
 	touch "ready.$SLURM_PROCID"
-	for _ in $(seq 1000); do [ -e go ] && exit 0; sleep 0.1; done
+	. ./wait_until.sh
+	wait_until 100 test -e go && exit 0
 	echo "task $SLURM_PROCID: the test never said go" >&2; exit 1'
   exit "$RC" ) &
 victim=$!
 ready() { [ "$(ls "$WORK" | grep -c '^ready\.[0-5]$')" = 6 ]; }
-for _ in $(seq 600); do ready && break; sleep 0.1; done
+wait_until 120 ready
 ok "$(ready; echo $?)" \
 	"the victim's tasks published their values through PMIx" || fail_detail "$(cat "$ERR")"
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
@@ -86,11 +87,7 @@ psec_nodes() { # psec_nodes VALUE: n1 and n2's slurmd restarted with PMIX_MCA_ps
 		DLRT_CLUSTER_PMIX_PSEC=$1 "$HERE/cluster.sh" stop-node "$n" >/dev/null 2>&1
 		DLRT_CLUSTER_PMIX_PSEC=$1 "$HERE/cluster.sh" start-node "$n" >/dev/null 2>&1
 	done
-	for _ in $(seq 300); do
-		[ "$(sinfo -h -n n1,n2 -o %t | sort -u)" = idle ] && return 0
-		sleep 0.2
-	done
-	return 1
+	wait_until 120 eval '[ "$(sinfo -h -n n1,n2 -o %t | sort -u)" = idle ]'
 }
 trap 'psec_nodes munge' EXIT
 psec_nodes ""
@@ -101,10 +98,11 @@ ok "$?" "n1 and n2 run with PMIx's default security (native: a stated uid is bel
 rm -f "$WORK"/ready.* "$WORK/go"
 ( run_srun -N2 -n3 -w n1,n2 --dl-runtime=caffe2 --dl-exchange=pmix bash -c '
 	touch "ready.$SLURM_PROCID"
-	for _ in $(seq 1000); do [ -e go ] && exit 0; sleep 0.1; done; exit 1'
+	. ./wait_until.sh
+	wait_until 100 test -e go'
   exit "$RC" ) &
 victim=$!
-for _ in $(seq 600); do [ "$(ls "$WORK" | grep -c '^ready\.[0-2]$')" = 3 ] && break; sleep 0.1; done
+wait_until 120 eval '[ "$(ls "$WORK" | grep -c "^ready\.[0-2]\$")" = 3 ]'
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
 read -r ns uri < <(pmix_coords n1 "$job" 0)
 # The stranger claims task 1, which never connects, and reads what task 0 published.
@@ -137,7 +135,8 @@ is "$?" 0 "the victim's step ran" || fail_detail "$(cat "$ERR")"
 rm -f "$WORK"/ready.* "$WORK/go"
 ( run_srun -N2 -n2 -w n1,n2 --mpi=pmix --dl-runtime=torch --dl-verbose bash -c '
 	touch "ready.$SLURM_PROCID"
-	for _ in $(seq 1000); do [ -e go ] && break; sleep 0.1; done
+	. ./wait_until.sh
+	wait_until 100 test -e go
 	exec python3 -c "
 import torch, torch.distributed as d
 d.init_process_group(\"gloo\")
@@ -146,12 +145,12 @@ d.all_reduce(t)
 print(\"sum\", int(t.item()))"'
   exit "$RC" ) &
 victim=$!
-for _ in $(seq 600); do [ -e "$WORK/ready.0" ] && break; sleep 0.1; done
+wait_until 60 test -e "$WORK/ready.0"
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
 read -r ns uri < <(pmix_coords n1 "$job" 0)
 pmix_stranger n1 -t 60 -a 0 "$ns" "$uri" hold 0 20 >"$WORK/hold.out" 2>&1 &
 holder=$!
-for _ in $(seq 300); do grep -q admitted "$WORK/hold.out" && break; sleep 0.1; done
+wait_until 30 grep -q admitted "$WORK/hold.out"
 like "$(cat "$WORK/hold.out")" "admitted as .* rank 0" "the stranger holds task 0's PMIx connection"
 touch "$WORK/go"
 wait "$victim"
@@ -165,11 +164,12 @@ wait "$holder"
 # what may have happened, in one line, not blamed on an overloaded slurmstepd.
 rm -f "$WORK"/ready.* "$WORK/go"
 ( run_srun -N1 -n1 -w n1 --mpi=pmix bash -c 'touch ready.0
-	for _ in $(seq 600); do [ -e go ] && break; sleep 0.1; done
+	. ./wait_until.sh
+	wait_until 60 test -e go
 	dlrt-kv --timeout 5 put k v; echo "kv rc=$?"'
   exit "$RC" ) &
 victim=$!
-for _ in $(seq 600); do [ -e "$WORK/ready.0" ] && break; sleep 0.1; done
+wait_until 60 test -e "$WORK/ready.0"
 job=$(squeue -h -u "$DLRT_TEST_USER" -o %i | head -1)
 read -r ns uri < <(pmix_coords n1 "$job" 0)
 for try in 1 2; do

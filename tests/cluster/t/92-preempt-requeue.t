@@ -38,7 +38,7 @@ like "$want" '^params_sha256=' "it printed its parameters' hash" || fail_detail 
 job=$(submit -p low --exclusive -N2 -n2 -c2 -t 10 --dl-runtime=torch --dl-requeue=2 "$WORK/train.sh" \
 	--steps 300 --sleep 0.4 --only-usr1)
 ok $? "the training job in the preemptable partition (job $job)"
-for _ in $(seq 240); do grep -q '^step 10 ' "$WORK/job-$job.out" 2>/dev/null && break; sleep 0.5; done
+wait_until -i 0.5 120 grep -sq '^step 10 ' "$WORK/job-$job.out"
 like "$(cat "$WORK/job-$job.out")" '^step 10 ' "it trains"
 urgent=$(as_user sbatch --parsable -p urgent --exclusive -N3 -o /dev/null --wrap 'sleep 2' 2>"$WORK/sbatch.err")
 ok $? "a job of the urgent partition needs all three nodes (job $urgent)"

@@ -36,16 +36,9 @@ fails() {
 # no_drain MODE: once the test user's jobs are gone (bounded wait), every node is idle.
 no_drain() {
 	local states reasons n
-	for _ in $(seq 120); do
-		[ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ] && break
-		sleep 0.5
-	done
+	wait_until -i 0.5 120 eval '[ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ]'
 	# A node still completing the last job is not yet idle (bounded wait).
-	for _ in $(seq 60); do
-		states=$(sinfo -h -N -o '%N %t' | sort -u)
-		echo "$states" | grep -q ' comp' || break
-		sleep 0.5
-	done
+	wait_until -i 0.5 60 eval 'states=$(sinfo -h -N -o "%N %t" | sort -u); ! echo "$states" | grep -q " comp"'
 	reasons=$(sinfo -h -R -o '%N: %E')
 	is "$(echo "$states" | awk '{print $2}' | sort -u | tr '\n' ' ')" "idle " \
 		"$1: every node idle after the failed dlrt steps, none drained" ||

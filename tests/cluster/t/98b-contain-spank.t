@@ -28,10 +28,7 @@ like "$(grep -E '^(SlurmdParameters|JobContainerType)=' "$SLURM_CONF" | tr '\n' 
 # without any dlrt option: such a job, which never ran, is run again (at most three times in
 # all), and says so.
 idle() {
-	for _ in $(seq 120); do
-		[ "$(sinfo -h -o %t | sort -u)" = idle ] && return 0
-		sleep 0.5
-	done
+	wait_until -i 0.5 120 eval '[ "$(sinfo -h -o %t | sort -u)" = idle ]'
 }
 NO_NS='are still not ready|container_p_join: open failed'
 step() {
