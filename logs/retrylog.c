@@ -50,7 +50,19 @@ static size_t word(const char *p, char *word, size_t wlen)
 	return n;
 }
 
-void dlrt_retry_log_nodes(const char *log, uint32_t attempt, char *list, size_t len)
+/* The signal of a "... signal=N" line (up to end, or the string's end); -1 if none. */
+static int line_signal(const char *line, const char *end)
+{
+	const char *p = strstr(line, " signal=");
+	int sig;
+
+	if (!p || (end && p > end) || sscanf(p + 8, "%d", &sig) != 1)
+		return -1;
+	return sig;
+}
+
+void dlrt_retry_log_nodes(const char *log, uint32_t attempt, int ignore_sig, char *list,
+			  size_t len)
 {
 	char want[40], node[128];
 
@@ -58,7 +70,8 @@ void dlrt_retry_log_nodes(const char *log, uint32_t attempt, char *list, size_t 
 	for (const char *line = log; line && *line;) {
 		const char *end = strchr(line, '\n'), *p = strstr(line, want);
 
-		if (p && (!end || p < end) && word(p + strlen(want), node, sizeof(node)))
+		if (p && (!end || p < end) && word(p + strlen(want), node, sizeof(node)) &&
+		    (!ignore_sig || line_signal(line, end) != ignore_sig))
 			dlrt_retry_list_add(list, len, node);
 		line = end ? end + 1 : NULL;
 	}

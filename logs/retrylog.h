@@ -15,8 +15,10 @@ void dlrt_retry_list_add(char *list, size_t len, const char *name);
 /* "... JobState=RUNNING ... ExcNodeList=n2 ..." -> the word after `key` ("" if absent). */
 void dlrt_retry_field(const char *text, const char *key, char *out, size_t len);
 
-/* Nodes of retry-log lines "<stamp> attempt=A node=X ..." with A == attempt, added to list. */
-void dlrt_retry_log_nodes(const char *log, uint32_t attempt, char *list, size_t len);
+/* Nodes of retry-log lines "<stamp> attempt=A node=X ... signal=N" with A == attempt,
+ * added to list; lines whose N is ignore_sig are skipped (0: none is). */
+void dlrt_retry_log_nodes(const char *log, uint32_t attempt, int ignore_sig, char *list,
+			  size_t len);
 
 /* Whether a line "<stamp> attempt=A warning ..." with A == attempt is in the log:
  * --dl-signal's warning of that attempt was due (spank/lifecycle.c records it). */

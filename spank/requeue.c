@@ -362,7 +362,7 @@ static bool requeue_after_warning(const struct rq_job *j, char *buf, size_t len)
 /* The batch step's decision (as the user). */
 static void decide(const struct rq_job *j)
 {
-	char failed[1024] = "", buf[16384], state[64], exc[1024], jid[16];
+	char failed[1024] = "", down[1024] = "", buf[16384], state[64], exc[1024], jid[16];
 	char *sinfo[] = { "sinfo", "-h", "-N", "-n", (char *)j->nodelist, "-o", "%N %t", NULL };
 	bool running, held = false;
 
@@ -375,16 +375,28 @@ static void decide(const struct rq_job *j)
 		return;
 	if (!running && !slurm_requeues(state))
 		return; /* cancelled, timed out, or slurmctld unreachable: not ours to retry */
-	/* 1. When the script ended by itself: tasks killed by a signal in this
+	/* 1. Nodes of the job Slurm reports down, failing or not responding ("*"). */
+	if (j->nodelist[0] && run(j, buf, sizeof(buf), sinfo) == 0)
+		dlrt_retry_down_nodes(buf, down, sizeof(down));
+	/* 2. When the script ended by itself: tasks killed by a signal in this
 	 * attempt (recorded by the steps). When Slurm is requeueing the job, its
-	 * tasks were killed by Slurm, so only the node states below count. */
+	 * tasks were killed by Slurm, so only the node states count. With a node
+	 * down, a SIGKILL elsewhere is the step's teardown (srun kills a step
+	 * that lost a node), not the other node's fault: only other signals
+	 * (SIGSEGV, SIGBUS, ...) count there. */
 	if (running) {
 		rq_read(j, buf, sizeof(buf));
-		dlrt_retry_log_nodes(buf, j->attempt, failed, sizeof(failed));
+		dlrt_retry_log_nodes(buf, j->attempt, down[0] ? SIGKILL : 0, failed, sizeof(failed));
 	}
-	/* 2. Nodes of the job Slurm reports down, failing or not responding ("*"). */
-	if (j->nodelist[0] && run(j, buf, sizeof(buf), sinfo) == 0)
-		dlrt_retry_down_nodes(buf, failed, sizeof(failed));
+	for (char *p = down; *p;) {
+		size_t k = strcspn(p, ",");
+		char c = p[k];
+
+		p[k] = '\0';
+		dlrt_retry_list_add(failed, sizeof(failed), p);
+		p[k] = c;
+		p += k + (c == ',');
+	}
 	if (!failed[0])
 		return; /* no node to blame: an ordinary failure (or success) is the user's */
 	if (j->attempt >= dlrt_plugin.opts.retries) {

@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(buf, data, size);
 	buf[size] = '\0';
-	dlrt_retry_log_nodes(buf, size ? (uint32_t)data[0] % 3 : 0, list, sizeof(list));
+	dlrt_retry_log_nodes(buf, size ? (uint32_t)data[0] % 3 : 0, size > 1 ? data[1] % 12 : 0, list,
+			     sizeof(list));
 	dlrt_retry_down_nodes(buf, list, sizeof(list));
 	(void)dlrt_retry_log_warned(buf, size ? (uint32_t)data[0] % 3 : 0);
 	dlrt_retry_down_nodes(buf, small, sizeof(small));

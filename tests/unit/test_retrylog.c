@@ -13,10 +13,21 @@ int main(void)
 	const char *job = "JobId=89 JobName=x JobState=PENDING Reason=BeginTime ReqNodeList=(null) "
 			  "ExcNodeList=n2,n3 NodeList=n[1,4]";
 
-	dlrt_retry_log_nodes(log, 0, list, sizeof(list));
+	dlrt_retry_log_nodes(log, 0, 0, list, sizeof(list));
 	TAP_IS_STR(list, "n2", "attempt 0: n2, once");
-	dlrt_retry_log_nodes(log, 1, list, sizeof(list));
+	dlrt_retry_log_nodes(log, 1, 0, list, sizeof(list));
 	TAP_IS_STR(list, "n2,n3", "attempt 1 adds n3 (attempt=10 is not attempt=1)");
+	{
+		char some[32] = "";
+
+		/* With a node down, a SIGKILL elsewhere is the step's teardown. */
+		dlrt_retry_log_nodes(log, 0, 9, some, sizeof(some));
+		TAP_IS_STR(some, "", "attempt 0 without its SIGKILLs: no node");
+		dlrt_retry_log_nodes(log, 1, 9, some, sizeof(some));
+		TAP_IS_STR(some, "n3", "attempt 1's SIGSEGV still counts");
+		dlrt_retry_log_nodes("x attempt=0 node=n5 step=0\n", 0, 9, some, sizeof(some));
+		TAP_IS_STR(some, "n3,n5", "a line without signal= counts");
+	}
 	{
 		char none[16] = "";
 		const char *w = "2026-11-28T10:00:00.0Z attempt=1 warning signal=USR1 node=n1 step=0\n"
@@ -26,7 +37,7 @@ int main(void)
 		TAP_OK(!dlrt_retry_log_warned(w, 2), "attempt 2 was not (attempt=12 is not 2)");
 		TAP_OK(!dlrt_retry_log_warned(log, 0), "a signal record is no warning");
 
-		dlrt_retry_log_nodes(w, 1, none, sizeof(none));
+		dlrt_retry_log_nodes(w, 1, 0, none, sizeof(none));
 		TAP_IS_STR(none, "", "a warning names no failed node");
 	}
 	dlrt_retry_down_nodes("n1 alloc\nn2 down*\nn4 idle*\nn5 drain\nn6 mix\nn7 fail\n", list, sizeof(list));
