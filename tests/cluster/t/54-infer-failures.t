@@ -155,7 +155,7 @@ in_flight() { [ "$(infer status | awk -v w="$1" '$2 == w { print $5 }')" -gt 0 ]
 wait_until -i 0.05 10 in_flight requeued
 scontrol requeue "$RQ"
 ok $? "scontrol requeue of the worker's element (job $RQ) while it works"
-wait_until 20 eval 'COORD_LOG | grep -q "(requeued) left"'
+wait_until 60 eval 'COORD_LOG | grep -q "(requeued) left"'
 like "$(COORD_LOG | grep '(requeued) left')" 'left \(connection closed\) with [01] tasks in flight' \
 	"Slurm ending the requeued element is handled as a worker failure"
 infer wait "$J4" >/dev/null
@@ -174,7 +174,7 @@ J5=$(infer submit --model deepcnn --inputs $IN --count $N1 --batch 10 --name cut
 wait_until -i 0.05 10 in_flight cutoff
 ip link set "$HIF" down
 ok $? "n3 cut off the network while its worker works"
-wait_until 10 eval 'COORD_LOG | grep -q "(cutoff) silent"'
+wait_until 30 eval 'COORD_LOG | grep -q "(cutoff) silent"'
 line=$(COORD_LOG | grep '(cutoff) silent' | head -1)
 like "$line" 'silent for [0-9.]+ s \(heartbeat bound 2.00 s\) with [01] tasks in flight' \
 	"its silence is noticed by heartbeats"
