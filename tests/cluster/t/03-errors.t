@@ -41,14 +41,19 @@ is "$(squeue -h -u "$DLRT_TEST_USER" | wc -l)" 0 "srun left no allocation behind
 # Inside one allocation, as a user debugging with salloc: a step srun refuses after
 # Slurm created it, the same as a dry run, and a dry run must each leave no step behind,
 # or the allocation's next srun waits for their CPUs until the job ends.
-run_batch -N3 -n12 -O <<'JOB'
+# (slurmctld may list a step for a moment after its srun returned: left.txt is
+# what is still listed 10 s later.)
+run_batch -N3 -n12 -O <<JOB
 #!/bin/bash
-srun -N1 -n1 --dl-runtime=mxnet touch ran >/dev/null 2>refused.err; echo "refused rc $?"
+srun -N1 -n1 --dl-runtime=mxnet touch ran >/dev/null 2>refused.err; echo "refused rc \$?"
 srun -N1 -n1 --dl-runtime=mxnet --dl-dry-run true >/dev/null 2>refused-dry.err
-echo "refused dry run rc $?"
-srun -N2 -n3 --dl-runtime=mxnet --dl-dry-run true >/dev/null 2>dry.err; echo "dry run rc $?"
-squeue -h -s -j "$SLURM_JOB_ID" -o %i | grep -E '^[0-9]+\.[0-9]+$' >left.txt
-timeout 60 srun -N3 -n3 -O true; echo "next step rc $?"
+echo "refused dry run rc \$?"
+srun -N2 -n3 --dl-runtime=mxnet --dl-dry-run true >/dev/null 2>dry.err; echo "dry run rc \$?"
+. "$WAIT_UNTIL"
+steps() { squeue -h -s -j "\$SLURM_JOB_ID" -o %i | grep -E '^[0-9]+\.[0-9]+\$'; }
+wait_until 10 eval '! steps >/dev/null' 2>/dev/null
+steps >left.txt
+timeout 60 srun -N3 -n3 -O true; echo "next step rc \$?"
 JOB
 is "$RC" 0 "the allocation with refused steps ended by itself"
 like "$(cat "$WORK/job.out")" "refused rc 1" "the refused step: srun exits 1"
