@@ -1,0 +1,162 @@
+#!/bin/bash
+# A step over the components of a heterogeneous job is one dlrt world
+# (docs/hetjob.md): `salloc -N1 -n2 : -N2 -n4 --gres=gpu:2` then
+# `srun --het-group=0,1 --dl-runtime=...`, and a `#SBATCH hetjob` script's srun
+# over its components. Component 0 asks no GPU (a CPU component), component 1
+# asks gpu:2 on each of its nodes. Checked: the real ps-lite contract program
+# trains with its scheduler and servers on the CPU node and its workers on the
+# GPU nodes, through srun's rendezvous and through Slurm's PMIx; torch DDP,
+# Horovod (gloo) and TensorFlow's TF_CONFIG (chief and ps in the first component)
+# over two components; each component's GPUs from its own GRES and none for the
+# CPU component; mappings that cannot fit refused in one line before the step
+# runs; --dl-log-dir, fail-fast naming role and component, --dl-dry-run's table
+# per component; a plain step's table as before.
+. "$(dirname "$0")/../lib.sh"
+
+P=$TESTS_BIN/pslite_contract
+SRC=$(cd "$HERE/../.." && pwd)
+CPU="-N1 -n2"
+GPU="-N2 -n4 --gres=gpu:2"
+
+# het SALLOC-ARGS SRUN-ARGS...: srun --het-group=0,1 inside salloc's hetjob allocation.
+het() {
+	local alloc=$1
+	shift
+	# shellcheck disable=SC2086 # the allocation's words
+	as_user salloc $alloc srun --het-group=0,1 "$@" >"$OUT" 2>"$ERR"
+	RC=$?
+}
+# $ERR without salloc's and srun's progress lines.
+het_errors() {
+	grep -Ev '^salloc: |^srun: job [0-9]+ (queued and waiting for resources|has been allocated resources)$' "$ERR"
+}
+
+# 1. The dry run: one table over both components, roles by component.
+het "$CPU : $GPU" --dl-runtime=mxnet --dl-dry-run true
+is "$RC" 0 "mxnet dry run over two components" || het_errors | head -3 | while read -r l; do fail_detail "$l"; done
+like "$(cat "$OUT")" "job [0-9]+ step [0-9]+, runtime mxnet, 6 tasks on 3 nodes" "one world of 6 tasks on 3 nodes"
+like "$(cat "$OUT")" "roles: 1 scheduler, 1 server, 4 workers" "the first component's 2 tasks are the scheduler and a server"
+like "$(cat "$OUT")" "component 0: tasks 0-1 on n1\(2\), cpus/node 2: 1 scheduler, 1 server" \
+	"the table per component: component 0 on n1 holds the scheduler and the server"
+like "$(cat "$OUT")" "component 1: tasks 2-5 on n2\([0-9]\) n3\([0-9]\), cpus/node [0-9,()x]*: 4 workers" \
+	"component 1 on n2 and n3 holds the 4 workers"
+is "$(grep -cE '^[2-5] +n[23] +[0-9] +worker ' "$OUT")" 4 "tasks 2-5 are workers on the GPU component's nodes"
+like "$(cat "$ERR")" "address exchange through srun's rendezvous: auto, and a heterogeneous step" \
+	"the dry run says why auto took srun's rendezvous"
+
+# 2. The ps-lite contract program: servers on the CPU node, workers on the GPU nodes.
+het "-N1 -n3 : $GPU" --dl-runtime=mxnet "$P" --timeout-s 20 --rounds 3
+is "$RC" 0 "ps-lite over two components trained" || het_errors | head -5 | while read -r l; do fail_detail "$l"; done
+is "$(grep -c '3 rounds ok, sum=10$' "$OUT")" 4 "all 4 workers pulled correct sums"
+is "$(grep -oE '^pslite_contract: worker [0-9]+ of 4 on n[0-9]' "$OUT" | awk '{print $NF}' | sort -u | paste -sd,)" \
+	"n2,n3" "the workers ran on the GPU component's nodes only"
+is "$(grep -oE '^pslite_contract: server [0-9]+ of 2 on n[0-9]' "$OUT" | awk '{print $NF}' | sort -u)" \
+	"n1" "both servers ran on the CPU component's node"
+like "$(cat "$OUT")" "scheduler on n1 .*6 nodes registered \(2 servers, 4 workers\), all finalized" \
+	"the scheduler on n1 saw all six register and finalize"
+
+if [ -n "$NO_PMIX" ]; then
+	skip "ps-lite over two components through Slurm's PMIx: $NO_PMIX"
+else
+	het "-N1 -n3 : $GPU" --mpi=pmix --dl-exchange=pmix --dl-verbose --dl-runtime=mxnet "$P" \
+		--timeout-s 20 --rounds 3
+	is "$RC/$(grep -c '3 rounds ok, sum=10$' "$OUT")" "0/4" \
+		"--dl-exchange=pmix: Slurm's PMIx spans the components, ps-lite trained" ||
+		het_errors | head -5 | while read -r l; do fail_detail "$l"; done
+	like "$(cat "$ERR")" "address exchange through Slurm's PMIx: [0-9.]+ ms" \
+		"the tasks exchanged through Slurm's PMIx"
+fi
+
+# 3. Each component's GPUs from its own GRES; none for the CPU component.
+T=$WORK/topo
+mkdir -p "$T"
+cp "$SRC/tests/fixtures/topo/cluster-2s4g.xml" "$T/"
+for n in n1 n2 n3; do ln -s cluster-2s4g.xml "$T/$n.xml"; done
+het "$CPU : -N2 -n4 --ntasks-per-node=2 --gres=gpu:2" --dl-runtime=horovod --dl-topology="$T/%n.xml" \
+	bash -c 'echo "T=$SLURM_PROCID $(hostname) cvd=${CUDA_VISIBLE_DEVICES-unset} hvd=$HOROVOD_RANK/$HOROVOD_SIZE"'
+is "$RC" 0 "horovod with a GPU plan over two components" || het_errors | head -3 | while read -r l; do fail_detail "$l"; done
+is "$(grep -cE '^T=[01] n1 cvd=unset hvd=[01]/6$' "$OUT")" 2 "the CPU component's tasks get no GPU variables"
+is "$(grep -E '^T=[2-5] n[23] cvd=[0-9]+ ' "$OUT" | awk '{print $2, $3}' | sort | uniq -c | awk '{print $1}' | sort -u)" 1 \
+	"each GPU-component task has one GPU of its node's two, its own"
+
+# 4. torch DDP across two components.
+if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
+	cp "$SRC/examples/torch_fashion_mnist.py" "$WORK/train.py"
+	het "-N1 -n2 -c2 : -N2 -n4 -c2" --dl-runtime=torch /usr/bin/python3 train.py --steps 10
+	is "$RC" 0 "torch DDP over two components trained" || het_errors | tail -5 | while read -r l; do fail_detail "$l"; done
+	is "$(grep -oE 'rank=[0-5] world=6' "$OUT" | sort -u | wc -l)" 6 "ranks 0-5 of one world of 6"
+	is "$(grep -oE 'params_sha256=[0-9a-f]{64}' "$OUT" | sort -u | wc -l)" 1 \
+		"the parameters are bit-identical on all ranks of both components"
+else
+	skip "torch DDP over two components: needs python3-torch and dataset-fashion-mnist"
+fi
+
+# 5. Horovod (gloo) over two components: one rendezvous, one allreduce.
+het "$CPU : $GPU" --dl-runtime=horovod "$TESTS_BIN/gloo_hvd_allreduce"
+is "$RC" 0 "horovod gloo over two components" || het_errors | head -3 | while read -r l; do fail_detail "$l"; done
+is "$(grep -c '^rank [0-5] of 6: allreduce ok sum=15$' "$OUT")" 6 "all 6 ranks passed the rendezvous and the allreduce"
+
+# 6. TensorFlow: the chief and the ps tasks in the first component, workers in the other.
+het "-N1 -n3 : -N2 -n4" --dl-runtime=tensorflow bash -c 'echo "T=$SLURM_PROCID $(hostname) $TF_CONFIG"'
+is "$RC" 0 "tensorflow over two components" || het_errors | head -3 | while read -r l; do fail_detail "$l"; done
+tf=$(sort -n -k1.3 "$OUT" | /usr/bin/python3 -c '
+import json, sys
+rows = [l.split(" ", 2) for l in sys.stdin.read().splitlines() if l.startswith("T=")]
+out = []
+for t, host, conf in rows:
+    c = json.loads(conf)
+    cl = c["cluster"]
+    out.append("%s:%s%d@%s" % (t[2:], c["task"]["type"], c["task"]["index"], host))
+    assert len(cl["chief"]) == 1 and len(cl["ps"]) == 2 and len(cl["worker"]) == 4, cl
+    me = cl[c["task"]["type"]][c["task"]["index"]]
+    assert me.startswith("10."), me
+print(" ".join(out))')
+is "$tf" "0:chief0@n1 1:ps0@n1 2:ps1@n1 3:worker0@n2 4:worker1@n2 5:worker2@n2 6:worker3@n3" \
+	"TF_CONFIG: chief and 2 ps on the first component's node, 4 workers on the other's"
+
+# 7. Mappings that cannot fit: one line each, before anything runs.
+het "-N1 -n1 : $GPU" --dl-runtime=mxnet true
+is "$RC,$(het_errors | wc -l)" "1,1" "mxnet with a one-task first component: refused in one line"
+like "$(het_errors)" "first component, which has 1 task: give it at least 2 .* or --dl-het-roles=flat" \
+	"the line says what fits"
+het "$CPU : $GPU" --dl-runtime=mxnet --dl-servers=3 true
+is "$RC,$(het_errors | wc -l)" "1,1" "--dl-servers=3 with a 2-task first component: refused in one line"
+like "$(het_errors)" "dl-servers=3 does not fit .* give the first component 4 tasks" "the line says what fits"
+het "-N1 -n1 : $GPU" --dl-runtime=tensorflow true
+is "$RC,$(het_errors | wc -l)" "1,1" "tensorflow with a one-task first component: refused in one line"
+het "-N1 -n1 : $GPU" --dl-runtime=mxnet --dl-het-roles=flat --dl-dry-run true
+is "$RC" 0 "--dl-het-roles=flat: the same components fit as one plain step"
+like "$(cat "$OUT")" "roles as one plain step \(--dl-het-roles=flat\)" "the dry run names the mapping"
+
+# 8. --dl-log-dir: one folder for the whole step, a log per task of both components.
+het "$CPU : $GPU" --dl-runtime=mxnet --dl-log-dir="$WORK/logs" "$P" --timeout-s 20 --rounds 2
+is "$RC" 0 "ps-lite with --dl-log-dir over two components" || het_errors | head -3 | while read -r l; do fail_detail "$l"; done
+is "$(find "$WORK/logs" -name '*.log' | wc -l)" 6 "six task logs"
+is "$(find "$WORK/logs" -mindepth 1 -maxdepth 1 -type d | wc -l)" 1 "all in one job folder (the het job's)"
+
+# 9. Fail-fast: a worker of the GPU component dies; the line names its role and
+# component, and the whole step (both components) ends instead of hanging.
+het "$CPU : $GPU" --dl-runtime=mxnet "$P" --timeout-s 60 --rounds 100000 --round-delay-ms 20 \
+	--crash worker:1 --crash-after-ms 1000
+ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "a worker killed mid-run: the step fails instead of hanging"
+like "$(cat "$ERR")" "mxnet worker [0-9]+ \(task [0-9]+ on n[23], component 1\) (exited|was killed)" \
+	"the fail-fast line names the role and the component"
+
+# 10. A #SBATCH hetjob script's srun over its components.
+run_batch --dl-runtime=mxnet <<JOB
+#!/bin/bash
+#SBATCH -N1 -n2
+#SBATCH hetjob
+#SBATCH -N2 -n4 --gres=gpu:2
+srun --het-group=0,1 "$P" --timeout-s 20 --rounds 3
+JOB
+is "$RC" 0 "a hetjob batch script's srun --het-group=0,1 trained" || fail_detail "$(tail -3 "$WORK/job.err")"
+is "$(grep -c '3 rounds ok, sum=10$' "$WORK/job.out")" 4 "its 4 workers pulled correct sums"
+
+# 11. A plain step is as before: no component table, roles spread as always.
+run_srun -N3 -n6 --dl-runtime=mxnet --dl-dry-run true
+is "$RC" 0 "a plain step's dry run"
+unlike "$(cat "$OUT")" "heterogeneous" "no component table for a plain step"
+like "$(cat "$OUT")" "roles: 1 scheduler, 3 servers, 2 workers" "a plain step's roles are spread as before"
+
+done_testing
