@@ -6,6 +6,8 @@ UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_plugin_load \
               $(BUILD)/tests/test_crypto $(BUILD)/tests/test_proc \
               $(BUILD)/tests/test_instpath $(BUILD)/tests/test_env \
               $(BUILD)/tests/test_privdir $(BUILD)/tests/test_dlist
+# A heterogeneous step's layout (common/hetlayout.c) and its roles by component.
+UNIT_TESTS += $(BUILD)/tests/test_hetlayout
 # The fake SPANK host exports spank_* so the dlopen'ed plugin binds to it.
 TEST_LDFLAGS_plugin_load := -rdynamic -ldl
 $(BUILD)/tests/test_plugin_load $(SAN_BUILD)/tests/test_plugin_load: $(PLUGIN)
