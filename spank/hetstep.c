@@ -244,6 +244,26 @@ void dlrt_hetstep_print(spank_t sp, FILE *f, const struct dlrt_plan *plan)
 	}
 }
 
+void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, size_t nlen)
+{
+	uint32_t ngroups = 0;
+	size_t io = 0, no = 0;
+	char name[64], v[HET_ENV_MAX];
+
+	if (step_env_u32(sp, "SLURM_HET_SIZE", 2, DLRT_HET_GROUPS_MAX, &ngroups) < 0)
+		return;
+	for (uint32_t g = 0; g < ngroups; g++) {
+		snprintf(name, sizeof(name), "SLURM_JOB_ID_HET_GROUP_%u", g);
+		if (step_env(sp, name, v, 16) == 0 && io < ilen)
+			io += (size_t)snprintf(ids + io, ilen - io, "%s%s", io ? " " : "", v);
+		snprintf(name, sizeof(name), "SLURM_JOB_NODELIST_HET_GROUP_%u", g);
+		if (step_env(sp, name, v, sizeof(v)) == 0 && no < nlen)
+			no += (size_t)snprintf(nodes + no, nlen - no, "%s%s", no ? "," : "", v);
+	}
+	if (io >= ilen)
+		ids[0] = '\0'; /* cut: the leader alone, as in a plain job */
+}
+
 /* ---- srun ---- */
 
 static uint32_t client_components;

@@ -39,6 +39,11 @@ const char *dlrt_hetstep_comp_of(uint32_t rank, char *buf, size_t len);
  * from the allocation, roles). Nothing in a plain step. */
 void dlrt_hetstep_print(spank_t sp, FILE *f, const struct dlrt_plan *plan);
 
+/* The batch script of a hetjob (--dl-retries' decision): every component's
+ * job id into ids ("96 97") and every component's nodes, comma-separated,
+ * into nodes. Unchanged when the job is not heterogeneous. */
+void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, size_t nlen);
+
 /* srun: init_post_opt runs once per component of the step (seen on 22.05);
  * this counts them. From the second on the step is heterogeneous. */
 uint32_t dlrt_hetstep_client_count(void);
