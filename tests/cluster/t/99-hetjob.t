@@ -114,6 +114,17 @@ print(" ".join(out))')
 is "$tf" "0:chief0@n1 1:ps0@n1 2:ps1@n1 3:worker0@n2 4:worker1@n2 5:worker2@n2 6:worker3@n3" \
 	"TF_CONFIG: chief and 2 ps on the first component's node, 4 workers on the other's"
 
+# 6b. JAX, Caffe2 and torchrun: their contract's variables over both components.
+het "$CPU : $GPU" --dl-runtime=jax bash -c 'echo "T=$SLURM_PROCID $JAX_PROCESS_ID/$JAX_NUM_PROCESSES $JAX_COORDINATOR_ADDRESS"'
+is "$RC/$(grep -cE '^T=([0-5]) \1/6 10\.[0-9.]+:[0-9]+$' "$OUT")/$(awk '{print $3}' "$OUT" | sort -u | wc -l)" "0/6/1" \
+	"jax: process ids 0-5 of 6, one coordinator for both components"
+het "$CPU : $GPU" --dl-runtime=caffe2 bash -c 'echo "T=$SLURM_PROCID $SHARD_ID/$NUM_SHARDS $DLRT_ROLE"'
+is "$RC/$(grep -cE '^T=([0-5]) \1/6 (master|worker)$' "$OUT")/$(grep -c ' master$' "$OUT")" "0/6/1" \
+	"caffe2: shards 0-5 of 6, task 0 (the first component's) the master"
+het "-N1 -n1 : -N2 --ntasks-per-node=1" --dl-runtime=torchrun bash -c 'echo "T=$SLURM_PROCID $PET_NNODES $PET_RDZV_ID"'
+is "$RC/$(grep -cE '^T=[0-2] 3 dlrt-[0-9.]+$' "$OUT")/$(awk '{print $3}' "$OUT" | sort -u | wc -l)" "0/3/1" \
+	"torchrun: one agent per node of both components, 3 nodes, one rendezvous"
+
 # 7. Mappings that cannot fit: one line each, before anything runs.
 het "-N1 -n1 : $GPU" --dl-runtime=mxnet true
 is "$RC,$(het_errors | wc -l)" "1,1" "mxnet with a one-task first component: refused in one line"
