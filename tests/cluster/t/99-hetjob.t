@@ -153,6 +153,13 @@ ok "$([ "$RC" -ne 0 ] && echo 0 || echo 1)" "a worker killed mid-run: the step f
 like "$(cat "$ERR")" "mxnet worker [0-9]+ \(task [0-9]+ on n[23], component 1\) (exited|was killed)" \
 	"the fail-fast line names the role and the component"
 
+# 9b. --dl-signal: every task of both components gets the warning before the limit.
+# shellcheck disable=SC2016 # the task's shell expands these
+as_user salloc -t 2 $CPU : $GPU srun --het-group=0,1 --dl-runtime=torch --dl-signal=USR1@105 \
+	bash -c 'trap "echo got USR1 \$SLURM_PROCID; exit 0" USR1; for i in $(seq 60); do sleep 1; done; echo none' \
+	>"$OUT" 2>"$ERR"
+is "$(grep -c '^got USR1 [0-5]$' "$OUT")" 6 "--dl-signal: all 6 tasks of both components got USR1 before the limit"
+
 # 10. A #SBATCH hetjob script's srun over its components.
 run_batch --dl-runtime=mxnet <<JOB
 #!/bin/bash
