@@ -160,6 +160,15 @@ as_user salloc -t 2 $CPU : $GPU srun --het-group=0,1 --dl-runtime=torch --dl-sig
 	>"$OUT" 2>"$ERR"
 is "$(grep -c '^got USR1 [0-5]$' "$OUT")" 6 "--dl-signal: all 6 tasks of both components got USR1 before the limit"
 
+# 9c. --dl-hang-timeout: the positions of both components' tasks are compared as one
+# step's, and every component's tasks end.
+as_user salloc -t 3 $CPU : $GPU srun --het-group=0,1 --dl-runtime=torch --dl-hang-timeout=10 \
+	sleep 100 >"$OUT" 2>"$ERR"
+is "$(grep -cE '^dlrt: hang: task [0-5] \(worker\) on n[1-3], pid' "$ERR")" 6 \
+	"--dl-hang-timeout: each of the 6 tasks of both components printed its stacks"
+like "$(cat "$ERR")" "dlrt: hang: all 6 tasks are in clock_nanosleep" \
+	"--dl-hang-timeout: one comparison over both components' positions"
+
 # 10. A #SBATCH hetjob script's srun over its components.
 run_batch --dl-runtime=mxnet <<JOB
 #!/bin/bash
