@@ -67,11 +67,14 @@ static void prepare_exchange(void)
 static int het_post_opt(void)
 {
 	struct dlrt_err err;
-	uint16_t port = dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? 0 :
-			dlrt_plugin.rendezvous.port;
+	uint16_t port;
 
+	/* --dl-runtime given after the first ':' only: the secret is made now. */
+	if (!dlrt_plugin.has_step_secret)
+		prepare_exchange();
 	if (!dlrt_plugin.has_step_secret)
 		return 0;
+	port = dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? 0 : dlrt_plugin.rendezvous.port;
 	if (port == 0 && dlrt_plugin.opts.exchange != DLRT_EXCHANGE_PMIX) {
 		slurm_error("dlrt: srun's rendezvous did not start for this heterogeneous step; "
 			    "run it again, or use --dl-exchange=pmix");
