@@ -15,16 +15,19 @@
 
 P=$TESTS_BIN/pslite_contract
 SRC=$(cd "$HERE/../.." && pwd)
-CPU="-N1 -n2"
-GPU="-N2 -n4 --gres=gpu:2"
+# Each component on its own nodes, named, so that the checks can name them.
+CPU="-N1 -n2 -w n1"
+GPU="-N2 -n4 --gres=gpu:2 -w n[2-3]"
 
 # het SALLOC-ARGS SRUN-ARGS...: srun --het-group=0,1 inside salloc's hetjob allocation.
 het() {
 	local alloc=$1
 	shift
-	# shellcheck disable=SC2086 # the allocation's words
+	# shellcheck disable=SC2086 # the allocation's words, not globs (-w n[2-3])
+	set -f
 	as_user salloc $alloc srun --het-group=0,1 "$@" >"$OUT" 2>"$ERR"
 	RC=$?
+	set +f
 }
 # $ERR without salloc's and srun's progress lines.
 het_errors() {
@@ -45,7 +48,7 @@ like "$(cat "$ERR")" "address exchange through srun's rendezvous: auto, and a he
 	"the dry run says why auto took srun's rendezvous"
 
 # 2. The ps-lite contract program: servers on the CPU node, workers on the GPU nodes.
-het "-N1 -n3 : $GPU" --dl-runtime=mxnet "$P" --timeout-s 20 --rounds 3
+het "-N1 -n3 -w n1 : $GPU" --dl-runtime=mxnet "$P" --timeout-s 20 --rounds 3
 is "$RC" 0 "ps-lite over two components trained" || het_errors | head -5 | while read -r l; do fail_detail "$l"; done
 is "$(grep -c '3 rounds ok, sum=10$' "$OUT")" 4 "all 4 workers pulled correct sums"
 is "$(grep -oE '^pslite_contract: worker [0-9]+ of 4 on n[0-9]' "$OUT" | awk '{print $NF}' | sort -u | paste -sd,)" \
@@ -58,7 +61,7 @@ like "$(cat "$OUT")" "scheduler on n1 .*6 nodes registered \(2 servers, 4 worker
 if [ -n "$NO_PMIX" ]; then
 	skip "ps-lite over two components through Slurm's PMIx: $NO_PMIX"
 else
-	het "-N1 -n3 : $GPU" --mpi=pmix --dl-exchange=pmix --dl-verbose --dl-runtime=mxnet "$P" \
+	het "-N1 -n3 -w n1 : $GPU" --mpi=pmix --dl-exchange=pmix --dl-verbose --dl-runtime=mxnet "$P" \
 		--timeout-s 20 --rounds 3
 	is "$RC/$(grep -c '3 rounds ok, sum=10$' "$OUT")" "0/4" \
 		"--dl-exchange=pmix: Slurm's PMIx spans the components, ps-lite trained" ||
@@ -72,7 +75,7 @@ T=$WORK/topo
 mkdir -p "$T"
 cp "$SRC/tests/fixtures/topo/cluster-2s4g.xml" "$T/"
 for n in n1 n2 n3; do ln -s cluster-2s4g.xml "$T/$n.xml"; done
-het "$CPU : -N2 -n4 --ntasks-per-node=2 --gres=gpu:2" --dl-runtime=horovod --dl-topology="$T/%n.xml" \
+het "$CPU : -N2 -n4 --ntasks-per-node=2 --gres=gpu:2 -w n[2-3]" --dl-runtime=horovod --dl-topology="$T/%n.xml" \
 	bash -c 'echo "T=$SLURM_PROCID $(hostname) cvd=${CUDA_VISIBLE_DEVICES-unset} hvd=$HOROVOD_RANK/$HOROVOD_SIZE"'
 is "$RC" 0 "horovod with a GPU plan over two components" || het_errors | head -3 | while read -r l; do fail_detail "$l"; done
 is "$(grep -cE '^T=[01] n1 cvd=unset hvd=[01]/6$' "$OUT")" 2 "the CPU component's tasks get no GPU variables"
@@ -82,7 +85,8 @@ is "$(grep -E '^T=[2-5] n[23] cvd=[0-9]+ ' "$OUT" | awk '{print $2, $3}' | sort 
 # 4. torch DDP across two components.
 if /usr/bin/python3 -c 'import torch' 2>/dev/null && [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
 	cp "$SRC/examples/torch_fashion_mnist.py" "$WORK/train.py"
-	het "-N1 -n2 -c2 : -N2 -n4 -c2" --dl-runtime=torch /usr/bin/python3 train.py --steps 10
+	# A bound for 6 ranks training on a loaded 2-core machine, not a timing check.
+	JOB_TIMEOUT=400 het "-N1 -n2 -c2 -w n1 : -N2 -n4 -c2 -w n[2-3]" --dl-runtime=torch /usr/bin/python3 train.py --steps 10
 	is "$RC" 0 "torch DDP over two components trained" || het_errors | tail -5 | while read -r l; do fail_detail "$l"; done
 	is "$(grep -oE 'rank=[0-5] world=6' "$OUT" | sort -u | wc -l)" 6 "ranks 0-5 of one world of 6"
 	is "$(grep -oE 'params_sha256=[0-9a-f]{64}' "$OUT" | sort -u | wc -l)" 1 \
@@ -97,7 +101,7 @@ is "$RC" 0 "horovod gloo over two components" || het_errors | head -3 | while re
 is "$(grep -c '^rank [0-5] of 6: allreduce ok sum=15$' "$OUT")" 6 "all 6 ranks passed the rendezvous and the allreduce"
 
 # 6. TensorFlow: the chief and the ps tasks in the first component, workers in the other.
-het "-N1 -n3 : -N2 -n4" --dl-runtime=tensorflow bash -c 'echo "T=$SLURM_PROCID $(hostname) $TF_CONFIG"'
+het "-N1 -n3 -w n1 : -N2 -n4 -w n[2-3]" --dl-runtime=tensorflow bash -c 'echo "T=$SLURM_PROCID $(hostname) $TF_CONFIG"'
 is "$RC" 0 "tensorflow over two components" || het_errors | head -3 | while read -r l; do fail_detail "$l"; done
 tf=$(sort -n -k1.3 "$OUT" | /usr/bin/python3 -c '
 import json, sys
@@ -121,21 +125,21 @@ is "$RC/$(grep -cE '^T=([0-5]) \1/6 10\.[0-9.]+:[0-9]+$' "$OUT")/$(awk '{print $
 het "$CPU : $GPU" --dl-runtime=caffe2 bash -c 'echo "T=$SLURM_PROCID $SHARD_ID/$NUM_SHARDS $DLRT_ROLE"'
 is "$RC/$(grep -cE '^T=([0-5]) \1/6 (master|worker)$' "$OUT")/$(grep -c ' master$' "$OUT")" "0/6/1" \
 	"caffe2: shards 0-5 of 6, task 0 (the first component's) the master"
-het "-N1 -n1 : -N2 --ntasks-per-node=1" --dl-runtime=torchrun bash -c 'echo "T=$SLURM_PROCID $PET_NNODES $PET_RDZV_ID"'
+het "-N1 -n1 -w n1 : -N2 --ntasks-per-node=1 -w n[2-3]" --dl-runtime=torchrun bash -c 'echo "T=$SLURM_PROCID $PET_NNODES $PET_RDZV_ID"'
 is "$RC/$(grep -cE '^T=[0-2] 3 dlrt-[0-9.]+$' "$OUT")/$(awk '{print $3}' "$OUT" | sort -u | wc -l)" "0/3/1" \
 	"torchrun: one agent per node of both components, 3 nodes, one rendezvous"
 
 # 7. Mappings that cannot fit: one line each, before anything runs.
-het "-N1 -n1 : $GPU" --dl-runtime=mxnet true
+het "-N1 -n1 -w n1 : $GPU" --dl-runtime=mxnet true
 is "$RC,$(het_errors | wc -l)" "1,1" "mxnet with a one-task first component: refused in one line"
 like "$(het_errors)" "first component, which has 1 task: give it at least 2 .* or --dl-het-roles=flat" \
 	"the line says what fits"
 het "$CPU : $GPU" --dl-runtime=mxnet --dl-servers=3 true
 is "$RC,$(het_errors | wc -l)" "1,1" "--dl-servers=3 with a 2-task first component: refused in one line"
 like "$(het_errors)" "dl-servers=3 does not fit .* give the first component 4 tasks" "the line says what fits"
-het "-N1 -n1 : $GPU" --dl-runtime=tensorflow true
+het "-N1 -n1 -w n1 : $GPU" --dl-runtime=tensorflow true
 is "$RC,$(het_errors | wc -l)" "1,1" "tensorflow with a one-task first component: refused in one line"
-het "-N1 -n1 : $GPU" --dl-runtime=mxnet --dl-het-roles=flat --dl-dry-run true
+het "-N1 -n1 -w n1 : $GPU" --dl-runtime=mxnet --dl-het-roles=flat --dl-dry-run true
 is "$RC" 0 "--dl-het-roles=flat: the same components fit as one plain step"
 like "$(cat "$OUT")" "roles as one plain step \(--dl-het-roles=flat\)" "the dry run names the mapping"
 
@@ -155,15 +159,19 @@ like "$(cat "$ERR")" "mxnet worker [0-9]+ \(task [0-9]+ on n[23], component 1\) 
 
 # 9b. --dl-signal: every task of both components gets the warning before the limit.
 # shellcheck disable=SC2016 # the task's shell expands these
+set -f
 as_user salloc -t 2 $CPU : $GPU srun --het-group=0,1 --dl-runtime=torch --dl-signal=USR1@105 \
 	bash -c 'trap "echo got USR1 \$SLURM_PROCID; exit 0" USR1; for i in $(seq 60); do sleep 1; done; echo none' \
 	>"$OUT" 2>"$ERR"
+set +f
 is "$(grep -c '^got USR1 [0-5]$' "$OUT")" 6 "--dl-signal: all 6 tasks of both components got USR1 before the limit"
 
 # 9c. --dl-hang-timeout: the positions of both components' tasks are compared as one
 # step's, and every component's tasks end.
+set -f
 as_user salloc -t 3 $CPU : $GPU srun --het-group=0,1 --dl-runtime=torch --dl-hang-timeout=10 \
 	sleep 100 >"$OUT" 2>"$ERR"
+set +f
 is "$(grep -cE '^dlrt: hang: task [0-5] \(worker\) on n[1-3], pid' "$ERR")" 6 \
 	"--dl-hang-timeout: each of the 6 tasks of both components printed its stacks"
 like "$(cat "$ERR")" "dlrt: hang: all 6 tasks are in clock_nanosleep" \
