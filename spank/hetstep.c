@@ -311,7 +311,17 @@ int dlrt_hetstep_client_check(spank_t sp, struct dlrt_err *err)
 	uint32_t counts[DLRT_HET_GROUPS_MAX];
 	const char *s = getenv("SLURM_HET_SIZE");
 
-	if (!rt || !s || dlrt_parse_u32(s, 2, DLRT_HET_GROUPS_MAX, &ngroups) < 0 ||
+	if (!rt)
+		return 0;
+	/* srun's ':' inside a job that is not heterogeneous: Slurm gives those
+	 * components neither their allocation nor their job (SLURM_HET_SIZE,
+	 * SLURM_JOB_NODELIST_HET_GROUP_<g>), from which dlrt rebuilds the step. */
+	if (!s)
+		return dlrt_err_set(err, "dlrt runs a step over several components only in a "
+				    "heterogeneous job: ask for the components with salloc or sbatch "
+				    "(-n2 : -n4, or #SBATCH hetjob) and run srun --het-group=0,1 there, "
+				    "or drop the ':' from this srun");
+	if (dlrt_parse_u32(s, 2, DLRT_HET_GROUPS_MAX, &ngroups) < 0 ||
 	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
 		return 0;
 	for (uint32_t g = 0; g < ngroups; g++) {
