@@ -313,14 +313,15 @@ int dlrt_hetstep_client_check(spank_t sp, struct dlrt_err *err)
 
 	if (!rt)
 		return 0;
-	/* srun's ':' inside a job that is not heterogeneous: Slurm gives those
-	 * components neither their allocation nor their job (SLURM_HET_SIZE,
-	 * SLURM_JOB_NODELIST_HET_GROUP_<g>), from which dlrt rebuilds the step. */
-	if (!s)
-		return dlrt_err_set(err, "dlrt runs a step over several components only in a "
-				    "heterogeneous job: ask for the components with salloc or sbatch "
-				    "(-n2 : -n4, or #SBATCH hetjob) and run srun --het-group=0,1 there, "
-				    "or drop the ':' from this srun");
+	/* srun's ':' inside a job that is not heterogeneous, or srun making the
+	 * heterogeneous allocation itself: Slurm gives the tasks no allocation of
+	 * each component (SLURM_JOB_NODELIST_HET_GROUP_<g>, seen on 22.05), from
+	 * which dlrt rebuilds the step. */
+	if (!s || !getenv("SLURM_JOB_NODELIST_HET_GROUP_0"))
+		return dlrt_err_set(err, "a step over several components runs only inside a "
+				    "heterogeneous job's allocation: ask for the components with "
+				    "salloc or sbatch (-n2 : -n4, or #SBATCH hetjob) and run srun "
+				    "--het-group=0,1 there, or drop the ':' from this srun");
 	if (dlrt_parse_u32(s, 2, DLRT_HET_GROUPS_MAX, &ngroups) < 0 ||
 	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
 		return 0;
