@@ -13,6 +13,10 @@
 # per component; a plain step's table as before.
 . "$(dirname "$0")/../lib.sh"
 
+# Only the backfill scheduler starts a heterogeneous job, on its cycle (bf_interval, 30 s
+# by default): each salloc below may wait that long before its step even starts, and on a
+# loaded machine longer. A bound on each command, not a timing check.
+[ "$JOB_TIMEOUT" -lt 300 ] && JOB_TIMEOUT=300
 P=$TESTS_BIN/pslite_contract
 SRC=$(cd "$HERE/../.." && pwd)
 # Each component on its own nodes, named, so that the checks can name them.
