@@ -139,5 +139,17 @@ void dlrt_layout_free(struct dlrt_layout *l)
 	free(l->node_first);
 	free(l->task_node);
 	free(l->task_local);
+	free(l->comp_first);
+	free(l->comp_node_first);
+	free(l->comp_group);
 	memset(l, 0, sizeof(*l));
+}
+
+uint32_t dlrt_layout_task_comp(const struct dlrt_layout *l, uint32_t t)
+{
+	uint32_t c = 0;
+
+	while (c + 1 < l->ncomps && t >= l->comp_first[c + 1])
+		c++;
+	return c;
 }

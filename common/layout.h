@@ -29,6 +29,13 @@ struct dlrt_layout {
 	uint32_t *task_node;        /* [ntasks] node index of each task */
 	uint32_t *task_local;       /* [ntasks] local rank (SLURM_LOCALID) of each task */
 	enum dlrt_dist dist;
+	/* A heterogeneous step (common/hetlayout.h): its components in Slurm's
+	 * order, each a block of task ids and of nodes; 0 and NULL for a plain
+	 * step, which is one component. */
+	uint32_t ncomps;
+	uint32_t *comp_first;       /* [ncomps + 1] lowest task id of each, then ntasks */
+	uint32_t *comp_node_first;  /* [ncomps + 1] its first node index, then nnodes */
+	uint32_t *comp_group;       /* [ncomps] its het group (SLURM_JOB_ID_HET_GROUP_<g>) */
 };
 
 /* Parses a SLURM_DISTRIBUTION value ("block", "cyclic:block", "plane=4", ...).
@@ -46,6 +53,9 @@ int dlrt_layout_check_local(const struct dlrt_layout *l, uint32_t node_id, uint3
 			    uint32_t global_id, struct dlrt_err *err);
 
 void dlrt_layout_free(struct dlrt_layout *l);
+
+/* The component of task `t` (0 in a plain step). */
+uint32_t dlrt_layout_task_comp(const struct dlrt_layout *l, uint32_t t);
 
 const char *dlrt_dist_name(enum dlrt_dist dist);
 

@@ -36,9 +36,16 @@ void dlrt_failfast_message(const struct dlrt_plan *plan, uint32_t rank, bool ext
 	bool has_comp = extra && dlrt_plan_companion(plan, rank, &comp);
 	enum dlrt_role role = extra ? (has_comp ? comp.role : DLRT_ROLE_SCHEDULER)
 			      : rank < l->ntasks ? plan->task[rank].role : DLRT_ROLE_WORKER;
-	char how[96], who[160];
+	char how[96], who[192], where[96];
 
 	dlrt_failfast_describe(status, how, sizeof(how));
+	/* A heterogeneous step's component (common/hetlayout.h) with the node. */
+	if (l->ncomps >= 2 && rank < l->ntasks)
+		snprintf(where, sizeof(where), "%s, component %u", node,
+			 l->comp_group[dlrt_layout_task_comp(l, rank)]);
+	else
+		snprintf(where, sizeof(where), "%s", node);
+	node = where;
 	if (extra)
 		snprintf(who, sizeof(who), "%s (the extra process on %s, next to task %u)",
 			 dlrt_role_name(role), node, rank);

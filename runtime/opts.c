@@ -228,6 +228,29 @@ static int key_preflight(struct dlrt_config *cfg, const char *v, struct dlrt_err
 	return dlrt_pf_spec_parse(&cfg->preflight, v, "plugstack.conf: preflight", err);
 }
 
+const char *dlrt_het_roles_name(enum dlrt_het_roles m)
+{
+	return m == DLRT_HET_FLAT ? "flat" : "split";
+}
+
+static int parse_het_roles(const char *v, enum dlrt_het_roles *m)
+{
+	if (v && !strcmp(v, "split"))
+		*m = DLRT_HET_SPLIT;
+	else if (v && !strcmp(v, "flat"))
+		*m = DLRT_HET_FLAT;
+	else
+		return -1;
+	return 0;
+}
+
+static int key_het_roles(struct dlrt_config *cfg, const char *v, struct dlrt_err *err)
+{
+	if (parse_het_roles(v, &cfg->het_roles) < 0)
+		return dlrt_err_set(err, "plugstack.conf: het_roles='%s' is not split or flat", v);
+	return 0;
+}
+
 /* The generic keys; runtimes declare theirs (struct dlrt_runtime.keys). */
 static const struct {
 	const char *name;
@@ -244,6 +267,7 @@ static const struct {
 	{ "signal", key_signal },
 	{ "checkpoint_dir", key_checkpoint_dir },
 	{ "preflight", key_preflight },
+	{ "het_roles", key_het_roles },
 };
 
 #define NGENERIC_KEYS (sizeof(generic_keys) / sizeof(*generic_keys))
@@ -347,6 +371,7 @@ void dlrt_opts_init(struct dlrt_opts *o, const struct dlrt_config *cfg)
 	memset(o, 0, sizeof(*o));
 	o->verbose = cfg->verbose;
 	o->exchange = cfg->exchange;
+	o->het_roles = cfg->het_roles;
 	o->warn_sig = cfg->warn_sig;
 	o->warn_secs = cfg->warn_secs;
 	snprintf(o->checkpoint_dir, sizeof(o->checkpoint_dir), "%s", cfg->checkpoint_dir);
@@ -523,6 +548,18 @@ static int set_preflight(struct dlrt_opts *o, const struct dlrt_config *cfg, con
 	return 0;
 }
 
+static int set_het_roles(struct dlrt_opts *o, const struct dlrt_config *cfg, const char *arg,
+			 struct dlrt_err *err)
+{
+	(void)cfg;
+	if (parse_het_roles(arg, &o->het_roles) < 0)
+		return dlrt_err_set(err, "--dl-het-roles=%.64s is unknown: use split (the "
+				    "scheduler, servers or ps in the first component, the workers "
+				    "in the others) or flat (one world, placed as in a plain step)",
+				    arg ? arg : "");
+	return 0;
+}
+
 /* The generic options, one row each; runtimes declare theirs (struct
  * dlrt_runtime.options) with the same shape. */
 static const struct {
@@ -575,6 +612,9 @@ static const struct {
 	[DLRT_OPT_PREFLIGHT] = { { "dl-preflight", "SPEC",
 				   "[dlrt] check the nodes first: off, quick, full", NULL },
 				 set_preflight },
+	[DLRT_OPT_HET_ROLES] = { { "dl-het-roles", "MODE",
+				   "[dlrt] hetjob roles: split by component, or flat", NULL },
+				 set_het_roles },
 };
 
 int dlrt_opt_count(void)

@@ -53,6 +53,17 @@ enum dlrt_exchange_via {
 /* "auto", "pmix", "srun". */
 const char *dlrt_exchange_via_name(enum dlrt_exchange_via via);
 
+/* How a heterogeneous step's roles follow its components (--dl-het-roles,
+ * het_roles=; docs/hetjob.md). */
+enum dlrt_het_roles {
+	DLRT_HET_SPLIT, /* the runtime's CPU roles (scheduler, servers, ps) in the first
+			 * component, its workers in the others */
+	DLRT_HET_FLAT,  /* one world in component order, placed as in a plain step */
+};
+
+/* "split", "flat". */
+const char *dlrt_het_roles_name(enum dlrt_het_roles m);
+
 /* Site settings: plugstack.conf arguments "key=value" after the plugin path. */
 struct dlrt_config {
 	uint32_t allowed;         /* bit i set = runtime i of the runtime table is allowed */
@@ -67,6 +78,7 @@ struct dlrt_config {
 	uint32_t warn_secs;       /* signal=: its seconds before the time limit */
 	char checkpoint_dir[1024]; /* checkpoint_dir=: where DLRT_CHECKPOINT_DIR's folders go */
 	struct dlrt_pf_spec preflight; /* preflight=: --dl-preflight of a job that gives none */
+	enum dlrt_het_roles het_roles; /* het_roles=: --dl-het-roles when a job gives none */
 	struct dlrt_rt_config rt[DLRT_RUNTIME_MAX]; /* each runtime's own keys */
 };
 
@@ -121,6 +133,7 @@ enum dlrt_opt_id {
 	DLRT_OPT_CHECKPOINT_DIR,
 	DLRT_OPT_HANG_TIMEOUT,
 	DLRT_OPT_PREFLIGHT,
+	DLRT_OPT_HET_ROLES,
 	DLRT_OPT_GENERIC_COUNT
 };
 
@@ -157,6 +170,7 @@ struct dlrt_opts {
 	uint32_t hang_timeout;              /* --dl-hang-timeout: seconds; 0 = no hang detection */
 	struct dlrt_pf_spec preflight;      /* --dl-preflight over the site's preflight= (spank/preflight.c) */
 	bool preflight_given;               /* the job gave --dl-preflight */
+	enum dlrt_het_roles het_roles;      /* --dl-het-roles, else the site's het_roles= */
 	uint32_t rt_given[DLRT_RUNTIME_MAX]; /* bit k: the job gave runtime i's option k */
 	struct dlrt_rt_opts rt[DLRT_RUNTIME_MAX]; /* each runtime's own options */
 };

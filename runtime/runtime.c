@@ -43,6 +43,46 @@ void dlrt_runtime_list(char *buf, size_t len, uint32_t mask)
 	}
 }
 
+static bool het_split(const struct dlrt_runtime *rt, const struct dlrt_opts *opts,
+		      uint32_t ncomps)
+{
+	return ncomps >= 2 && opts->het_roles == DLRT_HET_SPLIT && rt->validate_comps;
+}
+
+int dlrt_plan_validate(const struct dlrt_runtime *rt, const struct dlrt_opts *opts,
+		       const struct dlrt_config *cfg, uint32_t ncomps, const uint32_t *comp_ntasks,
+		       uint32_t ntasks, uint32_t nnodes, struct dlrt_err *err)
+{
+	if (het_split(rt, opts, ncomps))
+		return rt->validate_comps(opts, cfg, ncomps, comp_ntasks, err);
+	return rt->validate ? rt->validate(opts, cfg, ntasks, nnodes, err) : 0;
+}
+
+bool dlrt_plan_het_split(const struct dlrt_plan *plan)
+{
+	return het_split(plan->runtime, plan->opts, plan->layout->ncomps);
+}
+
+/* Each component's task count, for dlrt_plan_validate. */
+static int layout_validate(const struct dlrt_runtime *rt, const struct dlrt_layout *l,
+			   const struct dlrt_opts *opts, const struct dlrt_config *cfg,
+			   struct dlrt_err *err)
+{
+	uint32_t *n = NULL;
+	int rc;
+
+	if (l->ncomps >= 2) {
+		n = calloc(l->ncomps, sizeof(*n));
+		if (!n)
+			return dlrt_err_set(err, "out of memory building the role table");
+		for (uint32_t c = 0; c < l->ncomps; c++)
+			n[c] = l->comp_first[c + 1] - l->comp_first[c];
+	}
+	rc = dlrt_plan_validate(rt, opts, cfg, l->ncomps, n, l->ntasks, l->nnodes, err);
+	free(n);
+	return rc;
+}
+
 int dlrt_plan_build(struct dlrt_plan *plan, const struct dlrt_runtime *rt,
 		    const struct dlrt_layout *layout, const struct dlrt_opts *opts,
 		    const struct dlrt_config *cfg, struct dlrt_err *err)
@@ -50,7 +90,7 @@ int dlrt_plan_build(struct dlrt_plan *plan, const struct dlrt_runtime *rt,
 	uint32_t *seen, *slot_cross, *offset;
 
 	memset(plan, 0, sizeof(*plan));
-	if (rt->validate && rt->validate(opts, cfg, layout->ntasks, layout->nnodes, err) < 0)
+	if (layout_validate(rt, layout, opts, cfg, err) < 0)
 		return -1;
 	plan->runtime = rt;
 	plan->layout = layout;

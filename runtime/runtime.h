@@ -161,6 +161,15 @@ struct dlrt_runtime {
 	 * before launch and slurmstepd again with the full layout. May be NULL. */
 	int (*validate)(const struct dlrt_opts *o, const struct dlrt_config *cfg, uint32_t ntasks,
 			uint32_t nnodes, struct dlrt_err *err);
+	/* A step over several components of a heterogeneous job, with
+	 * --dl-het-roles=split (dlrt_plan_het_split): refuses components that
+	 * cannot hold the runtime's roles, given each component's task count,
+	 * in one line that says what fits; assign() then places the roles by
+	 * component. NULL: the runtime's roles do not follow components (one
+	 * world in component order, as with flat). srun runs it before launch
+	 * where it can count the components, slurmstepd again. */
+	int (*validate_comps)(const struct dlrt_opts *o, const struct dlrt_config *cfg,
+			      uint32_t ncomps, const uint32_t *comp_ntasks, struct dlrt_err *err);
 	/* Fills plan->task[].role and plan->rt_state; role indices are numbered after. */
 	void (*assign)(struct dlrt_plan *plan, const struct dlrt_config *cfg);
 	/* slurmstepd, every node, once the plan is built and before any service
@@ -204,6 +213,15 @@ extern const struct dlrt_runtime *const dlrt_runtimes[];
 int dlrt_runtime_index(const char *name);
 /* Writes "mxnet, horovod, ..." for the runtimes whose bit is set in `mask`. */
 void dlrt_runtime_list(char *buf, size_t len, uint32_t mask);
+
+/* The runtime's checks of a step of `ncomps` components (0 or 1: a plain
+ * step) with these task counts: validate() over the whole step, or
+ * validate_comps() where the roles follow the components. */
+int dlrt_plan_validate(const struct dlrt_runtime *rt, const struct dlrt_opts *opts,
+		       const struct dlrt_config *cfg, uint32_t ncomps, const uint32_t *comp_ntasks,
+		       uint32_t ntasks, uint32_t nnodes, struct dlrt_err *err);
+/* Whether the plan places the runtime's roles by component (assign()). */
+bool dlrt_plan_het_split(const struct dlrt_plan *plan);
 
 int dlrt_plan_build(struct dlrt_plan *plan, const struct dlrt_runtime *rt,
 		    const struct dlrt_layout *layout, const struct dlrt_opts *opts,

@@ -20,6 +20,7 @@
 
 #include "common/crypto.h"
 #include "exchange.h"
+#include "hetstep.h"
 #include "exchange/rdvclient.h"
 #include "plugin.h"
 
@@ -71,6 +72,33 @@ static void prepare_exchange(void)
 	}
 }
 
+/* init_post_opt of a heterogeneous step's second and later components:
+ * local_user_init runs for one component only, after srun copied its
+ * environment into every component's, so the secret and the carrier go
+ * there now: srun's rendezvous, or Slurm's PMIx with --dl-exchange=pmix. */
+static int het_post_opt(void)
+{
+	struct dlrt_err err;
+	uint16_t port;
+
+	/* --dl-runtime given after the first ':' only: the secret is made now. */
+	if (!dlrt_plugin.has_step_secret)
+		prepare_exchange();
+	if (!dlrt_plugin.has_step_secret)
+		return 0;
+	port = dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? 0 : dlrt_plugin.rendezvous.port;
+	if (port == 0 && dlrt_plugin.opts.exchange != DLRT_EXCHANGE_PMIX) {
+		slurm_error("dlrt: srun's rendezvous did not start for this heterogeneous step; "
+			    "run it again, or use --dl-exchange=pmix");
+		exit(1);
+	}
+	if (dlrt_hetstep_client_env(port, dlrt_plugin.step_secret, &err) < 0) {
+		slurm_error("dlrt: %s", err.msg);
+		exit(1);
+	}
+	return 0;
+}
+
 int dlrt_client_post_opt(spank_t sp)
 {
 	struct dlrt_err err;
@@ -95,6 +123,11 @@ int dlrt_client_post_opt(spank_t sp)
 		exit(1);
 	}
 	if (spank_context() == S_CTX_LOCAL) {
+		/* A heterogeneous step: srun runs this once per component; the
+		 * first made the secret, the others hand it to every component
+		 * (hetstep.h). */
+		if (dlrt_hetstep_client_count() > 1)
+			return het_post_opt();
 		/* Only this srun may refuse its own step (refuse_step) or give it
 		 * its secret (start_exchange). */
 		unsetenv(DLRT_REFUSED_ENV);
@@ -196,6 +229,32 @@ static int start_exchange(spank_t sp)
 	return rc;
 }
 
+/* A heterogeneous step: the components against the runtime's roles, and
+ * the carrier chosen in het_post_opt, which every component has already. */
+static int het_local_user_init(spank_t sp)
+{
+	char why[512];
+	bool risky = false;
+	struct dlrt_err err;
+
+	if (dlrt_hetstep_client_check(sp, &err) < 0)
+		return refuse_step(sp, err.msg);
+	if (!dlrt_plugin.has_step_secret)
+		return 0;
+	if (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX)
+		dlrt_exchange_choose(sp, DLRT_EXCHANGE_PMIX, why, sizeof(why), &risky);
+	if (risky)
+		slurm_error("dlrt: warning: %s: another user's process there can connect to "
+			    "Slurm's PMIx as a task of this step and fail its address exchange "
+			    "(nothing secret travels there, and values are signed); "
+			    "--dl-exchange=srun avoids it", why);
+	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
+		slurm_info("dlrt: address exchange through %s: %s",
+			   dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? "Slurm's PMIx" :
+			   "srun's rendezvous", dlrt_hetstep_client_why());
+	return 0;
+}
+
 int dlrt_client_local_user_init(spank_t sp)
 {
 	const struct dlrt_runtime *rt = dlrt_plugin.opts.runtime;
@@ -205,6 +264,8 @@ int dlrt_client_local_user_init(spank_t sp)
 	if (!rt)
 		return 0;
 	dlrt_preflight_step_made();
+	if (dlrt_hetstep_client_het())
+		return het_local_user_init(sp);
 	/* Without the counts the step side checks again with the full layout. */
 	if (rt->validate &&
 	    spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ntasks) == ESPANK_SUCCESS &&

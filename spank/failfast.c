@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "runtime/failfast.h"
+#include "hetstep.h"
 #include "plugin.h"
 #include "common/proc.h"
 
@@ -90,9 +91,11 @@ void dlrt_failfast_end_step(char **job_env, const struct dlrt_proc_cred *cred)
 	 * process tree. The helper is in that tree, so it receives the SIGTERM
 	 * it asks for: it ignores it (inherited by scancel and sleep). */
 	static const char script[] =
-		"trap '' TERM INT HUP; scancel -Q --signal=TERM \"$1\"; "
-		"(sleep \"$2\"; exec scancel -Q --signal=KILL \"$1\") </dev/null >/dev/null 2>&1 &";
-	char step[32], grace[16], conf[4096], path[4096];
+		"trap '' TERM INT HUP; scancel -Q --signal=TERM $1; "
+		"(sleep \"$2\"; exec scancel -Q --signal=KILL $1) </dev/null >/dev/null 2>&1 &";
+	/* $1 unquoted: "JOB.STEP", or one per component of a heterogeneous
+	 * step (hetstep.h), made of digits, dots and spaces only. */
+	char step[512], grace[16], conf[4096], path[4096];
 	char *argv[] = { "sh", "-c", (char *)script, "dlrt-end-step", step, grace, NULL };
 	char *env[4] = { NULL };
 	/* As the job's user (never root: the drop refuses uid 0), bounded. */
@@ -102,7 +105,8 @@ void dlrt_failfast_end_step(char **job_env, const struct dlrt_proc_cred *cred)
 	struct dlrt_err err;
 	size_t n = 0;
 
-	snprintf(step, sizeof(step), "%u.%u", dlrt_plugin.step.job_id, dlrt_plugin.step.step_id);
+	dlrt_hetstep_step_ids(step, sizeof(step), job_env, dlrt_plugin.step.job_id,
+			      dlrt_plugin.step.step_id);
 	snprintf(grace, sizeof(grace), "%d", DLRT_FAILFAST_KILL_AFTER_S);
 	keep_var(job_env, "SLURM_CONF", env, &n, conf, sizeof(conf));
 	keep_var(job_env, "PATH", env, &n, path, sizeof(path));
@@ -127,7 +131,7 @@ void dlrt_failfast_task_exit(spank_t sp)
 	if (!watching() || reported || pl->deferred_rc)
 		return;
 	if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
+	    dlrt_task_rank(sp, &rank) < 0 ||
 	    rank >= pl->layout.ntasks || !dlrt_failfast_is_failure(status))
 		return;
 	if (dlrt_failed_here()) {

@@ -39,6 +39,7 @@
 #include "jobpolicy/lifecycle.h"
 #include "jobpolicy/warnsig.h"
 #include "plugin.h"
+#include "hetstep.h"
 
 #define CKPT_ENV "DLRT_CHECKPOINT_DIR"
 
@@ -104,7 +105,9 @@ int dlrt_lifecycle_ckpt_path(spank_t sp, char *base, size_t blen, char *out, siz
 	uint32_t job = 0;
 	int n;
 
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+	/* One folder for every component of a heterogeneous step (hetstep.h). */
+	job = dlrt_hetstep_job_id(sp);
+	if (!job)
 		return -1;
 	if (site_base()) {
 		if (user_folder_name(sp, user, sizeof(user)) < 0)
@@ -436,7 +439,7 @@ int dlrt_lifecycle_task_init(spank_t sp, int local, struct dlrt_err *err)
 	struct dlrt_lc_page *pg = dlrt_plugin.lc_page;
 	uint32_t rank = 0;
 
-	spank_get_item(sp, S_TASK_GLOBAL_ID, &rank);
+	dlrt_task_rank(sp, &rank);
 	spank_unsetenv(sp, DLRT_TIMES_ENV); /* the watchers', not the program's */
 	if (pg && local >= 0 && (uint32_t)local < pg->ntasks) {
 		/* Before the pid is on the page: the watcher may look at once. */

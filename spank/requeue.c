@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "logs/logline.h"
+#include "hetstep.h"
 #include "plugin.h"
 #include "common/privdir.h"
 #include "common/proc.h"
@@ -52,6 +53,7 @@ struct rq_job {
 	struct dlrt_proc_cred cred; /* the job's ids and groups, as Slurm gives them */
 	uint32_t job_id, step_id, attempt;
 	char pwd[1024], home[1024], slurm_conf[1024], path[2048], nodelist[4096];
+	char comp_ids[512]; /* a hetjob's components ("96 97", hetstep.h), else "" */
 	char env_path[2048]; /* PATH for scontrol/sinfo: the job's, then the usual places */
 	int dirfd; /* the job's verified folder of the retry record, or -1 */
 	int basefd; /* the folder that holds it (DIR, ~/.dlrt/jobs), or -1 */
@@ -435,9 +437,21 @@ static void decide(const struct rq_job *j)
 		char *update[] = { "scontrol", "update", jobarg, excarg, NULL };
 		char *release[] = { "scontrol", "release", jid, NULL };
 
+		int urc = 0;
+
 		snprintf(jobarg, sizeof(jobarg), "JobId=%u", j->job_id);
 		snprintf(excarg, sizeof(excarg), "ExcNodeList=%s", exc);
-		if (run_retry(j, buf, sizeof(buf), update) != 0) {
+		/* A hetjob: each component is a job with its own ExcNodeList. */
+		for (const char *c = j->comp_ids; *c && urc == 0;) {
+			size_t k = strcspn(c, " ");
+
+			snprintf(jobarg, sizeof(jobarg), "JobId=%.*s", (int)k, c);
+			urc = run_retry(j, buf, sizeof(buf), update);
+			c += k + (c[k] == ' ');
+		}
+		if (!j->comp_ids[0])
+			urc = run_retry(j, buf, sizeof(buf), update);
+		if (urc != 0) {
 			rq_note(j, "attempt=%u failed-nodes=%s cannot exclude %s: %.200s", j->attempt,
 				failed, exc, buf);
 			if (held)
@@ -570,8 +584,15 @@ void dlrt_requeue_task_exit(spank_t sp)
 	dlrt_task_getenv(sp, "PATH", path, sizeof(path));
 	snprintf(j.env_path, sizeof(j.env_path), "PATH=%s%s/usr/bin:/bin:/usr/local/bin", path,
 		 path[0] ? ":" : "");
+	/* A heterogeneous step's tasks record under the het job's id, which
+	 * the batch script reads (hetstep.h). */
+	if (dlrt_plugin.active)
+		j.job_id = dlrt_hetstep_job_id(sp);
 	if (j.step_id == SLURM_BATCH_SCRIPT) {
 		dlrt_task_getenv(sp, "SLURM_JOB_NODELIST", j.nodelist, sizeof(j.nodelist));
+		/* A hetjob's script: every component's nodes and job (hetstep.h). */
+		dlrt_hetstep_batch_jobs(sp, j.comp_ids, sizeof(j.comp_ids), j.nodelist,
+					sizeof(j.nodelist));
 		as_user(&j, decide_cb, 0);
 	} else if (dlrt_plugin.opts.retries && dlrt_plugin.active && WIFSIGNALED(status) && node_signal(WTERMSIG(status))) {
 		as_user(&j, record_signal, status);

@@ -24,6 +24,7 @@
 #include "jobpolicy/contcheck.h"
 #include "jobpolicy/launchcheck.h"
 #include "exchange.h"
+#include "hetstep.h"
 #include "exchange/rdvclient.h"
 #include "runtime/plan_print.h"
 #include "plugin.h"
@@ -280,6 +281,7 @@ int dlrt_stepd_user_init(spank_t sp)
 	enum dlrt_dist dist;
 	uint32_t plane = 0;
 	struct dlrt_err err;
+	int het;
 
 	if (!dlrt_plugin.active || dlrt_plugin.deferred_rc)
 		return 0;
@@ -295,9 +297,17 @@ int dlrt_stepd_user_init(spank_t sp)
 	if (dist == DLRT_DIST_PLANE && plane == 0 &&
 	    getenv_step(sp, "SLURM_DIST_PLANESIZE", plane_s, sizeof(plane_s)) == 0)
 		dlrt_parse_u32(plane_s, 1, 1u << 20, &plane);
-	spank_get_item(sp, S_JOB_NODEID, &dlrt_plugin.node_id);
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms();
-	if (dlrt_layout_init(&dlrt_plugin.layout, nodelist, tpn, dist, plane, &err) < 0 ||
+	/* A step over components of a heterogeneous job is one world (hetstep.h). */
+	het = dlrt_hetstep_layout(sp, nodelist, tpn, dist, plane, &dlrt_plugin.layout,
+				  &dlrt_plugin.node_id, &err);
+	if (het > 0)
+		dlrt_plugin.step.job_id = dlrt_hetstep_job_id(sp);
+	else if (het == 0)
+		spank_get_item(sp, S_JOB_NODEID, &dlrt_plugin.node_id);
+	if (het < 0 ||
+	    (het == 0 && dlrt_layout_init(&dlrt_plugin.layout, nodelist, tpn, dist, plane,
+					  &err) < 0) ||
 	    dlrt_plan_build(&dlrt_plugin.plan, dlrt_plugin.opts.runtime, &dlrt_plugin.layout,
 			    &dlrt_plugin.opts, &dlrt_plugin.cfg, &err) < 0)
 		return defer(&err);
@@ -476,6 +486,7 @@ static void dry_run(spank_t sp, uint32_t rank, int local, const struct dlrt_exch
 		if (dlrt_plan_print(stdout, &dlrt_plugin.plan, &dlrt_plugin.step, all,
 				    user_value, sp, &err) < 0)
 			fprintf(stderr, "dlrt: %s\n", err.msg);
+		dlrt_hetstep_print(sp, stdout, &dlrt_plugin.plan);
 		if (exchange_wanted(sp, rank, local))
 			printf("address exchange: %s (--dl-exchange=%s)\n",
 			       req->via == DLRT_EXCHANGE_PMIX ? "Slurm's PMIx" : "srun's rendezvous",
@@ -509,7 +520,7 @@ static void publish_failure(spank_t sp, int local)
 	const struct dlrt_exchange_plan *plan;
 
 	if (!dlrt_plugin.svc_failed || local != 0 || !dlrt_plugin.share || !dlrt_plugin.reps ||
-	    !dlrt_plugin.reps[0] || spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS ||
+	    !dlrt_plugin.reps[0] || dlrt_task_rank(sp, &rank) < 0 ||
 	    rank != 0 || dlrt_exchange_task_plan(sp, needs_exchange(), false, &plan, &err) < 0 ||
 	    plan->part != DLRT_XPART_TAKES)
 		return;
@@ -631,7 +642,7 @@ int dlrt_stepd_task_init(spank_t sp)
 		publish_failure(sp, local);
 		task_fail(local, dlrt_plugin.deferred_err.msg);
 	}
-	if (spank_get_item(sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS)
+	if (dlrt_task_rank(sp, &rank) < 0)
 		task_fail(local, "cannot read this task's id from Slurm");
 	if (dlrt_layout_check_local(&dlrt_plugin.layout, dlrt_plugin.node_id, (uint32_t)local,
 				    rank, &err) < 0)

@@ -174,7 +174,49 @@ static int mxnet_validate(const struct dlrt_opts *o, const struct dlrt_config *c
 	return 0;
 }
 
-static void mxnet_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
+/* --dl-het-roles=split: the first component is the scheduler (unless it
+ * is an extra process) and the servers, the other components the workers. */
+static int mxnet_validate_comps(const struct dlrt_opts *o, const struct dlrt_config *cfg,
+				uint32_t ncomps, const uint32_t *comp_ntasks, struct dlrt_err *err)
+{
+	bool extra = mx_opts(o)->sched == MXSCHED_EXTRA;
+	uint32_t first = comp_ntasks[0], servers = first - (extra ? 0 : 1);
+
+	(void)cfg;
+	(void)ncomps;
+	if (first < (extra ? 1u : 2u))
+		return dlrt_err_set(err, "--dl-runtime=mxnet on a heterogeneous step puts the "
+				    "scheduler and the servers in the first component, which has "
+				    "%u task: give it at least 2 (-n2 before the first ':'), or use "
+				    "--dl-mxnet-sched=extra, or --dl-het-roles=flat", first);
+	if (mx_opts(o)->servers > 0 && (uint32_t)mx_opts(o)->servers != servers)
+		return dlrt_err_set(err, "--dl-servers=%d does not fit this heterogeneous step: its "
+				    "first component's %u tasks are %s%u server%s; drop --dl-servers, "
+				    "give the first component %d tasks, or use --dl-het-roles=flat",
+				    mx_opts(o)->servers, first, extra ? "" : "the scheduler and ",
+				    servers, servers == 1 ? "" : "s",
+				    mx_opts(o)->servers + (extra ? 0 : 1));
+	return 0;
+}
+
+static void mxnet_assign_comps(struct dlrt_plan *plan)
+{
+	const struct dlrt_layout *l = plan->layout;
+	struct mxnet_plan *mp = mx_plan(plan);
+
+	mp->extra_scheduler = mx_opts(plan->opts)->sched == MXSCHED_EXTRA;
+	mp->servers = 0;
+	for (uint32_t t = 0; t < l->ntasks; t++) {
+		bool first = t < l->comp_first[1];
+
+		plan->task[t].role = !first ? DLRT_ROLE_WORKER :
+				     t == 0 && !mp->extra_scheduler ? DLRT_ROLE_SCHEDULER :
+				     DLRT_ROLE_SERVER;
+		mp->servers += plan->task[t].role == DLRT_ROLE_SERVER;
+	}
+}
+
+static void mxnet_assign_spread(struct dlrt_plan *plan, const struct dlrt_config *cfg)
 {
 	const struct dlrt_layout *l = plan->layout;
 	uint32_t *start = calloc(l->nnodes, sizeof(uint32_t));    /* first slot of each node */
@@ -226,6 +268,14 @@ out:
 	free(start);
 	free(next);
 	free(slot_task);
+}
+
+static void mxnet_assign(struct dlrt_plan *plan, const struct dlrt_config *cfg)
+{
+	if (dlrt_plan_het_split(plan))
+		mxnet_assign_comps(plan);
+	else
+		mxnet_assign_spread(plan, cfg);
 }
 
 static void mxnet_task_env(const struct dlrt_plan *plan, uint32_t rank,
@@ -290,6 +340,7 @@ const struct dlrt_runtime dlrt_runtime_mxnet = {
 	.opts_init = mxnet_opts_init,
 	.keys = mxnet_keys,
 	.validate = mxnet_validate,
+	.validate_comps = mxnet_validate_comps,
 	.assign = mxnet_assign,
 	.check_step = mxnet_check_step,
 	.companion = mxnet_companion,

@@ -187,6 +187,17 @@ int slurm_load_job(job_info_msg_t **resp, dlrt_slurm_job_ref job_id, uint16_t sh
 
 void slurm_free_job_info_msg(job_info_msg_t *msg) { (void)msg; }
 
+/* A heterogeneous step's components (spank/hetstep.c asks slurmctld for
+ * each one's layout): no controller here, so srun leaves the check to the
+ * nodes. */
+slurm_step_layout_t *slurm_job_step_layout_get(slurm_step_id_t *step_id)
+{
+	(void)step_id;
+	return NULL;
+}
+
+void slurm_job_step_layout_free(slurm_step_layout_t *layout) { (void)layout; }
+
 /* slurmctld's configuration (ProctrackType, for the exchange's choice): no
  * controller here. */
 int slurm_load_ctl_conf(time_t update_time, slurm_conf_t **conf)

@@ -8,6 +8,8 @@ UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_plugin_load \
               $(BUILD)/tests/test_privdir $(BUILD)/tests/test_dlist \
               $(BUILD)/tests/test_argv \
               $(BUILD)/tests/test_plugin_share
+# A heterogeneous step's layout (common/hetlayout.c) and its roles by component.
+UNIT_TESTS += $(BUILD)/tests/test_hetlayout
 # The fake SPANK host exports spank_* so the dlopen'ed plugin binds to it.
 TEST_LDFLAGS_plugin_load := -rdynamic -ldl
 TEST_LDFLAGS_plugin_share := -rdynamic -ldl
