@@ -110,6 +110,9 @@ PlugStackConfig=$DIR/etc/plugstack.conf
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
 JobRequeue=1
+# Only the backfill scheduler starts a heterogeneous job (t/99), once per bf_interval
+# (30 s by default): every hetjob salloc would wait that long.
+SchedulerParameters=bf_interval=2
 CONF
 		# Slurm 25.11's expedited requeue (docs/checkpoint.md): a job submitted with
 		# --requeue=expedite may start again as soon as it is requeued, instead of

@@ -29,9 +29,10 @@ is "$(grep -c . "$WORK/env.out")" 6 "every task printed its environment"
 problems=$(/usr/bin/python3 "$HERE/check_roles.py" horovod <"$WORK/env.out")
 ok $? "HOROVOD_* match Slurm's placement; gloo variables consistent"
 [ -n "$problems" ] && echo "$problems" | sed 's/^/#   /'
-# srun's own notes about waiting for the previous step's nodes are not errors, nor is
+# srun's own notes about waiting for the previous step's nodes ("Step created for job J"
+# on 22.05, "... for StepId=J.S" on 24.11) are not errors, nor is
 # the line gloo since 2025 logs for every connected mesh (Debian unstable's: always).
-grep -v -e 'step creation temporarily disabled' -e 'Step created for job' \
+grep -v -e 'step creation temporarily disabled' -e 'step creation still disabled' -e 'Step created for ' \
 	-e '^\[[^]]*gloo/transport/tcp/context.cc:[0-9]*\] INFO Rank [0-9]* is connected to ' \
 	"$WORK/job.err" >"$WORK/job.err.real"
 is "$(wc -c <"$WORK/job.err.real")" 0 "nothing on the job's stderr"
