@@ -177,6 +177,21 @@ static int refuse_step(spank_t sp, const char *msg)
 	return 0;
 }
 
+/* The exchange's lines on srun's stderr: the warning when `risky` (the reason
+ * Slurm's PMIx is open to another user's process there), and with --dl-verbose
+ * or --dl-dry-run which carrier the step takes and why. */
+static void report_exchange(enum dlrt_exchange_via via, const char *risky, const char *why)
+{
+	if (risky)
+		slurm_error("dlrt: warning: %s: another user's process there can connect to "
+			    "Slurm's PMIx as a task of this step and fail its address exchange "
+			    "(nothing secret travels there, and values are signed); "
+			    "--dl-exchange=srun avoids it", risky);
+	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
+		slurm_info("dlrt: address exchange through %s: %s", via == DLRT_EXCHANGE_PMIX ?
+			   "Slurm's PMIx" : "srun's rendezvous", why);
+}
+
 /* srun, once Slurm made the step and before it launches it: what carries the
  * step's address exchange (exchange.c decides; it may ask slurmctld whether
  * the job holds its nodes alone, which is known only now). Every task gets
@@ -197,14 +212,7 @@ static int start_exchange(spank_t sp)
 	if (!dlrt_plugin.has_step_secret)
 		return 0;
 	via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, why, sizeof(why), &risky);
-	if (risky)
-		slurm_error("dlrt: warning: %s: another user's process there can connect to "
-			    "Slurm's PMIx as a task of this step and fail its address exchange "
-			    "(nothing secret travels there, and values are signed); "
-			    "--dl-exchange=srun avoids it", why);
-	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
-		slurm_info("dlrt: address exchange through %s: %s", via == DLRT_EXCHANGE_PMIX ?
-			   "Slurm's PMIx" : "srun's rendezvous", why);
+	report_exchange(via, risky ? why : NULL, why);
 	/* A rendezvous started in advance that the step will not use (a PMIx step
 	 * whose watchers share nothing: --dl-signal=none) ends now, reaped
 	 * (bounded), so that nothing of dlrt runs on srun's host during it. */
@@ -243,15 +251,8 @@ static int het_local_user_init(spank_t sp)
 		return 0;
 	if (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX)
 		dlrt_exchange_choose(sp, DLRT_EXCHANGE_PMIX, why, sizeof(why), &risky);
-	if (risky)
-		slurm_error("dlrt: warning: %s: another user's process there can connect to "
-			    "Slurm's PMIx as a task of this step and fail its address exchange "
-			    "(nothing secret travels there, and values are signed); "
-			    "--dl-exchange=srun avoids it", why);
-	if (dlrt_plugin.opts.verbose || dlrt_plugin.opts.dry_run)
-		slurm_info("dlrt: address exchange through %s: %s",
-			   dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? "Slurm's PMIx" :
-			   "srun's rendezvous", dlrt_hetstep_client_why());
+	report_exchange(dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? DLRT_EXCHANGE_PMIX :
+			DLRT_EXCHANGE_SRUN, risky ? why : NULL, dlrt_hetstep_client_why());
 	return 0;
 }
 
