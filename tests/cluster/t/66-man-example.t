@@ -53,7 +53,9 @@ if grep -q 'MASTER_ADDR=' "$OUT"; then
 	echo 'sbatch --wait -o job.out job.sh' >"$WORK/ex3.sh"
 	run_example "$WORK/ex3.sh"
 	is "$RC" 0 "example 3 (PyTorch job) ran"
-	is "$(sort "$WORK/job.out" | tr '\n' ' ')" "0 4 1 4 2 4 3 4 " "every rank joined a world of 4"
+	# (gloo since 2025 logs each connected mesh, Debian unstable's always: not the ranks')
+	is "$(grep -v '/gloo/transport/tcp/context.cc:[0-9]*\] INFO Rank [0-9]* is connected to ' \
+		"$WORK/job.out" | sort | tr '\n' ' ')" "0 4 1 4 2 4 3 4 " "every rank joined a world of 4"
 else
 	# torch's MASTER_ADDR/PORT come from the address exchange; until
 	# it is switched on the example cannot rendezvous.
