@@ -136,3 +136,13 @@ int dlrt_env_check(const struct dlrt_env *env, struct dlrt_err *err)
 		return dlrt_err_set(err, "out of memory building the task environment");
 	return 0;
 }
+
+const char *dlrt_envp_get(char **envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; envp && *envp; envp++)
+		if (!strncmp(*envp, name, n) && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}

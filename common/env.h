@@ -58,6 +58,9 @@ void dlrt_env_set(struct dlrt_env *env, const char *name, const char *fmt, ...)
 void dlrt_env_set_default(struct dlrt_env *env, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 const char *dlrt_env_get(const struct dlrt_env *env, const char *name);
+/* The value of name in a NULL-terminated "NAME=value" array (a job's or task's
+ * environment, as Slurm hands it over), or NULL. */
+const char *dlrt_envp_get(char **envp, const char *name);
 
 /* The one place of the precedence rule between layers: adds name=value from
  * `layer` unless a lower layer already set that name (it wins); the same

@@ -43,6 +43,7 @@
 #include "common/netaddr.h"
 #include "runtime/opts.h"
 #include "exchange/rdvclient.h"
+#include "common/env.h"
 #include "plugin.h"
 #include "services/svcauth.h"
 
@@ -59,16 +60,6 @@ static char **job_env(spank_t sp)
 	return env;
 }
 
-static const char *env_find(char **env, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (; env && *env; env++)
-		if (!strncmp(*env, name, n) && (*env)[n] == '=')
-			return *env + n + 1;
-	return NULL;
-}
-
 char **dlrt_exchange_task_env(spank_t sp)
 {
 	return job_env(sp);
@@ -78,7 +69,7 @@ bool dlrt_exchange_pmix_possible(spank_t sp)
 {
 	char **env = job_env(sp);
 
-	return env_find(env, "PMIX_NAMESPACE") && env_find(env, "PMIX_RANK");
+	return dlrt_envp_get(env, "PMIX_NAMESPACE") && dlrt_envp_get(env, "PMIX_RANK");
 }
 
 /* The first task of a node ends the wait of the others: the state word of
@@ -212,7 +203,7 @@ static void task_ports_peers(const struct dlrt_exchange_req *req, char *out, siz
 int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c)
 {
 	char **env = job_env(sp);
-	const char *v = env_find(env, DLRT_RDV_ENV), *ip = env_find(env, "SLURM_LAUNCH_NODE_IPADDR");
+	const char *v = dlrt_envp_get(env, DLRT_RDV_ENV), *ip = dlrt_envp_get(env, "SLURM_LAUNCH_NODE_IPADDR");
 	struct in_addr a;
 	int rc = -1;
 
@@ -598,7 +589,7 @@ bool dlrt_exchange_program_path(spank_t sp, char *out, size_t len)
 		return false;
 	if (strchr(argv[0], '/'))
 		return snprintf(out, len, "%s", argv[0]) < (int)len;
-	path = env_find(job_env(sp), "PATH");
+	path = dlrt_envp_get(job_env(sp), "PATH");
 	while (path && *path) {
 		const char *colon = strchr(path, ':');
 		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);

@@ -22,6 +22,7 @@
 
 #include "common/hetlayout.h"
 #include "exchange/rdvclient.h"
+#include "common/env.h"
 #include "plugin.h"
 
 #define HET_ENV_MAX 16384
@@ -152,17 +153,6 @@ int dlrt_task_rank(spank_t sp, uint32_t *rank)
 	return 0;
 }
 
-/* The value of NAME in the job's environment, or NULL. */
-static const char *env_in(char **env, const char *name)
-{
-	size_t k = strlen(name);
-
-	for (; env && *env; env++)
-		if (!strncmp(*env, name, k) && (*env)[k] == '=')
-			return *env + k + 1;
-	return NULL;
-}
-
 void dlrt_hetstep_step_ids(char *out, size_t len, char **job_env, uint32_t job_id,
 			   uint32_t step_id)
 {
@@ -179,7 +169,7 @@ void dlrt_hetstep_step_ids(char *out, size_t len, char **job_env, uint32_t job_i
 
 		/* The component's own job: its variable, else its place after the leader's. */
 		snprintf(name, sizeof(name), "SLURM_JOB_ID_HET_GROUP_%u", l->comp_group[c]);
-		v = env_in(job_env, name);
+		v = dlrt_envp_get(job_env, name);
 		if (!v || dlrt_parse_u32(v, 1, UINT32_MAX - 1, &job) < 0)
 			job = het_leader + l->comp_group[c];
 		snprintf(id, sizeof(id), "%u", job);

@@ -93,5 +93,13 @@ int main(void)
 	TAP_IS_STR(dlrt_env_get(&env, "NCCL_SOCKET_IFNAME"), "eth0", "and after it");
 	dlrt_env_free(&env);
 
+	{
+		char *envp[] = { "PATHX=no", "PATH=/bin", "A=", NULL };
+
+		TAP_IS_STR(dlrt_envp_get(envp, "PATH"), "/bin", "envp: the name, not a longer one");
+		TAP_IS_STR(dlrt_envp_get(envp, "A"), "", "envp: an empty value");
+		TAP_OK(dlrt_envp_get(envp, "B") == NULL && dlrt_envp_get(NULL, "A") == NULL,
+		       "envp: absent, or no environment");
+	}
 	return tap_done();
 }
