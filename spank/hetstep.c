@@ -22,6 +22,7 @@
 
 #include "common/hetlayout.h"
 #include "exchange/rdvclient.h"
+#include "exchange.h"
 #include "common/env.h"
 #include "plugin.h"
 
@@ -257,7 +258,9 @@ void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, si
 /* ---- srun ---- */
 
 static uint32_t client_components;
-static const char *client_why = "";
+static bool client_chosen, client_risky;
+static enum dlrt_exchange_via client_via;
+static char client_why[512];
 
 uint32_t dlrt_hetstep_client_count(void)
 {
@@ -269,18 +272,20 @@ bool dlrt_hetstep_client_het(void)
 	return client_components > 1;
 }
 
+enum dlrt_exchange_via dlrt_hetstep_client_choose(spank_t sp)
+{
+	if (!client_chosen)
+		client_via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, client_why,
+						  sizeof(client_why), &client_risky);
+	client_chosen = true;
+	return client_via;
+}
+
 int dlrt_hetstep_client_env(uint16_t rdv_port, const uint8_t secret[32], struct dlrt_err *err)
 {
 	char value[DLRT_RDV_ENV_MAX];
 	int rc;
 
-	client_why = rdv_port ? (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_SRUN ?
-				 "--dl-exchange=srun" :
-				 "auto, and a heterogeneous step: srun gives every component its "
-				 "carrier before the step exists, before auto could ask whether the "
-				 "job's nodes are closed to other users (--dl-exchange=pmix takes "
-				 "Slurm's PMIx, which spans the components)") :
-		     "--dl-exchange=pmix (Slurm's PMIx spans the components of a step)";
 	dlrt_rdv_env_format(value, rdv_port, secret);
 	rc = setenv(DLRT_RDV_ENV, value, 1);
 	memset(value, 0, sizeof(value));
@@ -289,8 +294,10 @@ int dlrt_hetstep_client_env(uint16_t rdv_port, const uint8_t secret[32], struct 
 	return 0;
 }
 
-const char *dlrt_hetstep_client_why(void)
+const char *dlrt_hetstep_client_why(enum dlrt_exchange_via *via, bool *risky)
 {
+	*via = client_via;
+	*risky = client_risky;
 	return client_why;
 }
 
