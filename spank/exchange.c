@@ -466,7 +466,12 @@ shared_fail:
 static bool step_mpi_is_pmix(void)
 {
 	const char *mpi = getenv("SLURM_MPI_TYPE");
+	char het[64];
 
+	/* A heterogeneous step is chosen for in init_post_opt, before 24.11's
+	 * srun exports it (hetstep.h). */
+	if (dlrt_hetstep_client_het())
+		mpi = dlrt_hetstep_client_mpi(het, sizeof(het)) == 0 ? het : NULL;
 	return mpi && !strncmp(mpi, "pmix", 4);
 }
 

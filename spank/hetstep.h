@@ -55,6 +55,11 @@ bool dlrt_hetstep_client_het(void);
  * before local_user_init, which it runs for one component only, so the
  * carrier must be known now. */
 enum dlrt_exchange_via dlrt_hetstep_client_choose(spank_t sp);
+/* srun, init_post_opt: the step's MPI plugin (--mpi, SLURM_MPI_TYPE, or
+ * MpiDefault), into out. Slurm 24.11's srun exports SLURM_MPI_TYPE only after
+ * every component's init_post_opt (22.05's before), when a heterogeneous
+ * step's carrier is already chosen. -1: slurmctld did not say. */
+int dlrt_hetstep_client_mpi(char *out, size_t len);
 /* srun, init_post_opt of every component after the first: the step secret
  * and the carrier (srun's rendezvous' port, or 0: Slurm's PMIx) into the
  * environment every component's launch gets. */
