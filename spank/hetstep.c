@@ -24,6 +24,7 @@
 
 #include "common/hetlayout.h"
 #include "common/slurm_compat.h"
+#include "common/srunargs.h"
 #include "exchange/rdvclient.h"
 #include "exchange.h"
 #include "common/env.h"
@@ -286,36 +287,23 @@ enum dlrt_exchange_via dlrt_hetstep_client_choose(spank_t sp)
 
 /* srun's own rule for the step's MPI plugin (its opt.c and mpi.c): --mpi
  * (Slurm takes it from the first component only), else SLURM_MPI_TYPE from
- * the environment, else MpiDefault. Read from srun's command line, where the
- * words after the options are the program's: the scan stops at the first ':'
- * and at a word that is neither an option nor the value after one, and a
- * flag followed by the program (--exclusive prog) lets it read on into the
- * program's own words, where only a literal --mpi could mislead it. */
+ * the environment, else MpiDefault. */
 int dlrt_hetstep_client_mpi(char *out, size_t len)
 {
 	static char cmd[65536];
-	const char *found = NULL, *env = getenv("SLURM_MPI_TYPE");
+	const char *env = getenv("SLURM_MPI_TYPE");
 	slurm_conf_t *conf = NULL;
-	bool after_opt = false;
 	ssize_t n;
 	int fd;
 
 	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-	n = fd < 0 ? -1 : read(fd, cmd, sizeof(cmd) - 1);
+	n = fd < 0 ? -1 : read(fd, cmd, sizeof(cmd));
 	if (fd >= 0)
 		close(fd);
-	cmd[n > 0 ? n : 0] = '\0';
-	for (const char *w = cmd + strlen(cmd) + 1; n > 0 && w < cmd + n; w += strlen(w) + 1) {
-		if (!strcmp(w, ":") || !strcmp(w, "--") || (w[0] != '-' && !after_opt))
-			break;
-		if (!strncmp(w, "--mpi=", 6))
-			found = w + 6;
-		else if (!strcmp(w, "--mpi") && w + strlen(w) + 1 < cmd + n)
-			found = w + strlen(w) + 1;
-		after_opt = w[0] == '-' && !strchr(w, '=');
-	}
-	if (found || env) {
-		snprintf(out, len, "%s", found ? found : env);
+	if (n > 0 && dlrt_srunargs_mpi(cmd, (size_t)n, out, len))
+		return 0;
+	if (env) {
+		snprintf(out, len, "%s", env);
 		return 0;
 	}
 	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS || !conf)
