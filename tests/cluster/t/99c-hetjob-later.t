@@ -124,7 +124,7 @@ echo "T=$SLURM_PROCID $w $(hostname) role=${DMLC_ROLE:-none} root=${DMLC_PS_ROOT
 exec "$@"
 SH
 	chmod 0755 "$WORK/in.sh"
-	het "-N1 -n2 -w n1 : -N2 -n4 --gres=gpu:2 -w n[2-3]" --dl-runtime=mxnet "${CH_RUN[@]}" "$IMAGE" -- \
+	het "-N1 -n2 -w n1 : -N2 --ntasks-per-node=2 -w n[2-3]" --dl-runtime=mxnet "${CH_RUN[@]}" "$IMAGE" -- \
 		"$WORK/in.sh" "$P" --timeout-s 30 --rounds 3
 	is "$RC/$(grep -c '3 rounds ok, sum=10$' "$OUT")" 0/4 "ch-run: ps-lite over two components trained" ||
 		het_errors | head -5 | while read -r l; do fail_detail "$l"; done
