@@ -65,6 +65,8 @@ static void usage(FILE *f)
 "                       while its restart count is below N\n"
 "  --node NAME          this node, for the record\n"
 "  --record-base DIR    the job's record is DIR/<job>/dlrt-retries.log\n"
+"  --record-job J       the record's <job> when it is not --job's (a heterogeneous\n"
+"                       step's component records in its het job's record)\n"
 "  --verbose            one line on each task's stderr when the warning is sent\n"
 "  --hang-timeout SECS  end the step when no task of it made progress for SECS\n"
 "                       (output, files, DLRT_HEARTBEAT), with each task's stacks\n"
@@ -99,6 +101,7 @@ static int take_opt(struct opts *o, int c, const char *v)
 	case 'p': return parse_fd(v, &o->pids);
 	case 'S': return parse_fd(v, &o->secret);
 	case 'j': return dlrt_parse_u32(v, 1, UINT32_MAX - 1, &o->w.job);
+	case 'R': return dlrt_parse_u32(v, 1, UINT32_MAX - 1, &o->w.record_job);
 	case 's': return dlrt_parse_u32(v, 0, UINT32_MAX, &o->w.step);
 	case 'a':
 		o->warn.attempt_known = true;
@@ -137,6 +140,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "hang-timeout", 1, NULL, 'H' }, { "progress-dir", 1, NULL, 'P' },
 		{ "step-tasks", 1, NULL, 'T' },  { "times", 1, NULL, 't' },
 		{ "times-publish", 0, NULL, 'U' }, { "secret-fd", 1, NULL, 'S' },
+		{ "record-job", 1, NULL, 'R' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c, bad = 0;
