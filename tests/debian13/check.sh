@@ -16,12 +16,13 @@ cd "$(dirname "$0")/../.."
 # Every runtime (mxnet, horovod gloo and mpi, caffe2, torch, torchrun, jax, tensorflow,
 # infer), both exchanges (Slurm's PMIx and srun's rendezvous), MPI under --mpi=pmix, the
 # PMIx key/value store, Slurm's containers, the packages, that no failing dlrt step drains a
-# node, the services outliving task 0's node, and a step over a heterogeneous job's components.
+# node, the services outliving task 0's node, and a step over a heterogeneous job's components
+# (t/99c: auto's exchange there depends on the release; retries, requeue, containers).
 CORE=(t/01-cluster.t t/02-plugin.t t/04-roles.t t/06-mpi.t t/10-exchange.t t/11-mxnet-pslite.t
 	t/12-dlrt-kv.t t/20-hvd-gloo.t t/22-hvd-mpi.t t/30-torch-ddp.t t/32-caffe2-store.t
 	t/36-torch-store.t t/37-torchrun.t t/38-jax.t t/39-tf.t t/50-infer-pool.t t/67-packages.t
 	t/88-exchanges.t t/89-containers.t t/89b-container-state.t t/97-service-lifetime.t
-	t/97c-no-drain.t t/99-hetjob.t)
+	t/97c-no-drain.t t/99-hetjob.t t/99c-hetjob-later.t)
 # Debian unstable's, smaller so that make check stays within CI's time with three releases:
 # every runtime once (t/20 and t/22 are Horovod's two controllers), both exchanges (t/88
 # runs every runtime through each), MPI under --mpi=pmix (t/06, t/22), the packages (t/67),
