@@ -44,6 +44,18 @@ static bool times_shared(void)
 	return dlrt_plugin.opts.warn_sig != 0;
 }
 
+/* The rendezvous' port for the step's --dl-signal watchers (DLRT_TIMES_ENV),
+ * where it runs and they share the job's times; -1 if it cannot be set. */
+static int times_env(void)
+{
+	char port[8];
+
+	if (dlrt_plugin.rendezvous.pid <= 0 || !times_shared())
+		return 0;
+	snprintf(port, sizeof(port), "%u", dlrt_plugin.rendezvous.port);
+	return setenv(DLRT_TIMES_ENV, port, 1);
+}
+
 /* srun, before it asks for its allocation or the step: the step secret and,
  * unless PMIx is forced and the step has no watchers to share the job's times
  * (times_shared), srun's rendezvous, so that it is up while srun waits
@@ -101,6 +113,10 @@ static int het_post_opt(spank_t sp)
 	}
 	if (dlrt_hetstep_client_env(port, dlrt_plugin.step_secret, &err) < 0) {
 		slurm_error("dlrt: %s", err.msg);
+		exit(1);
+	}
+	if (times_env() < 0) {
+		slurm_error("dlrt: cannot pass the rendezvous' port to the step: out of memory");
 		exit(1);
 	}
 	return 0;
@@ -227,14 +243,8 @@ static int start_exchange(spank_t sp)
 	else if (dlrt_plugin.rendezvous.pid <= 0 &&
 		 dlrt_rendezvous_start(&dlrt_plugin.rendezvous, dlrt_plugin.step_secret, &err) < 0)
 		return refuse_step(sp, err.msg);
-	if (dlrt_plugin.rendezvous.pid > 0 && times_shared()) {
-		char port[8];
-
-		snprintf(port, sizeof(port), "%u", dlrt_plugin.rendezvous.port);
-		if (setenv(DLRT_TIMES_ENV, port, 1) < 0)
-			return refuse_step(sp, "cannot pass the rendezvous' port to the step: out of "
-					   "memory");
-	}
+	if (times_env() < 0)
+		return refuse_step(sp, "cannot pass the rendezvous' port to the step: out of memory");
 	dlrt_rdv_env_format(value, via == DLRT_EXCHANGE_SRUN ? dlrt_plugin.rendezvous.port : 0,
 			    dlrt_plugin.step_secret);
 	if (setenv(DLRT_RDV_ENV, value, 1) < 0)

@@ -165,7 +165,7 @@ static bool times_at(spank_t sp, struct dlrt_argv *a, uint8_t secret[DLRT_SVCAUT
 {
 	char v[DLRT_RDV_ENV_MAX], ip[64] = "", port_s[8] = "";
 	uint16_t exchange_port = 0;
-	uint32_t port = 0;
+	uint32_t port = 0, node = 1;
 	bool ok;
 
 	ok = spank_getenv(sp, DLRT_RDV_ENV, v, sizeof(v)) == ESPANK_SUCCESS &&
@@ -179,7 +179,9 @@ static bool times_at(spank_t sp, struct dlrt_argv *a, uint8_t secret[DLRT_SVCAUT
 		return false;
 	dlrt_argv_add(a, "--times");
 	dlrt_argv_add(a, "%s:%u", ip, (unsigned)port);
-	if (dlrt_plugin.node_id == 0)
+	/* The first node of this job: of the step, or of this component of a
+	 * heterogeneous step (each component is a job with its own times). */
+	if (spank_get_item(sp, S_JOB_NODEID, &node) == ESPANK_SUCCESS && node == 0)
 		dlrt_argv_add(a, "--times-publish");
 	return true;
 }

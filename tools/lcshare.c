@@ -19,7 +19,9 @@
 #define TRIES 3            /* failed connections before FOLLOW asks slurmctld itself */
 #define FOLLOW_FIRST_S 60  /* FOLLOW asks slurmctld itself without a value by then */
 #define ASK_EVERY_S 10     /* a preemption or a changed limit is seen within this */
-#define KEY_FMT "dlrt-lc/%u"
+/* The next value's key: per job, so that each component of a heterogeneous
+ * step (a job of its own, with its own time limit) has its own sequence. */
+#define KEY_FMT "dlrt-lc/%u/%u"
 
 void dlrt_lcshare_init(struct dlrt_lcshare *s, uint32_t job)
 {
@@ -169,7 +171,7 @@ static void publish(struct dlrt_lcshare *s)
 	dlrt_lctimes_format(&s->times, value);
 	if (!strcmp(value, s->published) || !connected(s))
 		return;
-	snprintf(key, sizeof(key), KEY_FMT, s->seq + 1);
+	snprintf(key, sizeof(key), KEY_FMT, s->job, s->seq + 1);
 	s->rdv.deadline_ms = dlrt_now_ms() + RDV_WAIT_MS;
 	if (dlrt_rdv_set(&s->rdv, key, value, &err) < 0 ||
 	    dlrt_rdv_get(&s->rdv, keys, 1, &back, &err) < 0 || strcmp(back, value)) {
@@ -199,7 +201,7 @@ static void follow(struct dlrt_lcshare *s)
 	}
 	if (s->waiting || !connected(s))
 		return;
-	snprintf(key, sizeof(key), KEY_FMT, s->seq + 1);
+	snprintf(key, sizeof(key), KEY_FMT, s->job, s->seq + 1);
 	s->rdv.deadline_ms = dlrt_now_ms() + RDV_WAIT_MS;
 	if (dlrt_rdv_get_send(&s->rdv, keys, 1, &err) < 0)
 		drop(s);
@@ -216,7 +218,7 @@ void dlrt_lcshare_take(struct dlrt_lcshare *s)
 
 	if (!s->waiting)
 		return;
-	snprintf(key, sizeof(key), KEY_FMT, s->seq + 1);
+	snprintf(key, sizeof(key), KEY_FMT, s->job, s->seq + 1);
 	s->rdv.deadline_ms = dlrt_now_ms() + RDV_WAIT_MS;
 	if (dlrt_rdv_get_recv(&s->rdv, keys, 1, &value, &err) < 0 ||
 	    dlrt_lctimes_parse(value, &j) < 0) {

@@ -16,6 +16,9 @@
 #      server, other users on some component's nodes, the process tracking;
 #      Slurm before 24.11 never takes PMIx there (its srun may hang at a
 #      heterogeneous step's end, SchedMD ticket 16817). Each with its reason.
+#   5. --dl-signal's watchers: one node per component asks slurmctld (each
+#      component is a job with its own times), the others learn them through
+#      srun's rendezvous.
 . "$(dirname "$0")/../lib.sh"
 
 # Only the backfill scheduler starts a heterogeneous job, on its cycle: a bound on
@@ -169,5 +172,24 @@ else
 		"both components held alone: the process tracking decides, as in a plain step" ||
 		het_errors | head -3 | while read -r l; do fail_detail "$l"; done
 fi
+
+# ---- 5. one poller per component --------------------------------------------------
+# A 3-node heterogeneous step (-N1 : -N2): each node's dlrt-lifecycle learns the times
+# at srun's rendezvous (--times), and one per component, its first node, asks
+# slurmctld and shares them (--times-publish); each component is a job with its own
+# times. Before, no node of a heterogeneous step had --times: each of them asked
+# slurmctld itself (t/93b counts the RPCs of a plain step).
+het "-t 2 -N1 -n1 : -t 2 -N2 -n2" --dl-runtime=torch --dl-signal=USR1@10 bash -c 'sleep 15' &
+hp=$!
+watchers() { pgrep -a -f "libexec/dlrt/dlrt-lifecycle --job" | grep -- "--step"; }
+wait_until 60 eval '[ "$(watchers | wc -l)" -ge 3 ]'
+w=$(watchers)
+wait "$hp"
+is "$(grep -c -- '--times ' <<<"$w")" 3 "every node's watcher learns the times at srun's rendezvous" ||
+	fail_detail "$w"
+is "$(grep -c -- '--times-publish' <<<"$w")" 2 "one per component asks slurmctld and shares them" ||
+	fail_detail "$w"
+is "$(grep -- '--times-publish' <<<"$w" | grep -oE -- '--job [0-9]+' | sort -u | wc -l)" 2 \
+	"one for each component's job"
 
 done_testing
