@@ -223,17 +223,6 @@ int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c)
 	return rc;
 }
 
-/* "dlrt/<step>/<what>[/<rank>]": a value's name on either carrier, also
- * bound into its signature. */
-void dlrt_exchange_key(char *out, size_t len, const struct dlrt_exchange_req *req, const char *what,
-		       long rank)
-{
-	if (rank >= 0)
-		snprintf(out, len, "dlrt/%u/%s/%ld", req->step_id, what, rank);
-	else
-		snprintf(out, len, "dlrt/%u/%s", req->step_id, what);
-}
-
 /* The root's value: its address ("ip:port") or "!<why>" when it cannot
  * serve. A node service's key never travels: every node derives it from the
  * step secret srun gave it (dlrt_exchange_service_key). */
@@ -252,21 +241,32 @@ static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_add
 	return 0;
 }
 
-static int xlist_init(struct dlrt_xlist *l, size_t cap, struct dlrt_err *err)
+static int xlist_init(struct dlrt_xlist *l, size_t cap, const struct dlrt_exchange_req *req,
+		      struct dlrt_err *err)
 {
 	l->n = 0;
 	l->cap = cap;
+	l->step_id = req->step_id;
 	l->v = calloc(cap ? cap : 1, sizeof(*l->v));
 	return l->v ? 0 : dlrt_err_set(err, "out of memory");
 }
 
+/* The value and its name on either carrier, "dlrt/<step>/<what>[/<rank>]",
+ * which its signature binds too (exchange_via.h): named here alone. */
 static void xlist_add(struct dlrt_xlist *l, const char *what, long rank, const char *value)
 {
+	struct dlrt_xvalue *v;
+
 	if (l->n == l->cap)
 		return;
-	snprintf(l->v[l->n].what, sizeof(l->v[l->n].what), "%s", what);
-	l->v[l->n].rank = rank;
-	l->v[l->n++].value = value;
+	v = &l->v[l->n++];
+	snprintf(v->what, sizeof(v->what), "%s", what);
+	v->rank = rank;
+	if (rank >= 0)
+		snprintf(v->key, sizeof(v->key), "dlrt/%u/%s/%ld", l->step_id, what, rank);
+	else
+		snprintf(v->key, sizeof(v->key), "dlrt/%u/%s", l->step_id, what);
+	v->value = value;
 }
 
 /* On the root task: its value into root_s (len bytes), published as "root". */
@@ -305,7 +305,8 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_ad
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
 	/* The peers are at most the entries of "R,R,...", plus the root. */
-	if (xlist_init(&pub, 2, err) < 0 || xlist_init(&want, strlen(req->reps) / 2 + 3, err) < 0)
+	if (xlist_init(&pub, 2, req, err) < 0 ||
+	    xlist_init(&want, strlen(req->reps) / 2 + 3, req, err) < 0)
 		goto out;
 	xlist_add(&want, "root", -1, NULL);
 	if (publish_root(&pub, req, mine, root_s, sizeof(root_s), err) < 0)
@@ -386,8 +387,8 @@ static int exchange_every_task(const struct dlrt_exchange_req *req, struct dlrt_
 	int rc = -1;
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
-	if (xlist_init(&pub, 2, err) < 0 ||
-	    xlist_init(&want, all ? (size_t)req->ntasks + 1 : 1, err) < 0)
+	if (xlist_init(&pub, 2, req, err) < 0 ||
+	    xlist_init(&want, all ? (size_t)req->ntasks + 1 : 1, req, err) < 0)
 		goto out;
 	xlist_add(&want, "root", -1, NULL);
 	xlist_add(&pub, "host", req->rank, mine->node_ip);

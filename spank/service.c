@@ -455,6 +455,12 @@ void dlrt_stepd_pipes_make(bool want)
 			stepd_pipes[i]->fd[0] = stepd_pipes[i]->fd[1] = -1;
 }
 
+/* Apart from slurmstepd's own process, whose pid dlrt_stepd_pipes_make recorded. */
+bool dlrt_stepd_apart(void)
+{
+	return dlrt_plugin.stepd_pid > 0 && getpid() != dlrt_plugin.stepd_pid;
+}
+
 void dlrt_stepd_pipes_close(void)
 {
 	for (size_t i = 0; i < NPIPES; i++)

@@ -118,11 +118,6 @@ int dlrt_stepd_post_opt(spank_t sp)
 	return 0;
 }
 
-bool dlrt_stepd_apart(void)
-{
-	return dlrt_plugin.stepd_pid > 0 && getpid() != dlrt_plugin.stepd_pid;
-}
-
 /* The runtime's node service, if this step needs one: every node learns that
  * it does (its tasks then run the exchange), the node of task 0 starts it
  * here, before any task of the step exists (service.c). */
