@@ -51,23 +51,9 @@
  * of free ports, connecting), as the node's other tasks wait for it. */
 #define EXCHANGE_SLACK_S 2
 
-static char **job_env(spank_t sp)
-{
-	char **env = NULL;
-
-	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS)
-		return NULL;
-	return env;
-}
-
-char **dlrt_exchange_task_env(spank_t sp)
-{
-	return job_env(sp);
-}
-
 bool dlrt_exchange_pmix_possible(spank_t sp)
 {
-	char **env = job_env(sp);
+	char **env = dlrt_task_environ(sp);
 
 	return dlrt_envp_get(env, "PMIX_NAMESPACE") && dlrt_envp_get(env, "PMIX_RANK");
 }
@@ -202,7 +188,7 @@ static void task_ports_peers(const struct dlrt_exchange_req *req, char *out, siz
 
 int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c)
 {
-	char **env = job_env(sp);
+	char **env = dlrt_task_environ(sp);
 	const char *v = dlrt_envp_get(env, DLRT_RDV_ENV), *ip = dlrt_envp_get(env, "SLURM_LAUNCH_NODE_IPADDR");
 	struct in_addr a;
 	int rc = -1;
@@ -416,7 +402,7 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 	char launch_ip[64] = "";
 
 	memset(mine, 0, sizeof(*mine));
-	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
+	dlrt_task_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
 	if (dlrt_net_node_ipv4(req->iface, launch_ip, mine->node_ip, err) < 0)
 		goto shared_fail;
 	snprintf(mine->iface, sizeof(mine->iface), "%s", req->iface ? req->iface : "");
@@ -579,36 +565,12 @@ void dlrt_exchange_service_key(const uint8_t step_secret[DLRT_SVCAUTH_SECRET_LEN
 	dlrt_crypto_hmac_sha256(step_secret, DLRT_SVCAUTH_SECRET_LEN, label, sizeof(label), key);
 }
 
-bool dlrt_exchange_program_path(spank_t sp, char *out, size_t len)
-{
-	int argc = 0;
-	char **argv = NULL;
-	const char *path;
-
-	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
-	    !argv[0] || !argv[0][0])
-		return false;
-	if (strchr(argv[0], '/'))
-		return snprintf(out, len, "%s", argv[0]) < (int)len;
-	path = dlrt_envp_get(job_env(sp), "PATH");
-	while (path && *path) {
-		const char *colon = strchr(path, ':');
-		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
-
-		if (snprintf(out, len, "%.*s/%s", (int)dlen, path, argv[0]) < (int)len &&
-		    access(out, X_OK) == 0)
-			return true;
-		path = colon ? colon + 1 : NULL;
-	}
-	return false;
-}
-
 bool dlrt_exchange_program_takes(spank_t sp, bool say)
 {
 	char mode[16] = "";
 	const char *prog;
 
-	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
+	dlrt_task_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none"))
 		return false;
 	if (!strcmp(mode, "yes") || !strcmp(mode, "pmix"))

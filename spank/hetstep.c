@@ -32,16 +32,11 @@ static bool het_step;
 static uint32_t het_comp_first; /* the component's first task id */
 static uint32_t het_leader;     /* the het job's id (SLURM_JOB_ID) */
 
-static int step_env(spank_t sp, const char *name, char *buf, int len)
-{
-	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
-}
-
 static int step_env_u32(spank_t sp, const char *name, uint32_t lo, uint32_t hi, uint32_t *v)
 {
 	char buf[32];
 
-	if (step_env(sp, name, buf, sizeof(buf)) < 0)
+	if (dlrt_task_getenv(sp, name, buf, sizeof(buf)) < 0)
 		return -1;
 	return dlrt_parse_u32(buf, lo, hi, v);
 }
@@ -108,7 +103,7 @@ int dlrt_hetstep_layout(spank_t sp, const char *nodelist, const char *tpn, enum 
 	for (uint32_t g = 0; g < in.ngroups; g++) {
 		snprintf(name, sizeof(name), "SLURM_JOB_NODELIST_HET_GROUP_%u", g);
 		groups[g] = malloc(HET_ENV_MAX);
-		if (groups[g] && step_env(sp, name, groups[g], HET_ENV_MAX) < 0)
+		if (groups[g] && dlrt_task_getenv(sp, name, groups[g], HET_ENV_MAX) < 0)
 			groups[g][0] = '\0';
 	}
 	in.group_nodes = (const char *const *)groups;
@@ -219,12 +214,13 @@ void dlrt_hetstep_print(spank_t sp, FILE *f, const struct dlrt_plan *plan)
 		char name[64], cpus[64] = "?", mem[32] = "", gpus[64] = "", roles[160];
 
 		snprintf(name, sizeof(name), "SLURM_JOB_CPUS_PER_NODE_HET_GROUP_%u", g);
-		step_env(sp, name, cpus, sizeof(cpus));
+		if (dlrt_task_getenv(sp, name, cpus, sizeof(cpus)) < 0)
+			snprintf(cpus, sizeof(cpus), "?");
 		snprintf(name, sizeof(name), "SLURM_MEM_PER_NODE_HET_GROUP_%u", g);
-		if (step_env(sp, name, mem, sizeof(mem)) == 0)
+		if (dlrt_task_getenv(sp, name, mem, sizeof(mem)) == 0)
 			strncat(mem, "M", sizeof(mem) - strlen(mem) - 1);
 		snprintf(name, sizeof(name), "SLURM_GPUS_PER_NODE_HET_GROUP_%u", g);
-		step_env(sp, name, gpus, sizeof(gpus));
+		dlrt_task_getenv(sp, name, gpus, sizeof(gpus));
 		comp_roles(plan, a, b, roles, sizeof(roles));
 		fprintf(f, "component %u: tasks %u-%u on", g, a, b - 1);
 		for (uint32_t i = l->comp_node_first[c]; i < l->comp_node_first[c + 1]; i++)
@@ -244,10 +240,10 @@ void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, si
 		return;
 	for (uint32_t g = 0; g < ngroups; g++) {
 		snprintf(name, sizeof(name), "SLURM_JOB_ID_HET_GROUP_%u", g);
-		if (step_env(sp, name, v, 16) == 0 && io < ilen)
+		if (dlrt_task_getenv(sp, name, v, 16) == 0 && io < ilen)
 			io += (size_t)snprintf(ids + io, ilen - io, "%s%s", io ? " " : "", v);
 		snprintf(name, sizeof(name), "SLURM_JOB_NODELIST_HET_GROUP_%u", g);
-		if (step_env(sp, name, v, sizeof(v)) == 0 && no < nlen)
+		if (dlrt_task_getenv(sp, name, v, sizeof(v)) == 0 && no < nlen)
 			no += (size_t)snprintf(nodes + no, nlen - no, "%s%s", no ? "," : "", v);
 	}
 	if (io >= ilen)

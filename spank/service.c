@@ -528,7 +528,7 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 		goto out;
 	if (program_path(spec->program, path, sizeof(path), err) < 0)
 		goto out;
-	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
+	dlrt_task_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
 	if (dlrt_net_node_ipv4(pl->opts.iface[0] ? pl->opts.iface : NULL, launch_ip, svc->ip,
 			       err) < 0)
 		goto out;
