@@ -14,7 +14,8 @@
 #                        example jobs (only what they use: no test program, no model training)
 #   make check-layout    the folder rules: no folder includes one above it nor links one its
 #                        sources do not include, no file over 900 lines, no function over
-#                        150, docs/ARCHITECTURE.md's file tables match the tree
+#                        150, docs/ARCHITECTURE.md's file tables match the tree, no file
+#                        calls up the layers, no circle of files but the designed ones
 #   make unit            unit tests only (plain and under ASan+UBSan): no cluster, no
 #                        root; the packager's test
 #   make product         only what make install installs (no test-only dependency)
