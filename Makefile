@@ -223,7 +223,8 @@ cluster-test: cluster-up
 
 # The folder rules (layers, file size, function size, the docs' file tables):
 # docs/ARCHITECTURE.md. The link rules read the built programs: every installed
-# one and the plugin, each with its own sources, and what dlrt_may_link allows.
+# one and the plugin, each with its own sources, and what dlrt_may_link allows;
+# the files' graph (no arrow up, no circle but the designed ones) reads the objects.
 .PHONY: check-layout
 LAYOUT_PROGRAMS = $(filter $(BINS) $(LIBEXEC),$(DLRT_PROGRAMS))
 layout_quote = '$(subst ','\'',$(1))'
