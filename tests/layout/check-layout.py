@@ -238,8 +238,9 @@ def parse_may_link(specs, bad):
     return may
 
 
-def check_links(build, programs, plugins, may_link, sources, bad):
-    """Rules 4 and 5: programs and plugins are lists of 'OUTPUT=SOURCE SOURCE
+def check_links(owner, programs, plugins, may_link, sources, bad):
+    """Rules 4 and 5: owner says which product object defines each symbol
+    (symbol_owners), programs and plugins are lists of 'OUTPUT=SOURCE SOURCE
     ...', may_link {OUTPUT: folders} (rule 5's exceptions)."""
     includes_of, includers_of = {}, {}
     table = {RUNTIME_TABLE}
@@ -254,8 +255,6 @@ def check_links(build, programs, plugins, may_link, sources, bad):
                 if f.endswith(".c"):
                     includers_of.setdefault(h, set()).add(f)
     defined_elsewhere = {RUNTIME_TABLE_HEADER: table}
-    # Which product object defines each global symbol.
-    owner = symbol_owners(product_objects(build, sources))
     for spec in programs + plugins:
         out, _, srcs = spec.partition("=")
         srcs = srcs.split()
@@ -292,10 +291,9 @@ def check_links(build, programs, plugins, may_link, sources, bad):
                            f"{folder}/ at link time only")
 
 
-def file_graph(objects):
+def file_graph(objects, owner):
     """Rule 6's arrows: {file: {file it needs: [symbols]}} (a symbol two
     objects define, like two programs' main, leads nowhere)."""
-    owner = symbol_owners(objects)
     arrows = {}
     for f, obj in objects.items():
         for sym in undefined_symbols(obj):
@@ -332,9 +330,9 @@ def arrow_text(arrows, a, b):
     return f"{a} -> {b} ({', '.join(syms[:2])}{' ...' if len(syms) > 2 else ''})"
 
 
-def check_graph(build, sources, bad):
+def check_graph(objects, owner, bad):
     """Rule 6: no arrow up the layers, no circle but the designed ones."""
-    arrows = file_graph(product_objects(build, sources))
+    arrows = file_graph(objects, owner)
     for a in sorted(arrows):
         fa = os.path.dirname(a)
         for b in sorted(arrows[a]):
@@ -353,8 +351,8 @@ def check_graph(build, sources, bad):
         inner = "; ".join(arrow_text(arrows, a, b) for a in sorted(comp)
                           for b in sorted(arrows[a]) if b in comp)
         bad.append(f"a circle of {len(comp)} files: {inner}: none of them can be read or "
-                   "changed alone; move what they both need into a lower file or pass it in "
-                   "(or, designed so, name it in DESIGNED_CIRCLES with the reason)")
+                   "changed alone; move what two of them both need into a lower file, or "
+                   "pass it in (or, designed so, name it in DESIGNED_CIRCLES with the reason)")
     for comp in sorted(set(DESIGNED_CIRCLES) - found, key=sorted):
         bad.append(f"{', '.join(sorted(comp))}: a designed circle no longer: drop it from "
                    "DESIGNED_CIRCLES in tests/layout/check-layout.py (or name its files as "
@@ -414,9 +412,12 @@ def main():
         if "/" in p and not os.path.exists(p):
             bad.append(f"docs/ARCHITECTURE.md: names {p}, which is not in the tree")
 
-    check_links(args.build, args.program, args.plugin, parse_may_link(args.may_link, bad),
+    # Which product object defines each global symbol (rules 4 and 6).
+    objects = product_objects(args.build, sources)
+    owner = symbol_owners(objects)
+    check_links(owner, args.program, args.plugin, parse_may_link(args.may_link, bad),
                 sources, bad)
-    check_graph(args.build, sources, bad)
+    check_graph(objects, owner, bad)
 
     for line in bad:
         print(line)
