@@ -75,9 +75,11 @@ static void prepare_exchange(void)
 /* init_post_opt of a heterogeneous step's second and later components:
  * local_user_init runs for one component only, after srun copied its
  * environment into every component's, so the secret and the carrier go
- * there now: srun's rendezvous, or Slurm's PMIx with --dl-exchange=pmix. */
-static int het_post_opt(void)
+ * there now: srun's rendezvous, or Slurm's PMIx where the choice (the same
+ * as a plain step's, exchange.c) takes it. */
+static int het_post_opt(spank_t sp)
 {
+	enum dlrt_exchange_via via;
 	struct dlrt_err err;
 	uint16_t port;
 
@@ -86,8 +88,13 @@ static int het_post_opt(void)
 		prepare_exchange();
 	if (!dlrt_plugin.has_step_secret)
 		return 0;
-	port = dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? 0 : dlrt_plugin.rendezvous.port;
-	if (port == 0 && dlrt_plugin.opts.exchange != DLRT_EXCHANGE_PMIX) {
+	via = dlrt_hetstep_client_choose(sp);
+	/* As in a plain step (start_exchange): a rendezvous the step will not use
+	 * ends before the tasks start. */
+	if (via == DLRT_EXCHANGE_PMIX && !times_shared())
+		dlrt_service_stop(&dlrt_plugin.rendezvous);
+	port = via == DLRT_EXCHANGE_PMIX ? 0 : dlrt_plugin.rendezvous.port;
+	if (port == 0 && via != DLRT_EXCHANGE_PMIX) {
 		slurm_error("dlrt: srun's rendezvous did not start for this heterogeneous step; "
 			    "run it again, or use --dl-exchange=pmix");
 		exit(1);
@@ -103,7 +110,6 @@ int dlrt_client_post_opt(spank_t sp)
 {
 	struct dlrt_err err;
 
-	(void)sp;
 	if (dlrt_plugin.opt_failed) {
 		slurm_error("dlrt: %s", dlrt_plugin.opt_err.msg);
 		exit(1);
@@ -127,7 +133,7 @@ int dlrt_client_post_opt(spank_t sp)
 		 * first made the secret, the others hand it to every component
 		 * (hetstep.h). */
 		if (dlrt_hetstep_client_count() > 1)
-			return het_post_opt();
+			return het_post_opt(sp);
 		/* Only this srun may refuse its own step (refuse_step) or give it
 		 * its secret (start_exchange). */
 		unsetenv(DLRT_REFUSED_ENV);
@@ -241,18 +247,17 @@ static int start_exchange(spank_t sp)
  * the carrier chosen in het_post_opt, which every component has already. */
 static int het_local_user_init(spank_t sp)
 {
-	char why[512];
-	bool risky = false;
+	enum dlrt_exchange_via via;
+	const char *why;
+	bool risky;
 	struct dlrt_err err;
 
 	if (dlrt_hetstep_client_check(sp, &err) < 0)
 		return refuse_step(sp, err.msg);
 	if (!dlrt_plugin.has_step_secret)
 		return 0;
-	if (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX)
-		dlrt_exchange_choose(sp, DLRT_EXCHANGE_PMIX, why, sizeof(why), &risky);
-	report_exchange(dlrt_plugin.opts.exchange == DLRT_EXCHANGE_PMIX ? DLRT_EXCHANGE_PMIX :
-			DLRT_EXCHANGE_SRUN, risky ? why : NULL, dlrt_hetstep_client_why());
+	why = dlrt_hetstep_client_why(&via, &risky);
+	report_exchange(via, risky ? why : NULL, why);
 	return 0;
 }
 

@@ -38,6 +38,7 @@
 #include "common/crypto.h"
 #include "common/slurm_compat.h"
 #include "exchange.h"
+#include "hetstep.h"
 #include "exchange_via.h"
 #include "exchange/exchange_reply.h"
 #include "common/netaddr.h"
@@ -452,7 +453,12 @@ shared_fail:
 static bool step_mpi_is_pmix(void)
 {
 	const char *mpi = getenv("SLURM_MPI_TYPE");
+	char het[64];
 
+	/* A heterogeneous step is chosen for in init_post_opt, before 24.11's
+	 * srun exports it (hetstep.h). */
+	if (dlrt_hetstep_client_het())
+		mpi = dlrt_hetstep_client_mpi(het, sizeof(het)) == 0 ? het : NULL;
 	return mpi && !strncmp(mpi, "pmix", 4);
 }
 
@@ -460,23 +466,34 @@ static bool step_mpi_is_pmix(void)
  * them whole (--exclusive, OverSubscribe=EXCLUSIVE) or for its user alone
  * (--exclusive=user, ExclusiveUser=YES). slurmctld reports both in the job's
  * `shared` (JOB_SHARED_NONE, JOB_SHARED_USER); a job it cannot tell us about
- * counts as shared. One RPC, from srun only. */
+ * counts as shared. One RPC, from srun only. A heterogeneous step is chosen
+ * for before its step exists (hetstep.h), so its job is the allocation's
+ * (SLURM_JOB_ID, the het job's leader), and every component, each a job of
+ * its own that slurmctld reports with the leader, must hold its nodes so. */
 static bool job_nodes_private(spank_t sp)
 {
 	job_info_msg_t *msg = NULL;
-	uint32_t job = 0;
-	bool private = false;
+	const char *leader = getenv("SLURM_JOB_ID");
+	bool het = dlrt_hetstep_client_het(), private = true;
+	uint32_t job = 0, seen = 0;
 
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
+	if (het ? !leader || dlrt_parse_u32(leader, 1, UINT32_MAX - 1, &job) < 0 :
+		  spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS)
 		return false;
-	if (dlrt_slurm_load_job(&msg, job, SHOW_ALL) == SLURM_SUCCESS && msg && msg->record_count >= 1) {
-		uint16_t shared = msg->job_array[0].shared;
+	if (dlrt_slurm_load_job(&msg, job, SHOW_ALL) == SLURM_SUCCESS && msg) {
+		for (uint32_t i = 0; i < msg->record_count && seen < (het ? UINT32_MAX : 1); i++) {
+			const slurm_job_info_t *r = &msg->job_array[i];
 
-		private = shared == JOB_SHARED_NONE || shared == JOB_SHARED_USER;
+			if (het && r->het_job_id != job)
+				continue;
+			seen++;
+			private = private && (r->shared == JOB_SHARED_NONE ||
+					      r->shared == JOB_SHARED_USER);
+		}
 	}
 	if (msg)
 		slurm_free_job_info_msg(msg);
-	return private;
+	return seen && private;
 }
 
 /* Whether every process of an ended job is gone from its nodes: slurmctld's
@@ -544,6 +561,16 @@ enum dlrt_exchange_via dlrt_exchange_choose(spank_t sp, enum dlrt_exchange_via o
 		snprintf(why, len, "auto, and the step has no PMIx server (its --mpi is not pmix)");
 		return DLRT_EXCHANGE_SRUN;
 	}
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(24, 11, 0)
+	/* Decided by the Slurm dlrt is built against: slurmd and srun load a
+	 * plugin of their own release only. */
+	if (dlrt_hetstep_client_het()) {
+		snprintf(why, len, "auto, and a heterogeneous step on Slurm before 24.11, whose "
+			 "srun --mpi=pmix may hang at such a step's end (SchedMD ticket 16817; "
+			 "docs/hetjob.md)");
+		return DLRT_EXCHANGE_SRUN;
+	}
+#endif
 	/* Slurm's PMIx admits anyone on a node who states the job owner's uid
 	 * (docs/SECURITY.md): taken only where nobody else can be. */
 	if (!nodes_closed(sp, risk, sizeof(risk))) {

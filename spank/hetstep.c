@@ -16,12 +16,17 @@
  */
 #include "hetstep.h"
 
+#include <fcntl.h>
 #include <slurm/slurm.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/hetlayout.h"
+#include "common/slurm_compat.h"
+#include "common/srunargs.h"
 #include "exchange/rdvclient.h"
+#include "exchange.h"
 #include "common/env.h"
 #include "plugin.h"
 
@@ -253,7 +258,9 @@ void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, si
 /* ---- srun ---- */
 
 static uint32_t client_components;
-static const char *client_why = "";
+static bool client_chosen, client_risky;
+static enum dlrt_exchange_via client_via;
+static char client_why[512];
 
 uint32_t dlrt_hetstep_client_count(void)
 {
@@ -265,18 +272,48 @@ bool dlrt_hetstep_client_het(void)
 	return client_components > 1;
 }
 
+enum dlrt_exchange_via dlrt_hetstep_client_choose(spank_t sp)
+{
+	if (!client_chosen)
+		client_via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, client_why,
+						  sizeof(client_why), &client_risky);
+	client_chosen = true;
+	return client_via;
+}
+
+/* srun's own rule for the step's MPI plugin (its opt.c and mpi.c): --mpi
+ * (Slurm takes it from the first component only), else SLURM_MPI_TYPE from
+ * the environment, else MpiDefault. */
+int dlrt_hetstep_client_mpi(char *out, size_t len)
+{
+	static char cmd[65536];
+	const char *env = getenv("SLURM_MPI_TYPE");
+	slurm_conf_t *conf = NULL;
+	ssize_t n;
+	int fd;
+
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, cmd, sizeof(cmd));
+	if (fd >= 0)
+		close(fd);
+	if (n > 0 && dlrt_srunargs_mpi(cmd, (size_t)n, out, len))
+		return 0;
+	if (env) {
+		snprintf(out, len, "%s", env);
+		return 0;
+	}
+	if (slurm_load_ctl_conf((time_t)0, &conf) != SLURM_SUCCESS || !conf)
+		return -1;
+	snprintf(out, len, "%s", conf->mpi_default ? conf->mpi_default : "none");
+	dlrt_slurm_free_conf(conf);
+	return 0;
+}
+
 int dlrt_hetstep_client_env(uint16_t rdv_port, const uint8_t secret[32], struct dlrt_err *err)
 {
 	char value[DLRT_RDV_ENV_MAX];
 	int rc;
 
-	client_why = rdv_port ? (dlrt_plugin.opts.exchange == DLRT_EXCHANGE_SRUN ?
-				 "--dl-exchange=srun" :
-				 "auto, and a heterogeneous step: srun gives every component its "
-				 "carrier before the step exists, before auto could ask whether the "
-				 "job's nodes are closed to other users (--dl-exchange=pmix takes "
-				 "Slurm's PMIx, which spans the components)") :
-		     "--dl-exchange=pmix (Slurm's PMIx spans the components of a step)";
 	dlrt_rdv_env_format(value, rdv_port, secret);
 	rc = setenv(DLRT_RDV_ENV, value, 1);
 	memset(value, 0, sizeof(value));
@@ -285,8 +322,10 @@ int dlrt_hetstep_client_env(uint16_t rdv_port, const uint8_t secret[32], struct 
 	return 0;
 }
 
-const char *dlrt_hetstep_client_why(void)
+const char *dlrt_hetstep_client_why(enum dlrt_exchange_via *via, bool *risky)
 {
+	*via = client_via;
+	*risky = client_risky;
 	return client_why;
 }
 

@@ -243,6 +243,13 @@ void dlrt_lifecycle_user_init(spank_t sp)
 	if (dlrt_lifecycle_record_base(sp, base, sizeof(base)) == 0) {
 		dlrt_argv_add(&a, "--record-base");
 		dlrt_argv_add(&a, "%s", base);
+		/* A heterogeneous step's component: the het job's one record, which
+		 * the batch script reads (hetstep.h). It asks about, and ends, its
+		 * own component's job. */
+		if (!batch && dlrt_hetstep_job_id(sp) != job) {
+			dlrt_argv_add(&a, "--record-job");
+			dlrt_argv_add(&a, "%u", dlrt_hetstep_job_id(sp));
+		}
 	}
 	if (batch) {
 		dlrt_argv_add(&a, "--batch");

@@ -21,15 +21,23 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/parse.h"
 #include "lchang.h"
 #include "lcshare.h"
 #include "lcwarn.h"
 #include "jobpolicy/warnsig.h"
 
-/* The first look waits this long after the start: the step's program starts
- * meanwhile, without this watcher's work (slurmctld, the rendezvous) beside it. */
-#define FIRST_LOOK_S 1
+/* The first look (slurmctld, srun's rendezvous) waits until every task of the
+ * node has started, and at least FIRST_LOOK_MS: a task starts after the
+ * step's address exchange, so this watcher's connections to srun's
+ * rendezvous and slurmctld's RPC never compete with the step's wire-up
+ * (bench/lifecycle-cost.sh: at 32 nodes a first look at 1 s still overlapped
+ * it). A task that never starts holds the first look back TASKS_START_MAX_MS
+ * at most; no task can be warned before it started anyway. */
+#define FIRST_LOOK_MS 1000
+#define TASKS_START_MAX_MS 30000
+#define TASKS_LOOK_MS 100
 
 struct opts {
 	struct dlrt_lcw w;
@@ -57,6 +65,8 @@ static void usage(FILE *f)
 "                       while its restart count is below N\n"
 "  --node NAME          this node, for the record\n"
 "  --record-base DIR    the job's record is DIR/<job>/dlrt-retries.log\n"
+"  --record-job J       the record's <job> when it is not --job's (a heterogeneous\n"
+"                       step's component records in its het job's record)\n"
 "  --verbose            one line on each task's stderr when the warning is sent\n"
 "  --hang-timeout SECS  end the step when no task of it made progress for SECS\n"
 "                       (output, files, DLRT_HEARTBEAT), with each task's stacks\n"
@@ -91,6 +101,7 @@ static int take_opt(struct opts *o, int c, const char *v)
 	case 'p': return parse_fd(v, &o->pids);
 	case 'S': return parse_fd(v, &o->secret);
 	case 'j': return dlrt_parse_u32(v, 1, UINT32_MAX - 1, &o->w.job);
+	case 'R': return dlrt_parse_u32(v, 1, UINT32_MAX - 1, &o->w.record_job);
 	case 's': return dlrt_parse_u32(v, 0, UINT32_MAX, &o->w.step);
 	case 'a':
 		o->warn.attempt_known = true;
@@ -129,6 +140,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "hang-timeout", 1, NULL, 'H' }, { "progress-dir", 1, NULL, 'P' },
 		{ "step-tasks", 1, NULL, 'T' },  { "times", 1, NULL, 't' },
 		{ "times-publish", 0, NULL, 'U' }, { "secret-fd", 1, NULL, 'S' },
+		{ "record-job", 1, NULL, 'R' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c, bad = 0;
@@ -159,9 +171,40 @@ static bool wait_life(int fd, int share_fd, int s, struct dlrt_lcshare *times)
 	return true;
 }
 
+/* Every task on the node's page has written its pid (none in the batch step). */
+static bool tasks_started(const struct dlrt_lcw *w)
+{
+	uint32_t n = dlrt_lcw_ntasks(w);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (w->page->pid[i] == 0)
+			return false;
+	return true;
+}
+
+/* Until the first look (FIRST_LOOK_MS); false if the step ended meanwhile. */
+static bool wait_first_look(const struct dlrt_lcw *w)
+{
+	int64_t start = dlrt_now_ms(), now;
+	struct pollfd p = { .fd = w->life_fd, .events = POLLIN };
+
+	while ((now = dlrt_now_ms()) - start < TASKS_START_MAX_MS &&
+	       (now - start < FIRST_LOOK_MS || !tasks_started(w))) {
+		int64_t left = FIRST_LOOK_MS - (now - start);
+		int rc = poll(&p, 1, left > TASKS_LOOK_MS ? (int)left : TASKS_LOOK_MS);
+		char c;
+
+		if (rc > 0 && read(w->life_fd, &c, 1) <= 0)
+			return false;
+		if (rc < 0 && errno != EINTR)
+			return false;
+	}
+	return true;
+}
+
 static void watch_loop(struct opts *o)
 {
-	if (!wait_life(o->w.life_fd, -1, FIRST_LOOK_S, &o->times))
+	if (!wait_first_look(&o->w))
 		return;
 	for (;;) {
 		int sleep_s = 10, h;

@@ -194,8 +194,10 @@ static void probes(struct pf_ctx *c, struct dlrt_pf_result *r)
 			continue;
 		}
 		rtts[nr++] = rtt;
+		/* The ping gives the first node's clock minus ours; the line
+		 * carries ours minus the first's (pfline.h). */
 		if (j == 0)
-			r->clock_us = off;
+			r->clock_us = -off;
 	}
 	/* The best of its round trips: a node behind a slow link has no fast
 	 * peer, while a healthy node pinging that node still has the others

@@ -31,7 +31,7 @@ void dlrt_lcw_record(const struct dlrt_lcw *w, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = (int)dlrt_logline_vformat(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	snprintf(name, sizeof(name), "%u", w->job);
+	snprintf(name, sizeof(name), "%u", w->record_job ? w->record_job : w->job);
 	base = dlrt_privdir_base(w->record_base, "--dl-signal", &err);
 	dir = base < 0 ? -1 : dlrt_privdir_job(base, w->record_base, name, "--dl-signal", &jd,
 					      &err);

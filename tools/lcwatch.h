@@ -18,8 +18,9 @@
 
 struct dlrt_lcw {
 	uint32_t job, step, attempt;
+	uint32_t record_job;     /* the record's job: a heterogeneous step's leader; 0: job */
 	const char *node;        /* this node's name, for the record and the lines */
-	const char *record_base; /* the job's record is <base>/<job>/dlrt-retries.log */
+	const char *record_base; /* the job's record is <base>/<record job>/dlrt-retries.log */
 	bool verbose;
 	struct dlrt_lc_page *page; /* the node's tasks (NULL in the batch step) */
 	int life_fd;               /* end of file: the step ended */

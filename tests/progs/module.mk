@@ -52,3 +52,9 @@ $(eval $(call dlrt_program,$(BUILD)/testprogs/pmix-stranger,tests/progs/pmix/pmi
 $(BUILD)/testprogs/stated_id.so: $(BUILD)/obj/tests/progs/pmix/stated_id.o
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $^ $(ALL_LDFLAGS)
+
+# preflight: one simulated node's wall clock put off (t/99b-preflight.t's clock check).
+TEST_PROGS += $(BUILD)/testprogs/clock_skew.so
+$(BUILD)/testprogs/clock_skew.so: $(BUILD)/obj/tests/progs/preflight/clock_skew.o
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $^ $(ALL_LDFLAGS)

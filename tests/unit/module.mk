@@ -8,14 +8,15 @@ UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_plugin_load \
               $(BUILD)/tests/test_privdir $(BUILD)/tests/test_dlist \
               $(BUILD)/tests/test_argv \
               $(BUILD)/tests/test_plugin_share
-# A heterogeneous step's layout (common/hetlayout.c) and its roles by component.
-UNIT_TESTS += $(BUILD)/tests/test_hetlayout
+# A heterogeneous step's layout (common/hetlayout.c) and its roles by component; srun's
+# --mpi from its command line (common/srunargs.c), which chooses its carrier.
+UNIT_TESTS += $(BUILD)/tests/test_hetlayout $(BUILD)/tests/test_srunargs
 # The fake SPANK host exports spank_* so the dlopen'ed plugin binds to it.
 TEST_LDFLAGS_plugin_load := -rdynamic -ldl
 TEST_LDFLAGS_plugin_share := -rdynamic -ldl
 $(BUILD)/tests/test_plugin_load $(SAN_BUILD)/tests/test_plugin_load: $(PLUGIN)
 $(BUILD)/tests/test_plugin_share $(SAN_BUILD)/tests/test_plugin_share: $(PLUGIN)
-FUZZERS += slurmenv
+FUZZERS += slurmenv srunargs
 # The fake SPANK host shared by the tests that drive the real dlrt.so.
 FAKE_SPANK_TESTS := test_plugin_load test_plugin_gpu test_plugin_share
 $(FAKE_SPANK_TESTS:%=$(BUILD)/tests/%): $(BUILD)/obj/tests/unit/fake_spank.o

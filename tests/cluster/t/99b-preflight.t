@@ -1,7 +1,7 @@
 #!/bin/bash
 # --dl-preflight: before a step starts, each node of the allocation is checked;
-# a node with a rate-limited link, a full /dev/shm, a missing GPU device or a
-# checkpoint folder that is not the shared one is named in one line (node,
+# a node with a rate-limited link, a full /dev/shm, a missing GPU device, a
+# clock that is off or a checkpoint folder that is not the shared one is named in one line (node,
 # check, figure), recorded in the job's retry record, and the step runs on the
 # allocation's other nodes. A healthy allocation passes without a line; bad
 # values are refused with one line before anything runs.
@@ -140,6 +140,14 @@ pf_job -- "$PF"
 "$CL" exec n2 tc qdisc del dev eth0 root
 expect_named n2 net "rate-limited link"
 like "$PF_ERR" "sends [0-9.]+ MB/s to n3, its peers' median is" "the figure: its rate and its peers'"
+# ---- a clock 5 s ahead on n2 (clock_skew.so: the simulated nodes share this
+# machine's clock, so n2's dlrt-preflight is told its wall clock is off) --------
+pf_job "--export=ALL,LD_PRELOAD=$TESTS_BIN/clock_skew.so,CLOCK_SKEW_NODE=n2,CLOCK_SKEW_MS=5000" \
+	-- "$PF,clock=2000"
+expect_named n2 clock "a clock 5 s off"
+like "$PF_ERR" "[45]\.[0-9]+ s ahead of n1's clock \(limit 2000 ms\)" \
+	"the figure: the offset against the first node's clock and the limit"
+
 # ---- no spare node: the job is requeued without it (--dl-retries) -------------
 # An idle cluster gives a 2-node job n1 and n2; n2's /dev/shm is full.
 cat >"$WORK/nospare.sh" <<JOB
