@@ -26,7 +26,6 @@
 #include "common/slurm_compat.h"
 #include "common/srunargs.h"
 #include "exchange/rdvclient.h"
-#include "exchange.h"
 #include "common/env.h"
 #include "plugin.h"
 
@@ -258,9 +257,6 @@ void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, si
 /* ---- srun ---- */
 
 static uint32_t client_components;
-static bool client_chosen, client_risky;
-static enum dlrt_exchange_via client_via;
-static char client_why[512];
 
 uint32_t dlrt_hetstep_client_count(void)
 {
@@ -270,15 +266,6 @@ uint32_t dlrt_hetstep_client_count(void)
 bool dlrt_hetstep_client_het(void)
 {
 	return client_components > 1;
-}
-
-enum dlrt_exchange_via dlrt_hetstep_client_choose(spank_t sp)
-{
-	if (!client_chosen)
-		client_via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, client_why,
-						  sizeof(client_why), &client_risky);
-	client_chosen = true;
-	return client_via;
 }
 
 /* srun's own rule for the step's MPI plugin (its opt.c and mpi.c): --mpi
@@ -320,13 +307,6 @@ int dlrt_hetstep_client_env(uint16_t rdv_port, const uint8_t secret[32], struct 
 	if (rc < 0)
 		return dlrt_err_set(err, "cannot pass the step secret to the step: out of memory");
 	return 0;
-}
-
-const char *dlrt_hetstep_client_why(enum dlrt_exchange_via *via, bool *risky)
-{
-	*via = client_via;
-	*risky = client_risky;
-	return client_why;
 }
 
 int dlrt_hetstep_client_check(spank_t sp, struct dlrt_err *err)
