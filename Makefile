@@ -14,7 +14,8 @@
 #                        example jobs (only what they use: no test program, no model training)
 #   make check-layout    the folder rules: no folder includes one above it nor links one its
 #                        sources do not include, no file over 900 lines, no function over
-#                        150, docs/ARCHITECTURE.md's file tables match the tree
+#                        150, docs/ARCHITECTURE.md's file tables match the tree, no file
+#                        calls up the layers, no circle of files but the designed ones
 #   make unit            unit tests only (plain and under ASan+UBSan): no cluster, no
 #                        root; the packager's test
 #   make product         only what make install installs (no test-only dependency)
@@ -222,7 +223,8 @@ cluster-test: cluster-up
 
 # The folder rules (layers, file size, function size, the docs' file tables):
 # docs/ARCHITECTURE.md. The link rules read the built programs: every installed
-# one and the plugin, each with its own sources, and what dlrt_may_link allows.
+# one and the plugin, each with its own sources, and what dlrt_may_link allows;
+# the files' graph (no arrow up, no circle but the designed ones) reads the objects.
 .PHONY: check-layout
 LAYOUT_PROGRAMS = $(filter $(BINS) $(LIBEXEC),$(DLRT_PROGRAMS))
 layout_quote = '$(subst ','\'',$(1))'

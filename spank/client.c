@@ -84,6 +84,31 @@ static void prepare_exchange(void)
 	}
 }
 
+/* What carries a heterogeneous step's exchange, chosen once, in the second
+ * component's init_post_opt (exchange.c: the same rule as a plain step's, which
+ * knows a heterogeneous step by dlrt_hetstep_client_het): srun copies its
+ * environment into each component's launch environment before local_user_init,
+ * which it runs for one component only, so the carrier must be known then.
+ * Kept, with whether it was forced onto nodes others may share and why, for
+ * the warning, --dl-verbose and the dry run (het_local_user_init). Chosen
+ * here, by srun's side, so that exchange.c, which asks hetstep.c about the
+ * step, is not asked back by it. */
+static struct {
+	bool chosen, risky;
+	enum dlrt_exchange_via via;
+	char why[512];
+} het_carrier;
+
+static enum dlrt_exchange_via het_choose(spank_t sp)
+{
+	if (!het_carrier.chosen)
+		het_carrier.via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange,
+						       het_carrier.why, sizeof(het_carrier.why),
+						       &het_carrier.risky);
+	het_carrier.chosen = true;
+	return het_carrier.via;
+}
+
 /* init_post_opt of a heterogeneous step's second and later components:
  * local_user_init runs for one component only, after srun copied its
  * environment into every component's, so the secret and the carrier go
@@ -100,7 +125,7 @@ static int het_post_opt(spank_t sp)
 		prepare_exchange();
 	if (!dlrt_plugin.has_step_secret)
 		return 0;
-	via = dlrt_hetstep_client_choose(sp);
+	via = het_choose(sp);
 	/* As in a plain step (start_exchange): a rendezvous the step will not use
 	 * ends before the tasks start. */
 	if (via == DLRT_EXCHANGE_PMIX && !times_shared())
@@ -257,17 +282,14 @@ static int start_exchange(spank_t sp)
  * the carrier chosen in het_post_opt, which every component has already. */
 static int het_local_user_init(spank_t sp)
 {
-	enum dlrt_exchange_via via;
-	const char *why;
-	bool risky;
 	struct dlrt_err err;
 
 	if (dlrt_hetstep_client_check(sp, &err) < 0)
 		return refuse_step(sp, err.msg);
 	if (!dlrt_plugin.has_step_secret)
 		return 0;
-	why = dlrt_hetstep_client_why(&via, &risky);
-	report_exchange(via, risky ? why : NULL, why);
+	report_exchange(het_carrier.via, het_carrier.risky ? het_carrier.why : NULL,
+			het_carrier.why);
 	return 0;
 }
 

@@ -57,7 +57,8 @@ static char **companion_env(spank_t sp, uint32_t rank, const struct dlrt_compani
 
 	while (set && set[nset])
 		nset++;
-	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
+	env = dlrt_task_environ(sp);
+	if (!env)
 		return dlrt_err_set(err, "cannot read task %u's environment to start %s", rank,
 				    c->what), NULL;
 	while (env[n])
@@ -149,7 +150,7 @@ static void __attribute__((noreturn)) supervise(spank_t sp, uint32_t rank,
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
-	spank_get_item(sp, S_JOB_ENV, &env);
+	env = dlrt_task_environ(sp);
 	while (comp_status == -1 || prog_status == -1) {
 		pid_t w = waitpid(-1, &status, 0);
 		bool is_comp = w == comp;
@@ -202,7 +203,7 @@ int dlrt_companion_task_start(spank_t sp, uint32_t rank, struct dlrt_err *err)
 	if (!dlrt_plan_companion(&dlrt_plugin.plan, rank, &c))
 		return 0;
 	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
-	    !dlrt_exchange_program_path(sp, path, sizeof(path)))
+	    !dlrt_task_program_path(sp, path, sizeof(path)))
 		return dlrt_err_set(err, "cannot find the step's program to start %s: give srun a "
 				    "path or a program on the job's PATH", c.what);
 	env = companion_env(sp, rank, &c, err);

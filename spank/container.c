@@ -26,12 +26,8 @@
 
 bool dlrt_stepd_in_container(spank_t sp)
 {
-	char bundle[8] = "";
-	spank_err_t rc;
-
-	/* Only whether it is set and not empty matters: a truncated value will do. */
-	rc = spank_getenv(sp, "SLURM_CONTAINER", bundle, sizeof(bundle));
-	return (rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE) && bundle[0];
+	/* Only whether it is set and not empty matters. */
+	return dlrt_task_env_nonempty(sp, "SLURM_CONTAINER");
 }
 
 int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err)
@@ -40,7 +36,8 @@ int dlrt_stepd_container_env(spank_t sp, struct dlrt_err *err)
 
 	if (!dlrt_stepd_in_container(sp))
 		return 0;
-	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || !env)
+	env = dlrt_task_environ(sp);
+	if (!env)
 		return dlrt_err_set(err, "cannot read the task's environment for its container "
 				    "(srun --container): run the step without --container, or "
 				    "report this Slurm version");

@@ -26,8 +26,6 @@ SPANK_PLUGIN(dlrt, 1);
 int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
 #endif
 
-struct dlrt_plugin dlrt_plugin;
-
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	struct dlrt_err err;

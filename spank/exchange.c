@@ -52,23 +52,9 @@
  * of free ports, connecting), as the node's other tasks wait for it. */
 #define EXCHANGE_SLACK_S 2
 
-static char **job_env(spank_t sp)
-{
-	char **env = NULL;
-
-	if (spank_get_item(sp, S_JOB_ENV, &env) != ESPANK_SUCCESS)
-		return NULL;
-	return env;
-}
-
-char **dlrt_exchange_task_env(spank_t sp)
-{
-	return job_env(sp);
-}
-
 bool dlrt_exchange_pmix_possible(spank_t sp)
 {
-	char **env = job_env(sp);
+	char **env = dlrt_task_environ(sp);
 
 	return dlrt_envp_get(env, "PMIX_NAMESPACE") && dlrt_envp_get(env, "PMIX_RANK");
 }
@@ -203,7 +189,7 @@ static void task_ports_peers(const struct dlrt_exchange_req *req, char *out, siz
 
 int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c)
 {
-	char **env = job_env(sp);
+	char **env = dlrt_task_environ(sp);
 	const char *v = dlrt_envp_get(env, DLRT_RDV_ENV), *ip = dlrt_envp_get(env, "SLURM_LAUNCH_NODE_IPADDR");
 	struct in_addr a;
 	int rc = -1;
@@ -224,17 +210,6 @@ int dlrt_exchange_rdv_take(spank_t sp, struct dlrt_rdv_coords *c)
 	return rc;
 }
 
-/* "dlrt/<step>/<what>[/<rank>]": a value's name on either carrier, also
- * bound into its signature. */
-void dlrt_exchange_key(char *out, size_t len, const struct dlrt_exchange_req *req, const char *what,
-		       long rank)
-{
-	if (rank >= 0)
-		snprintf(out, len, "dlrt/%u/%s/%ld", req->step_id, what, rank);
-	else
-		snprintf(out, len, "dlrt/%u/%s", req->step_id, what);
-}
-
 /* The root's value: its address ("ip:port") or "!<why>" when it cannot
  * serve. A node service's key never travels: every node derives it from the
  * step secret srun gave it (dlrt_exchange_service_key). */
@@ -253,21 +228,32 @@ static int root_value(const struct dlrt_exchange_req *req, const struct dlrt_add
 	return 0;
 }
 
-static int xlist_init(struct dlrt_xlist *l, size_t cap, struct dlrt_err *err)
+static int xlist_init(struct dlrt_xlist *l, size_t cap, const struct dlrt_exchange_req *req,
+		      struct dlrt_err *err)
 {
 	l->n = 0;
 	l->cap = cap;
+	l->step_id = req->step_id;
 	l->v = calloc(cap ? cap : 1, sizeof(*l->v));
 	return l->v ? 0 : dlrt_err_set(err, "out of memory");
 }
 
+/* The value and its name on either carrier, "dlrt/<step>/<what>[/<rank>]",
+ * which its signature binds too (exchange_via.h): named here alone. */
 static void xlist_add(struct dlrt_xlist *l, const char *what, long rank, const char *value)
 {
+	struct dlrt_xvalue *v;
+
 	if (l->n == l->cap)
 		return;
-	snprintf(l->v[l->n].what, sizeof(l->v[l->n].what), "%s", what);
-	l->v[l->n].rank = rank;
-	l->v[l->n++].value = value;
+	v = &l->v[l->n++];
+	snprintf(v->what, sizeof(v->what), "%s", what);
+	v->rank = rank;
+	if (rank >= 0)
+		snprintf(v->key, sizeof(v->key), "dlrt/%u/%s/%ld", l->step_id, what, rank);
+	else
+		snprintf(v->key, sizeof(v->key), "dlrt/%u/%s", l->step_id, what);
+	v->value = value;
 }
 
 /* On the root task: its value into root_s (len bytes), published as "root". */
@@ -306,7 +292,8 @@ static int exchange_per_node(const struct dlrt_exchange_req *req, struct dlrt_ad
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
 	/* The peers are at most the entries of "R,R,...", plus the root. */
-	if (xlist_init(&pub, 2, err) < 0 || xlist_init(&want, strlen(req->reps) / 2 + 3, err) < 0)
+	if (xlist_init(&pub, 2, req, err) < 0 ||
+	    xlist_init(&want, strlen(req->reps) / 2 + 3, req, err) < 0)
 		goto out;
 	xlist_add(&want, "root", -1, NULL);
 	if (publish_root(&pub, req, mine, root_s, sizeof(root_s), err) < 0)
@@ -387,8 +374,8 @@ static int exchange_every_task(const struct dlrt_exchange_req *req, struct dlrt_
 	int rc = -1;
 
 	dlrt_buf_init(&text, (size_t)req->ntasks * 48 + 65536);
-	if (xlist_init(&pub, 2, err) < 0 ||
-	    xlist_init(&want, all ? (size_t)req->ntasks + 1 : 1, err) < 0)
+	if (xlist_init(&pub, 2, req, err) < 0 ||
+	    xlist_init(&want, all ? (size_t)req->ntasks + 1 : 1, req, err) < 0)
 		goto out;
 	xlist_add(&want, "root", -1, NULL);
 	xlist_add(&pub, "host", req->rank, mine->node_ip);
@@ -416,7 +403,7 @@ int dlrt_exchange_root(spank_t sp, const struct dlrt_exchange_req *req, struct d
 	char launch_ip[64] = "";
 
 	memset(mine, 0, sizeof(*mine));
-	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
+	dlrt_task_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
 	if (dlrt_net_node_ipv4(req->iface, launch_ip, mine->node_ip, err) < 0)
 		goto shared_fail;
 	snprintf(mine->iface, sizeof(mine->iface), "%s", req->iface ? req->iface : "");
@@ -605,36 +592,12 @@ void dlrt_exchange_service_key(const uint8_t step_secret[DLRT_SVCAUTH_SECRET_LEN
 	dlrt_crypto_hmac_sha256(step_secret, DLRT_SVCAUTH_SECRET_LEN, label, sizeof(label), key);
 }
 
-bool dlrt_exchange_program_path(spank_t sp, char *out, size_t len)
-{
-	int argc = 0;
-	char **argv = NULL;
-	const char *path;
-
-	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 ||
-	    !argv[0] || !argv[0][0])
-		return false;
-	if (strchr(argv[0], '/'))
-		return snprintf(out, len, "%s", argv[0]) < (int)len;
-	path = dlrt_envp_get(job_env(sp), "PATH");
-	while (path && *path) {
-		const char *colon = strchr(path, ':');
-		size_t dlen = colon ? (size_t)(colon - path) : strlen(path);
-
-		if (snprintf(out, len, "%.*s/%s", (int)dlen, path, argv[0]) < (int)len &&
-		    access(out, X_OK) == 0)
-			return true;
-		path = colon ? colon + 1 : NULL;
-	}
-	return false;
-}
-
 bool dlrt_exchange_program_takes(spank_t sp, bool say)
 {
 	char mode[16] = "";
 	const char *prog;
 
-	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
+	dlrt_task_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none"))
 		return false;
 	if (!strcmp(mode, "yes") || !strcmp(mode, "pmix"))

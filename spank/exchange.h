@@ -20,7 +20,8 @@ struct dlrt_rdv_coords {
 struct dlrt_exchange_req {
 	enum dlrt_exchange_via via; /* what carries it: DLRT_EXCHANGE_PMIX or _SRUN */
 	const struct dlrt_rdv_coords *rdv; /* srun's rendezvous (via srun) */
-	char **env;         /* the task's environment with Slurm's PMIx coordinates (via pmix) */
+	char **env;         /* the task's environment with Slurm's PMIx coordinates (via pmix):
+			     * what dlrt-kv runs with */
 	uint32_t step_id;   /* the rendezvous' keys are per step */
 	uint32_t rank;      /* this task */
 	uint32_t ntasks;    /* tasks in the step */
@@ -60,10 +61,6 @@ struct dlrt_node_share {
 	struct dlrt_task_addr tasks[];
 };
 
-/* The task's future environment (S_JOB_ENV), with Slurm's PMIx coordinates
- * in a --mpi=pmix step: what dlrt-kv runs with. */
-char **dlrt_exchange_task_env(spank_t sp);
-
 /* The step has a PMIx server this task can be a client of (srun --mpi=pmix,
  * or MpiDefault=pmix): slurmstepd put its coordinates into the task's
  * environment before task_init. */
@@ -97,9 +94,6 @@ enum dlrt_exchange_via dlrt_exchange_choose(spank_t sp, enum dlrt_exchange_via o
  * it never travels (the service on the root's node, the relays elsewhere). */
 void dlrt_exchange_service_key(const uint8_t step_secret[DLRT_SVCAUTH_SECRET_LEN],
 			       uint8_t key[DLRT_SVCAUTH_SECRET_LEN]);
-
-/* The program this task will exec, found as execvp would (the job's PATH). */
-bool dlrt_exchange_program_path(spank_t sp, char *out, size_t len);
 
 /* Whether the task's program takes the exchange: not an MPI program (its MPI
  * does the wire-up; the guess only sees programs that link libmpi/libpmix

@@ -290,15 +290,14 @@ static void kv_error(const struct dlrt_buf *text, int status, struct dlrt_err *e
 static char *sealed_value(struct kv_cmd *c, const struct dlrt_exchange_req *req,
 			  const struct dlrt_xvalue *v)
 {
-	char key[96], *out = malloc(DLRT_SVCAUTH_HEX_LEN + 2 + strlen(v->value));
+	char *out = malloc(DLRT_SVCAUTH_HEX_LEN + 2 + strlen(v->value));
 
 	if (!out || c->npieces == sizeof(c->pieces) / sizeof(*c->pieces)) {
 		free(out);
 		c->oom = true;
 		return NULL;
 	}
-	dlrt_exchange_key(key, sizeof(key), req, v->what, v->rank);
-	dlrt_rdv_seal(req->rdv->secret, key, v->value, out);
+	dlrt_rdv_seal(req->rdv->secret, v->key, v->value, out);
 	c->pieces[c->npieces++] = out;
 	return out;
 }
@@ -310,18 +309,13 @@ static int open_lines(const struct dlrt_exchange_req *req, const struct dlrt_xli
 		      struct dlrt_buf *text, struct dlrt_err *err)
 {
 	struct dlrt_reply_want *w = calloc(want->n ? want->n : 1, sizeof(*w));
-	char *keys = calloc(want->n ? want->n : 1, 96);
 	size_t len = text->len;
 	int rc;
 
-	if (!w || !keys) {
-		free(w);
-		free(keys);
+	if (!w)
 		return dlrt_err_set(err, "out of memory reading the PMIx exchange");
-	}
 	for (size_t i = 0; i < want->n; i++) {
-		dlrt_exchange_key(keys + 96 * i, 96, req, want->v[i].what, want->v[i].rank);
-		w[i].key = keys + 96 * i;
+		w[i].key = want->v[i].key;
 		w[i].rank = want->v[i].rank;
 	}
 	rc = dlrt_exchange_reply_unseal(req->rdv->secret, w, want->n, (char *)dlrt_buf_head(text),
@@ -329,7 +323,6 @@ static int open_lines(const struct dlrt_exchange_req *req, const struct dlrt_xli
 	if (rc == 0)
 		text->len = len;
 	free(w);
-	free(keys);
 	return rc;
 }
 

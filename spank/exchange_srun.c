@@ -33,30 +33,23 @@ int dlrt_exchange_via_srun(const struct dlrt_exchange_req *req, const struct dlr
 	size_t n = want->n;
 	char **values = calloc(n ? n : 1, sizeof(*values));
 	const char **keys = calloc(n ? n : 1, sizeof(*keys));
-	char *keybuf = calloc(n ? n : 1, 96), key[96];
 	int rc = -1;
 
-	if (!values || !keys || !keybuf) {
+	if (!values || !keys) {
 		free(values);
 		free((void *)keys);
-		free(keybuf);
 		return dlrt_err_set(err, "out of memory");
 	}
-	for (size_t i = 0; i < n; i++) {
-		dlrt_exchange_key(keybuf + 96 * i, 96, req, want->v[i].what, want->v[i].rank);
-		keys[i] = keybuf + 96 * i;
-	}
+	for (size_t i = 0; i < n; i++)
+		keys[i] = want->v[i].key;
 	if (rdv_open(req, &r, err) < 0) {
 		free(values);
 		free((void *)keys);
-		free(keybuf);
 		return -1;
 	}
-	for (size_t i = 0; i < pub->n; i++) {
-		dlrt_exchange_key(key, sizeof(key), req, pub->v[i].what, pub->v[i].rank);
-		if (dlrt_rdv_set(&r, key, pub->v[i].value, err) < 0)
+	for (size_t i = 0; i < pub->n; i++)
+		if (dlrt_rdv_set(&r, pub->v[i].key, pub->v[i].value, err) < 0)
 			goto out;
-	}
 	if (dlrt_rdv_get(&r, keys, n, values, err) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -80,7 +73,6 @@ out:
 	}
 	free(values);
 	free((void *)keys);
-	free(keybuf);
 	dlrt_rdv_close(&r);
 	return rc;
 }

@@ -10,6 +10,7 @@
 #define DLRT_EXCHANGE_VIA_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/buf.h"
 #include "common/dlrt_err.h"
@@ -20,17 +21,18 @@
 struct dlrt_xvalue {
 	char what[16];      /* "root", "tports", "host" */
 	long rank;
+	/* "dlrt/<step>/<what>[/<rank>]": its name on either carrier, also bound
+	 * into its signature; exchange.c names every value, the carriers only
+	 * use the name. */
+	char key[64];
 	const char *value;  /* what is published; NULL in a list of wanted values */
 };
 
 struct dlrt_xlist {
 	struct dlrt_xvalue *v;
 	size_t n, cap;
+	uint32_t step_id;   /* the step whose values they are (their keys) */
 };
-
-/* "dlrt/<step>/<what>[/<rank>]", the name of a value on either carrier. */
-void dlrt_exchange_key(char *out, size_t len, const struct dlrt_exchange_req *req, const char *what,
-		       long rank);
 
 /* srun's rendezvous carries it (exchange_srun.c): publishes `pub`, then
  * waits for and reads `want`, in one round trip, and writes them to `text`

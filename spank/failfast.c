@@ -126,7 +126,6 @@ void dlrt_failfast_task_exit(spank_t sp)
 	int status = 0;
 	struct dlrt_proc_cred cred = { 0 };
 	gid_t *groups = NULL;
-	char **env = NULL;
 
 	if (!watching() || reported || pl->deferred_rc)
 		return;
@@ -151,6 +150,5 @@ void dlrt_failfast_task_exit(spank_t sp)
 	reported = true;
 	dlrt_failfast_message(&pl->plan, rank, false, status, line, sizeof(line));
 	slurm_error("dlrt: %s", line);
-	spank_get_item(sp, S_JOB_ENV, &env);
-	dlrt_failfast_end_step(env, &cred);
+	dlrt_failfast_end_step(dlrt_task_environ(sp), &cred);
 }

@@ -26,7 +26,6 @@
 #include "common/slurm_compat.h"
 #include "common/srunargs.h"
 #include "exchange/rdvclient.h"
-#include "exchange.h"
 #include "common/env.h"
 #include "plugin.h"
 
@@ -37,16 +36,11 @@ static bool het_step;
 static uint32_t het_comp_first; /* the component's first task id */
 static uint32_t het_leader;     /* the het job's id (SLURM_JOB_ID) */
 
-static int step_env(spank_t sp, const char *name, char *buf, int len)
-{
-	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
-}
-
 static int step_env_u32(spank_t sp, const char *name, uint32_t lo, uint32_t hi, uint32_t *v)
 {
 	char buf[32];
 
-	if (step_env(sp, name, buf, sizeof(buf)) < 0)
+	if (dlrt_task_getenv(sp, name, buf, sizeof(buf)) < 0)
 		return -1;
 	return dlrt_parse_u32(buf, lo, hi, v);
 }
@@ -113,7 +107,7 @@ int dlrt_hetstep_layout(spank_t sp, const char *nodelist, const char *tpn, enum 
 	for (uint32_t g = 0; g < in.ngroups; g++) {
 		snprintf(name, sizeof(name), "SLURM_JOB_NODELIST_HET_GROUP_%u", g);
 		groups[g] = malloc(HET_ENV_MAX);
-		if (groups[g] && step_env(sp, name, groups[g], HET_ENV_MAX) < 0)
+		if (groups[g] && dlrt_task_getenv(sp, name, groups[g], HET_ENV_MAX) < 0)
 			groups[g][0] = '\0';
 	}
 	in.group_nodes = (const char *const *)groups;
@@ -224,12 +218,13 @@ void dlrt_hetstep_print(spank_t sp, FILE *f, const struct dlrt_plan *plan)
 		char name[64], cpus[64] = "?", mem[32] = "", gpus[64] = "", roles[160];
 
 		snprintf(name, sizeof(name), "SLURM_JOB_CPUS_PER_NODE_HET_GROUP_%u", g);
-		step_env(sp, name, cpus, sizeof(cpus));
+		if (dlrt_task_getenv(sp, name, cpus, sizeof(cpus)) < 0)
+			snprintf(cpus, sizeof(cpus), "?");
 		snprintf(name, sizeof(name), "SLURM_MEM_PER_NODE_HET_GROUP_%u", g);
-		if (step_env(sp, name, mem, sizeof(mem)) == 0)
+		if (dlrt_task_getenv(sp, name, mem, sizeof(mem)) == 0)
 			strncat(mem, "M", sizeof(mem) - strlen(mem) - 1);
 		snprintf(name, sizeof(name), "SLURM_GPUS_PER_NODE_HET_GROUP_%u", g);
-		step_env(sp, name, gpus, sizeof(gpus));
+		dlrt_task_getenv(sp, name, gpus, sizeof(gpus));
 		comp_roles(plan, a, b, roles, sizeof(roles));
 		fprintf(f, "component %u: tasks %u-%u on", g, a, b - 1);
 		for (uint32_t i = l->comp_node_first[c]; i < l->comp_node_first[c + 1]; i++)
@@ -249,10 +244,10 @@ void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, si
 		return;
 	for (uint32_t g = 0; g < ngroups; g++) {
 		snprintf(name, sizeof(name), "SLURM_JOB_ID_HET_GROUP_%u", g);
-		if (step_env(sp, name, v, 16) == 0 && io < ilen)
+		if (dlrt_task_getenv(sp, name, v, 16) == 0 && io < ilen)
 			io += (size_t)snprintf(ids + io, ilen - io, "%s%s", io ? " " : "", v);
 		snprintf(name, sizeof(name), "SLURM_JOB_NODELIST_HET_GROUP_%u", g);
-		if (step_env(sp, name, v, sizeof(v)) == 0 && no < nlen)
+		if (dlrt_task_getenv(sp, name, v, sizeof(v)) == 0 && no < nlen)
 			no += (size_t)snprintf(nodes + no, nlen - no, "%s%s", no ? "," : "", v);
 	}
 	if (io >= ilen)
@@ -262,9 +257,6 @@ void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, si
 /* ---- srun ---- */
 
 static uint32_t client_components;
-static bool client_chosen, client_risky;
-static enum dlrt_exchange_via client_via;
-static char client_why[512];
 
 uint32_t dlrt_hetstep_client_count(void)
 {
@@ -274,15 +266,6 @@ uint32_t dlrt_hetstep_client_count(void)
 bool dlrt_hetstep_client_het(void)
 {
 	return client_components > 1;
-}
-
-enum dlrt_exchange_via dlrt_hetstep_client_choose(spank_t sp)
-{
-	if (!client_chosen)
-		client_via = dlrt_exchange_choose(sp, dlrt_plugin.opts.exchange, client_why,
-						  sizeof(client_why), &client_risky);
-	client_chosen = true;
-	return client_via;
 }
 
 /* srun's own rule for the step's MPI plugin (its opt.c and mpi.c): --mpi
@@ -324,13 +307,6 @@ int dlrt_hetstep_client_env(uint16_t rdv_port, const uint8_t secret[32], struct 
 	if (rc < 0)
 		return dlrt_err_set(err, "cannot pass the step secret to the step: out of memory");
 	return 0;
-}
-
-const char *dlrt_hetstep_client_why(enum dlrt_exchange_via *via, bool *risky)
-{
-	*via = client_via;
-	*risky = client_risky;
-	return client_why;
 }
 
 int dlrt_hetstep_client_check(spank_t sp, struct dlrt_err *err)

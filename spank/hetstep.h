@@ -48,13 +48,6 @@ void dlrt_hetstep_batch_jobs(spank_t sp, char *ids, size_t ilen, char *nodes, si
  * this counts them. From the second on the step is heterogeneous. */
 uint32_t dlrt_hetstep_client_count(void);
 bool dlrt_hetstep_client_het(void);
-/* srun, init_post_opt of the second component: what carries the whole
- * step's exchange, chosen once (dlrt_exchange_choose; the same rule as a
- * plain step's, which knows a heterogeneous step by dlrt_hetstep_client_het).
- * srun copies its environment into each component's launch environment
- * before local_user_init, which it runs for one component only, so the
- * carrier must be known now. */
-enum dlrt_exchange_via dlrt_hetstep_client_choose(spank_t sp);
 /* srun, init_post_opt: the step's MPI plugin (--mpi, SLURM_MPI_TYPE, or
  * MpiDefault), into out. Slurm 24.11's srun exports SLURM_MPI_TYPE only after
  * every component's init_post_opt (22.05's before), when a heterogeneous
@@ -64,9 +57,6 @@ int dlrt_hetstep_client_mpi(char *out, size_t len);
  * and the carrier (srun's rendezvous' port, or 0: Slurm's PMIx) into the
  * environment every component's launch gets. */
 int dlrt_hetstep_client_env(uint16_t rdv_port, const uint8_t secret[32], struct dlrt_err *err);
-/* The carrier chosen, whether it was forced onto nodes others may share
- * (*risky), and why, for the warning, --dl-verbose and the dry run. */
-const char *dlrt_hetstep_client_why(enum dlrt_exchange_via *via, bool *risky);
 /* srun, local_user_init: each component's task count from slurmctld, checked
  * against the runtime's roles (dlrt_plan_validate). 0 also when slurmctld
  * does not answer: slurmstepd checks again. */

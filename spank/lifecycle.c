@@ -43,15 +43,6 @@
 
 #define CKPT_ENV "DLRT_CHECKPOINT_DIR"
 
-static int job_env(spank_t sp, const char *name, char *buf, size_t len)
-{
-	if (spank_getenv(sp, name, buf, (int)len) != ESPANK_SUCCESS) {
-		buf[0] = '\0';
-		return -1;
-	}
-	return 0;
-}
-
 /* `dir` made absolute against the job's working folder; "" stays "". */
 static int absolute(spank_t sp, const char *dir, char *out, size_t len)
 {
@@ -60,7 +51,7 @@ static int absolute(spank_t sp, const char *dir, char *out, size_t len)
 
 	if (!dir[0] || dir[0] == '/')
 		n = snprintf(out, len, "%s", dir);
-	else if (job_env(sp, "PWD", pwd, sizeof(pwd)) == 0 && pwd[0] == '/')
+	else if (dlrt_task_getenv(sp, "PWD", pwd, sizeof(pwd)) == 0 && pwd[0] == '/')
 		n = snprintf(out, len, "%s/%s", pwd, dir);
 	else
 		return -1;
@@ -74,7 +65,7 @@ int dlrt_lifecycle_record_base(spank_t sp, char *out, size_t len)
 
 	if (dlrt_plugin.opts.log_dir[0])
 		return absolute(sp, dlrt_plugin.opts.log_dir, out, len);
-	if (job_env(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
+	if (dlrt_task_getenv(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
 		return -1;
 	n = snprintf(out, len, "%s/.dlrt/jobs", home);
 	return n < 0 || (size_t)n >= len ? -1 : 0;
@@ -119,7 +110,7 @@ int dlrt_lifecycle_ckpt_path(spank_t sp, char *base, size_t blen, char *out, siz
 		if (absolute(sp, dlrt_plugin.opts.checkpoint_dir, base, blen) < 0)
 			return -1;
 	} else {
-		if (job_env(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
+		if (dlrt_task_getenv(sp, "HOME", home, sizeof(home)) < 0 || home[0] != '/')
 			return -1;
 		n = snprintf(base, blen, "%s/.dlrt/checkpoints", home);
 		if (n < 0 || (size_t)n >= blen)
@@ -168,11 +159,11 @@ static bool times_at(spank_t sp, struct dlrt_argv *a, uint8_t secret[DLRT_SVCAUT
 	uint32_t port = 0, node = 1;
 	bool ok;
 
-	ok = spank_getenv(sp, DLRT_RDV_ENV, v, sizeof(v)) == ESPANK_SUCCESS &&
+	ok = dlrt_task_getenv(sp, DLRT_RDV_ENV, v, sizeof(v)) == 0 &&
 	     dlrt_rdv_env_parse(v, &exchange_port, secret) == 0 &&
-	     spank_getenv(sp, DLRT_TIMES_ENV, port_s, sizeof(port_s)) == ESPANK_SUCCESS &&
+	     dlrt_task_getenv(sp, DLRT_TIMES_ENV, port_s, sizeof(port_s)) == 0 &&
 	     dlrt_parse_u32(port_s, 1, 65535, &port) == 0 &&
-	     spank_getenv(sp, "SLURM_SRUN_COMM_HOST", ip, sizeof(ip)) == ESPANK_SUCCESS &&
+	     dlrt_task_getenv(sp, "SLURM_SRUN_COMM_HOST", ip, sizeof(ip)) == 0 &&
 	     ip[0];
 	memset(v, 0, sizeof(v));
 	if (!ok)

@@ -36,7 +36,7 @@ static int log_base(spank_t sp, char *out, size_t len, struct dlrt_err *err)
 	int n;
 
 	if (pl->opts.log_dir[0] != '/' &&
-	    (spank_getenv(sp, "PWD", pwd, sizeof(pwd)) != ESPANK_SUCCESS || pwd[0] != '/'))
+	    (dlrt_task_getenv(sp, "PWD", pwd, sizeof(pwd)) < 0 || pwd[0] != '/'))
 		return dlrt_err_set(err, "--dl-log-dir=%s is relative and the job has no working "
 				    "directory: give an absolute path", pl->opts.log_dir);
 	n = snprintf(out, len, "%s%s%s", pwd, pwd[0] ? "/" : "", pl->opts.log_dir);

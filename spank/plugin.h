@@ -159,9 +159,21 @@ void dlrt_preflight_exit(void);
 void dlrt_requeue_note_client(uint32_t job_id, const char *line);
 
 /* taskfacts.c: what Slurm says about this task and its job. A variable of the
- * step's or task's environment (spank_getenv) into buf: 0, or -1 and "" when
- * it is not set (or does not fit). */
+ * step's or task's environment (spank_getenv, the plugin's one call of it)
+ * into buf: 0, or -1 and "" when it is not set (or does not fit). */
 int dlrt_task_getenv(spank_t sp, const char *name, char *buf, size_t len);
+/* Whether the variable is set and not empty, however long. */
+bool dlrt_task_env_nonempty(spank_t sp, const char *name);
+/* The variable read whole, up to 1 MiB, into a new string (the caller frees
+ * it): 1 and *value, or 1 and NULL when it is longer or memory ran out, or 0
+ * when it is not set. */
+int dlrt_task_getenv_whole(spank_t sp, const char *name, char **value);
+/* The task's whole environment as Slurm holds it (S_JOB_ENV; in slurmstepd,
+ * what the program will exec with, Slurm's PMIx coordinates included), or
+ * NULL. */
+char **dlrt_task_environ(spank_t sp);
+/* The program this task will exec, found as execvp would (the job's PATH). */
+bool dlrt_task_program_path(spank_t sp, char *out, size_t len);
 /* The job's attempt (Slurm's restart count, as every step sees it). */
 uint32_t dlrt_restart_count(spank_t sp);
 

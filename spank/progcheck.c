@@ -47,7 +47,7 @@ static int check_child(void *arg)
 	char path[4096];
 	size_t len, off = 0;
 
-	if (!dlrt_exchange_program_path(arg, path, sizeof(path)))
+	if (!dlrt_task_program_path(arg, path, sizeof(path)))
 		return PROG_NONE;
 	len = strlen(path);
 	while (off < len) {
@@ -115,7 +115,7 @@ int dlrt_stepd_program_check(spank_t sp, struct dlrt_err *err)
 	if (kept.known)
 		return 0;
 	/* DLRT_EXCHANGE decides without the program (exchange.c): nothing to look at. */
-	spank_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
+	dlrt_task_getenv(sp, "DLRT_EXCHANGE", mode, sizeof(mode));
 	if (!strcmp(mode, "none") || !strcmp(mode, "yes") || !strcmp(mode, "pmix")) {
 		kept.answer = PROG_PLAIN;
 		kept.known = true;
@@ -126,7 +126,7 @@ int dlrt_stepd_program_check(spank_t sp, struct dlrt_err *err)
 		/* Already the user (a task), or root's own job and path: nothing
 		 * of root's to protect from the user. */
 		kept.answer = PROG_NONE;
-		if (dlrt_exchange_program_path(sp, kept.path, sizeof(kept.path)))
+		if (dlrt_task_program_path(sp, kept.path, sizeof(kept.path)))
 			kept.answer = dlrt_program_uses_mpi(kept.path) ? PROG_MPI : PROG_PLAIN;
 		kept.known = true;
 		return 0;

@@ -455,6 +455,12 @@ void dlrt_stepd_pipes_make(bool want)
 			stepd_pipes[i]->fd[0] = stepd_pipes[i]->fd[1] = -1;
 }
 
+/* Apart from slurmstepd's own process, whose pid dlrt_stepd_pipes_make recorded. */
+bool dlrt_stepd_apart(void)
+{
+	return dlrt_plugin.stepd_pid > 0 && getpid() != dlrt_plugin.stepd_pid;
+}
+
 void dlrt_stepd_pipes_close(void)
 {
 	for (size_t i = 0; i < NPIPES; i++)
@@ -522,7 +528,7 @@ int dlrt_service_start(spank_t sp, const struct dlrt_service_spec *spec, struct 
 		goto out;
 	if (program_path(spec->program, path, sizeof(path), err) < 0)
 		goto out;
-	spank_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
+	dlrt_task_getenv(sp, "SLURM_LAUNCH_NODE_IPADDR", launch_ip, sizeof(launch_ip));
 	if (dlrt_net_node_ipv4(pl->opts.iface[0] ? pl->opts.iface : NULL, launch_ip, svc->ip,
 			       err) < 0)
 		goto out;

@@ -50,11 +50,6 @@ static int defer(const struct dlrt_err *err)
 	return 0;
 }
 
-static int getenv_step(spank_t sp, const char *name, char *buf, int len)
-{
-	return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS ? 0 : -1;
-}
-
 /* srun refused this very step after Slurm had created it (client.c,
  * refuse_step). The value names the step, so one inherited from elsewhere
  * (a job's environment, an outer step) never matches. */
@@ -63,7 +58,7 @@ static bool step_refused(spank_t sp)
 	char want[32], got[32] = "";
 
 	snprintf(want, sizeof(want), "%u.%u", dlrt_plugin.step.job_id, dlrt_plugin.step.step_id);
-	if (getenv_step(sp, DLRT_REFUSED_ENV, got, sizeof(got)) < 0)
+	if (dlrt_task_getenv(sp, DLRT_REFUSED_ENV, got, sizeof(got)) < 0)
 		return false;
 	spank_unsetenv(sp, DLRT_REFUSED_ENV);
 	return !strcmp(got, want);
@@ -118,11 +113,6 @@ int dlrt_stepd_post_opt(spank_t sp)
 	return 0;
 }
 
-bool dlrt_stepd_apart(void)
-{
-	return dlrt_plugin.stepd_pid > 0 && getpid() != dlrt_plugin.stepd_pid;
-}
-
 /* The runtime's node service, if this step needs one: every node learns that
  * it does (its tasks then run the exchange), the node of task 0 starts it
  * here, before any task of the step exists (service.c). */
@@ -140,12 +130,10 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 	/* user_service_var may name several variables, separated by spaces. */
 	for (const char *w = rt->user_service_var; w && *w;) {
 		size_t n = strcspn(w, " ");
-		char name[64], v[256];
-		spank_err_t e;
+		char name[64];
 
 		snprintf(name, sizeof(name), "%.*s", (int)n, w);
-		e = spank_getenv(sp, name, v, sizeof(v));
-		if (e == ESPANK_NOSPACE || (e == ESPANK_SUCCESS && v[0]))
+		if (dlrt_task_env_nonempty(sp, name))
 			dlrt_plugin.plan.user_service = true;
 		w += n + strspn(w + n, " ");
 	}
@@ -184,9 +172,10 @@ static int start_service(spank_t sp, struct dlrt_err *err)
 
 static bool needs_exchange(void);
 
+/* struct dlrt_step_ctx's getenv, for the runtime's hooks. */
 static int ctx_getenv(void *sp, const char *name, char *buf, size_t len)
 {
-	return getenv_step(sp, name, buf, len > 0x7fffffff ? 0x7fffffff : (int)len);
+	return dlrt_task_getenv(sp, name, buf, len);
 }
 
 /* The runtime's own checks of the step, before any service starts. */
@@ -267,7 +256,7 @@ static void read_step_secret(spank_t sp)
 	char v[DLRT_RDV_ENV_MAX];
 	uint16_t port;
 
-	if (getenv_step(sp, DLRT_RDV_ENV, v, sizeof(v)) < 0 ||
+	if (dlrt_task_getenv(sp, DLRT_RDV_ENV, v, sizeof(v)) < 0 ||
 	    dlrt_rdv_env_parse(v, &port, dlrt_plugin.step_secret) < 0)
 		return;
 	memset(v, 0, sizeof(v));
@@ -285,17 +274,17 @@ int dlrt_stepd_user_init(spank_t sp)
 
 	if (!dlrt_plugin.active || dlrt_plugin.deferred_rc)
 		return 0;
-	if (getenv_step(sp, "SLURM_STEP_NODELIST", nodelist, sizeof(nodelist)) < 0 ||
-	    getenv_step(sp, "SLURM_STEP_TASKS_PER_NODE", tpn, sizeof(tpn)) < 0) {
+	if (dlrt_task_getenv(sp, "SLURM_STEP_NODELIST", nodelist, sizeof(nodelist)) < 0 ||
+	    dlrt_task_getenv(sp, "SLURM_STEP_TASKS_PER_NODE", tpn, sizeof(tpn)) < 0) {
 		dlrt_err_set(&err, "the step environment lacks SLURM_STEP_NODELIST or "
 			     "SLURM_STEP_TASKS_PER_NODE; was the step started by srun?");
 		return defer(&err);
 	}
-	getenv_step(sp, "SLURM_DISTRIBUTION", dist_s, sizeof(dist_s));
+	dlrt_task_getenv(sp, "SLURM_DISTRIBUTION", dist_s, sizeof(dist_s));
 	if (dlrt_layout_parse_dist(dist_s, &dist, &plane, &err) < 0)
 		return defer(&err);
 	if (dist == DLRT_DIST_PLANE && plane == 0 &&
-	    getenv_step(sp, "SLURM_DIST_PLANESIZE", plane_s, sizeof(plane_s)) == 0)
+	    dlrt_task_getenv(sp, "SLURM_DIST_PLANESIZE", plane_s, sizeof(plane_s)) == 0)
 		dlrt_parse_u32(plane_s, 1, 1u << 20, &plane);
 	dlrt_plugin.plan_ms = dlrt_verbose_now_ms();
 	/* A step over components of a heterogeneous job is one world (hetstep.h). */
@@ -349,32 +338,37 @@ static bool exchange_wanted(spank_t sp, uint32_t rank, int local)
 	return exchange_plan(sp, rank, local)->part == DLRT_XPART_TAKES;
 }
 
+/* The exchange request of task `rank` (local task `local`), from the step's
+ * facts and what srun chose (plan). per_node: the node's first task exchanges
+ * for the node's tasks, which wait on the page they share (with task ports, it
+ * gets their ids); else every task exchanges for itself. */
+static void exchange_req(spank_t sp, const struct dlrt_exchange_plan *plan, uint32_t rank,
+			 int local, bool per_node, struct dlrt_exchange_req *req)
+{
+	*req = (struct dlrt_exchange_req){
+		.via = plan->via,
+		.rdv = plan->rdv,
+		.env = dlrt_task_environ(sp),
+		.step_id = dlrt_plugin.step.step_id,
+		.rank = rank,
+		.ntasks = dlrt_plugin.layout.ntasks,
+		.root = 0, /* the root of every runtime (scheduler, store host) is task 0 */
+		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
+		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
+		.root_port = dlrt_plugin.svc.port, /* non-zero on the root's node only */
+		.share = per_node ? dlrt_plugin.share : NULL,
+		.local = (uint32_t)local,
+		.reps = dlrt_plugin.reps ? dlrt_plugin.reps : "",
+	};
+	if (per_node)
+		req->local_tasks = node_tasks(&req->nlocal);
+}
+
 /* What the user exported into the step (the task's environment before dlrt),
  * for dlrt_env_resolve: read whole, up to 1 MiB. */
 static int user_value(void *ctx, const char *name, char **value)
 {
-	spank_t sp = ctx;
-	size_t len = 256;
-
-	*value = NULL;
-	for (;;) {
-		char *buf = malloc(len);
-		spank_err_t e;
-
-		if (!buf)
-			return 1; /* exists or not, the task keeps what it has */
-		e = spank_getenv(sp, name, buf, (int)len);
-		if (e == ESPANK_SUCCESS) {
-			*value = buf;
-			return 1;
-		}
-		free(buf);
-		if (e != ESPANK_NOSPACE)
-			return 0;
-		if (len >= (1u << 20))
-			return 1;
-		len *= 4;
-	}
+	return dlrt_task_getenv_whole(ctx, name, value);
 }
 
 /* PYTHONPATH with dlrt's sitecustomize folder first (rt->python_shim), then
@@ -524,22 +518,8 @@ static void publish_failure(spank_t sp, int local)
 	    rank != 0 || dlrt_exchange_task_plan(sp, needs_exchange(), false, &plan, &err) < 0 ||
 	    plan->part != DLRT_XPART_TAKES)
 		return;
-	req = (struct dlrt_exchange_req){
-		.via = plan->via,
-		.rdv = plan->rdv,
-		.env = dlrt_exchange_task_env(sp),
-		.step_id = dlrt_plugin.step.step_id,
-		.rank = 0,
-		.ntasks = dlrt_plugin.layout.ntasks,
-		.root = 0,
-		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
-		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
-		.share = dlrt_plugin.share,
-		.local = 0,
-		.reps = dlrt_plugin.reps,
-		.fail = dlrt_plugin.deferred_err.msg,
-	};
-	req.local_tasks = node_tasks(&req.nlocal);
+	exchange_req(sp, plan, 0, 0, true, &req);
+	req.fail = dlrt_plugin.deferred_err.msg;
 	dlrt_exchange_root(sp, &req, &mine, NULL, &err);
 	free((void *)req.local_tasks);
 }
@@ -607,14 +587,13 @@ static void container_check(spank_t sp, int local)
 	}
 	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv)
 		return;
-	spank_getenv(sp, "DLRT_CONTAINER_CHECK", mode, sizeof(mode));
+	dlrt_task_getenv(sp, "DLRT_CONTAINER_CHECK", mode, sizeof(mode));
 	if (strcmp(mode, "no") &&
 	    dlrt_contcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
 		task_fail(local, err.msg);
 	/* A trainer's own launcher (deepspeed, accelerate launch) would make a world
 	 * of its own in every task: say so before it starts (jobpolicy/launchcheck.h). */
-	mode[0] = '\0';
-	spank_getenv(sp, "DLRT_LAUNCHER_CHECK", mode, sizeof(mode));
+	dlrt_task_getenv(sp, "DLRT_LAUNCHER_CHECK", mode, sizeof(mode));
 	if (strcmp(mode, "no") &&
 	    dlrt_launchcheck_argv((size_t)argc, (const char *const *)argv, &err) < 0)
 		task_fail(local, err.msg);
@@ -649,21 +628,8 @@ int dlrt_stepd_task_init(spank_t sp)
 		task_fail(local, err.msg);
 	container_check(sp, local);
 	plan = exchange_plan(sp, rank, local);
-	req = (struct dlrt_exchange_req){
-		.via = plan->via,
-		.rdv = plan->rdv,
-		.env = dlrt_exchange_task_env(sp),
-		.step_id = dlrt_plugin.step.step_id,
-		.rank = rank,
-		.ntasks = dlrt_plugin.layout.ntasks,
-		.root = 0, /* the root of every runtime (scheduler, store host) is task 0 */
-		.iface = dlrt_plugin.opts.iface[0] ? dlrt_plugin.opts.iface : NULL,
-		.timeout_s = (int)dlrt_plugin.cfg.exchange_timeout,
-		.root_port = dlrt_plugin.svc.port, /* non-zero on the root's node only */
-		.share = dlrt_plugin.opts.dry_run ? NULL : dlrt_plugin.share,
-		.local = (uint32_t)local,
-		.reps = dlrt_plugin.reps ? dlrt_plugin.reps : "",
-	};
+	/* The dry run prints every task's address: every task exchanges. */
+	exchange_req(sp, plan, rank, local, !dlrt_plugin.opts.dry_run, &req);
 	if (dlrt_plugin.has_service && plan->part != DLRT_XPART_TAKES) {
 		const char *mpi = dlrt_plugin.opts.runtime->mpi_option;
 
@@ -680,8 +646,6 @@ int dlrt_stepd_task_init(spank_t sp)
 		dlrt_verbose(rank, "role table (%u tasks, %u nodes) built in %.2f ms",
 			     dlrt_plugin.layout.ntasks, dlrt_plugin.layout.nnodes, dlrt_plugin.plan_ms);
 	t1 = dlrt_verbose_now_ms();
-	if (!dlrt_plugin.opts.dry_run)
-		req.local_tasks = node_tasks(&req.nlocal);
 	if (plan->part == DLRT_XPART_TAKES) {
 		if (dlrt_exchange_root(sp, &req, &addrs, NULL, &err) < 0) {
 			dlrt_verbose(rank, "address exchange failed after %.1f ms",

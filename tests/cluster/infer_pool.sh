@@ -49,13 +49,12 @@ prefix_kept() { # prefix_kept FILE COPY: COPY has rows and FILE still starts wit
 }
 
 timeline_kept() { # timeline_kept WHAT EVENT: after the change of coordinator WHAT
-	local e=1
 	prefix_kept "$TL" "$WORK/tl.before"
 	ok $? "timeline.tsv still holds the $(($(wc -l <"$WORK/tl.before") - 1)) rows from before the $1"
 	prefix_kept "$EV" "$WORK/ev.before"
 	ok $? "events.tsv still holds the events from before the $1"
-	for _ in $(seq 1 50); do grep -q "	$2\$" "$EV" && { e=0; break; }; sleep 0.1; done
-	ok $e "events.tsv marks the $1 ($2)"
+	wait_until -i 0.1 5 grep -q "	$2\$" "$EV"
+	ok $? "events.tsv marks the $1 ($2)"
 }
 
 backwards() { # the first row whose time is below the one before, if any

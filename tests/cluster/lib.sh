@@ -29,17 +29,6 @@ fail_detail() { # fail_detail TEXT: a line that explains the failure just report
 	echo "$_T:   $*" >>"$FAILLOG"
 }
 
-# A test file that timed out was killed before it could cancel its jobs; they
-# would take this test's nodes. Tests run one at a time, so nothing of the test
-# user's may still be queued or running here (bounded wait).
-if [ -n "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ]; then
-	scancel -u "$DLRT_TEST_USER" 2>/dev/null
-	for _ in $(seq 1 60); do
-		[ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ] && break
-		sleep 0.5
-	done
-fi
-
 # ok, is and like return 1 when the check failed, so a caller can add details:
 #   is "$x" 1 "one line" || fail_detail "stderr: ..."
 ok() { # ok STATUS DESCRIPTION (STATUS 0 = pass, as a shell status)
@@ -117,6 +106,14 @@ pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 # script written here, `. ./wait_until.sh` in a step that runs in that folder).
 WAIT_UNTIL=$WORK/wait_until.sh
 declare -f wait_until pid_gone >"$WAIT_UNTIL"
+
+# A test file that timed out was killed before it could cancel its jobs; they
+# would take this test's nodes. Tests run one at a time, so nothing of the test
+# user's may still be queued or running here (bounded wait).
+if [ -n "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ]; then
+	scancel -u "$DLRT_TEST_USER" 2>/dev/null
+	wait_until -i 0.5 30 eval '[ -z "$(squeue -h -u "$DLRT_TEST_USER" 2>/dev/null)" ]'
+fi
 
 # node_back WHAT: n1 is back (not drained, not completing) and nothing of the test
 # user's is left, checked as one test line (bounded wait). Another cluster user's job
@@ -242,7 +239,7 @@ JOB
 store_find() {
 	local host
 	STORE_PID= STORE_PORT=
-	for _ in $(seq 1200); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
+	wait_until -i 0.1 120 test -s "$WORK/addr"
 	read -r host STORE_PORT <"$WORK/addr" 2>/dev/null || return 0
 	STORE_PID=$("$HERE/cluster.sh" exec n1 ss -Hltnp 2>/dev/null |
 		sed -n 's/.*"dlrt-store",pid=\([0-9]*\).*/\1/p' | head -1)

@@ -30,6 +30,19 @@
    (--may-link OUTPUT=FOLDER ...: WHY, from dlrt_may_link); such a line that
    no longer matches what the program links is reported too, so the list
    stays the list of real exceptions.
+6. The files call one way (drawn from the built objects, as rule 4 is: an
+   object that needs a symbol another product object defines depends on that
+   file; nm, not the sources, because the link is exact where reading C for
+   calls is not: macros, a declaration written in place of an include, a
+   function reached through a table all show up there as what they are). No
+   arrow goes up the layers or between two runtimes' folders (the include rule
+   does not see a call whose declaration was written in place), except the
+   runtime table's (RUNTIME_TABLE_SYMBOL, as in rule 4); and no files call one
+   another in a circle (a strongly connected component of more than one file),
+   except the circles designed so, DESIGNED_CIRCLES, each with its reason: a
+   file of any other circle cannot be read, tested or changed alone. A
+   designed circle that is one no longer is reported too, so the list stays
+   true.
 
 Run from the repository root (make check-layout); prints one line per
 violation and exits 1 if there is any.
@@ -78,6 +91,23 @@ FUNC_NAME = re.compile(r"(\w+)\s*\(")
 RUNTIME_TABLE_HEADER = "runtime/runtime.h"
 RUNTIME_TABLE = "launchers/runtimes.c"
 RUNTIME_ROW = re.compile(r"^const struct dlrt_runtime dlrt_runtime_\w+ =", re.M)
+# Rule 6: the runtime table is the one arrow up the layers (runtime/ reads the
+# table launchers/runtimes.c fills, rule 4); a reference to it is no arrow.
+RUNTIME_TABLE_SYMBOL = "dlrt_runtimes"
+# Rule 6: the circles of files that are circles on purpose, and why.
+DESIGNED_CIRCLES = {
+    frozenset(f"inference/coord/coord_{n}.c"
+              for n in ("dispatch", "jobs", "replication", "results", "timeline")):
+        "the coordinator's concerns are peers over the shared state in coord_int.h, not "
+        "layers (a result ends a job, a job's end is committed, a timeline flush checks "
+        "the fence); coord_run.c above them and coord.c below keep the calls one way "
+        "around them (docs/ARCHITECTURE.md, \"The coordinator's calls go one way\")",
+    frozenset(f"launchers/caffe2/{n}.c" for n in ("kvcmd", "kvstore", "kvttl", "kvtx")):
+        "the Caffe2 store is redis-server's shape: the command table (kvcmd.c) names the "
+        "handlers of the expiry commands (kvttl.c) and the transactions (kvtx.c), which "
+        "use its argument checks, replies and (EXEC) its dispatcher, and the keyspace "
+        "(kvstore.c) tells the transactions when a watched key changes",
+}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 
 
@@ -157,6 +187,34 @@ def defined_symbols(path, global_only):
     return names
 
 
+def undefined_symbols(path):
+    """Names an object needs from elsewhere."""
+    out = subprocess.check_output(["nm", "--undefined-only", path], text=True,
+                                  stderr=subprocess.DEVNULL)
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+def product_objects(build, sources):
+    """{source: its object} for every product .c file built. Objects of
+    sources no longer in the tree (a moved file's old object) are left out."""
+    objroot = os.path.join(build, "obj")
+    objs = {}
+    for f in sources:
+        obj = os.path.join(objroot, f[:-2] + ".o")
+        if f.endswith(".c") and product_folder(f) and os.path.isfile(obj):
+            objs[f] = obj
+    return objs
+
+
+def symbol_owners(objects):
+    """{global symbol: the product sources whose objects define it}."""
+    owner = {}
+    for f, obj in objects.items():
+        for sym in defined_symbols(obj, True):
+            owner.setdefault(sym, set()).add(f)
+    return owner
+
+
 def under(folder, tops):
     """The first of tops that folder is or lies in, or None."""
     return next((t for t in tops if folder == t or folder.startswith(t + "/")), None)
@@ -180,8 +238,9 @@ def parse_may_link(specs, bad):
     return may
 
 
-def check_links(build, programs, plugins, may_link, sources, bad):
-    """Rules 4 and 5: programs and plugins are lists of 'OUTPUT=SOURCE SOURCE
+def check_links(owner, programs, plugins, may_link, sources, bad):
+    """Rules 4 and 5: owner says which product object defines each symbol
+    (symbol_owners), programs and plugins are lists of 'OUTPUT=SOURCE SOURCE
     ...', may_link {OUTPUT: folders} (rule 5's exceptions)."""
     includes_of, includers_of = {}, {}
     table = {RUNTIME_TABLE}
@@ -196,15 +255,6 @@ def check_links(build, programs, plugins, may_link, sources, bad):
                 if f.endswith(".c"):
                     includers_of.setdefault(h, set()).add(f)
     defined_elsewhere = {RUNTIME_TABLE_HEADER: table}
-    # Which product object defines each global symbol. Objects of sources no
-    # longer in the tree (a moved file's old object) are left out.
-    owner = {}
-    objroot = os.path.join(build, "obj")
-    for f in sources:
-        obj = os.path.join(objroot, f[:-2] + ".o")
-        if f.endswith(".c") and product_folder(f) and os.path.isfile(obj):
-            for sym in defined_symbols(obj, True):
-                owner.setdefault(sym, set()).add(f)
     for spec in programs + plugins:
         out, _, srcs = spec.partition("=")
         srcs = srcs.split()
@@ -239,6 +289,74 @@ def check_links(build, programs, plugins, may_link, sources, bad):
                 bad.append(f"{out}: links {folder}/ ({nsyms} symbols: {what}) but its sources "
                            f"include nothing that leads there: a function it calls reaches "
                            f"{folder}/ at link time only")
+
+
+def file_graph(objects, owner):
+    """Rule 6's arrows: {file: {file it needs: [symbols]}} (a symbol two
+    objects define, like two programs' main, leads nowhere)."""
+    arrows = {}
+    for f, obj in objects.items():
+        for sym in undefined_symbols(obj):
+            if sym == RUNTIME_TABLE_SYMBOL or len(owner.get(sym, ())) != 1:
+                continue
+            (to,) = owner[sym]
+            if to != f:
+                arrows.setdefault(f, {}).setdefault(to, []).append(sym)
+    return arrows
+
+
+def circles(arrows):
+    """The strongly connected components of more than one file: each file
+    with every file it reaches that reaches it back."""
+    reach = {}
+    for f in arrows:
+        seen, todo = set(), [f]
+        while todo:
+            for to in arrows.get(todo.pop(), ()):
+                if to not in seen:
+                    seen.add(to)
+                    todo.append(to)
+        reach[f] = seen
+    found = set()
+    for f in arrows:
+        comp = frozenset({f} | {g for g in reach[f] if f in reach.get(g, ())})
+        if len(comp) > 1:
+            found.add(comp)
+    return found
+
+
+def arrow_text(arrows, a, b):
+    syms = sorted(arrows[a][b])
+    return f"{a} -> {b} ({', '.join(syms[:2])}{' ...' if len(syms) > 2 else ''})"
+
+
+def check_graph(objects, owner, bad):
+    """Rule 6: no arrow up the layers, no circle but the designed ones."""
+    arrows = file_graph(objects, owner)
+    for a in sorted(arrows):
+        fa = os.path.dirname(a)
+        for b in sorted(arrows[a]):
+            fb = os.path.dirname(b)
+            if fa == fb:
+                continue
+            la, lb = layer_of(fa), layer_of(fb)
+            if lb >= la:  # the same layer, other folder: two runtimes' folders
+                bad.append(f"{arrow_text(arrows, a, b)}: an arrow up the layers ({fb}/ is not "
+                           f"below {fa}/): move what {a} needs down, or pass it in "
+                           "(tests/layout/check-layout.py, LAYERS)")
+    found = circles(arrows)
+    for comp in sorted(found, key=sorted):
+        if comp in DESIGNED_CIRCLES:
+            continue
+        inner = "; ".join(arrow_text(arrows, a, b) for a in sorted(comp)
+                          for b in sorted(arrows[a]) if b in comp)
+        bad.append(f"a circle of {len(comp)} files: {inner}: none of them can be read or "
+                   "changed alone; move what two of them both need into a lower file, or "
+                   "pass it in (or, designed so, name it in DESIGNED_CIRCLES with the reason)")
+    for comp in sorted(set(DESIGNED_CIRCLES) - found, key=sorted):
+        bad.append(f"{', '.join(sorted(comp))}: a designed circle no longer: drop it from "
+                   "DESIGNED_CIRCLES in tests/layout/check-layout.py (or name its files as "
+                   "they are now)")
 
 
 def main():
@@ -294,8 +412,12 @@ def main():
         if "/" in p and not os.path.exists(p):
             bad.append(f"docs/ARCHITECTURE.md: names {p}, which is not in the tree")
 
-    check_links(args.build, args.program, args.plugin, parse_may_link(args.may_link, bad),
+    # Which product object defines each global symbol (rules 4 and 6).
+    objects = product_objects(args.build, sources)
+    owner = symbol_owners(objects)
+    check_links(owner, args.program, args.plugin, parse_may_link(args.may_link, bad),
                 sources, bad)
+    check_graph(objects, owner, bad)
 
     for line in bad:
         print(line)

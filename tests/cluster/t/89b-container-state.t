@@ -63,10 +63,10 @@ PY
 
 # The victim's task: in the container, waits (bounded) until released.
 cat >"$WORK/wait.sh" <<SH
-#!/bin/sh
+#!/bin/bash
+. "$WAIT_UNTIL"
 touch "$WORK/started"
-i=0
-while [ ! -e "$WORK/release" ] && [ \$i -lt 1200 ]; do sleep 0.1; i=\$((i + 1)); done
+wait_until -i 0.1 120 test -e "$WORK/release"
 SH
 chmod 0755 "$WORK/wait.sh"
 chown "$U": "$WORK/wait.sh"
@@ -214,7 +214,7 @@ if start_step; then
 		mv '$c/status' '$c/status.real'; } && mkfifo '$c/status'"
 	ok $? "$U puts a named pipe at $c/status"
 	touch "$WORK/release"
-	wait_until 60 eval '[ -z "$(pgrep -f "^/bin/sh $WORK/wait.sh\$")" ]'
+	wait_until 60 eval '[ -z "$(pgrep -f "^/bin/bash $WORK/wait.sh\$")" ]'
 	pids=$(n1_pids "crun .* run .* n1\.$U\.$JOB\.0\.0\$")
 	# shellcheck disable=SC2086 # (one or more pids)
 	[ -z "$pids" ] || node runuser -u "$U" -- kill -KILL $pids
