@@ -153,6 +153,9 @@ elif [ "${SLURM_VER:-0}" -lt 2411 ]; then
 		--mpi=pmix --dl-runtime=mxnet --dl-dry-run true
 	like "$(cat "$ERR")" "address exchange through srun's rendezvous: auto, and a heterogeneous step on Slurm before 24.11.* 16817" \
 		"Slurm before 24.11, --mpi=pmix, nodes held alone: srun's rendezvous, naming the ticket"
+	# A srun that hung there outlives salloc's bound (its rendezvous with it): end it,
+	# so nothing of this test is left on the cluster.
+	pkill -KILL -u "$DLRT_TEST_USER" -f "^srun --het-group=0,1 --mpi=pmix" 2>/dev/null
 else
 	# This cluster's proctrack/linuxproc: never PMIx under auto, but the reason
 	# shows which part of the rule said no.
