@@ -2,10 +2,11 @@
  * preemption): one process per step asks slurmctld, the step's other nodes
  * learn them from it, so the controller's load does not grow with the nodes.
  *
- *  - PUBLISH, the watcher of the step's first node: asks slurmctld
+ *  - PUBLISH, the watcher of the step's first node (of each component of a
+ *    heterogeneous step: each is a job with its own times): asks slurmctld
  *    (slurm_load_job) when the policy wants a fresh answer (every 10 s, and at
  *    the moments that matter: jobpolicy/lifecycle.h), and when the end or the
- *    preemption time changed it sets the next key "dlrt-lc/<n>" (n = 1, 2, ...)
+ *    preemption time changed it sets the next key "dlrt-lc/<job>/<n>" (n = 1, 2, ...)
  *    at srun's rendezvous for the step (exchange/rdvclient.h), in the format
  *    of lctimes.h, and reads it back: the rendezvous has it then.
  *  - FOLLOW, every other node's watcher: one connection to the rendezvous with
@@ -15,9 +16,10 @@
  *    A node that cannot reach the rendezvous (3 tries), or that has no value
  *    FOLLOW_FIRST_S after its start (the first node's watcher did not start),
  *    asks slurmctld itself, as ASK, with one line on stderr.
- *  - ASK: slurmctld only: the batch step's watcher (one per job), and every
- *    node of a step without srun's rendezvous (Slurm's PMIx carries its
- *    exchange: docs/checkpoint.md).
+ *  - ASK: slurmctld only: the batch step's watcher (one per job), and a
+ *    watcher started without --times (srun keeps its rendezvous for every
+ *    step with --dl-signal, also one whose exchange Slurm's PMIx carries:
+ *    docs/checkpoint.md).
  * Only a process that holds the step secret can connect to the rendezvous or
  * sign a value there (docs/SECURITY.md). Every wait is bounded.
  */
