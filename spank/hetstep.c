@@ -104,11 +104,11 @@ int dlrt_hetstep_layout(spank_t sp, const char *nodelist, const char *tpn, enum 
 	groups = calloc(in.ngroups, sizeof(*groups));
 	if (!groups)
 		return dlrt_err_set(err, "out of memory building the task layout");
+	/* Read whole: a component's node list has no length Slurm bounds. One
+	 * that is missing stays NULL, and dlrt_layout_init_het says so. */
 	for (uint32_t g = 0; g < in.ngroups; g++) {
 		snprintf(name, sizeof(name), "SLURM_JOB_NODELIST_HET_GROUP_%u", g);
-		groups[g] = malloc(HET_ENV_MAX);
-		if (groups[g] && dlrt_task_getenv(sp, name, groups[g], HET_ENV_MAX) < 0)
-			groups[g][0] = '\0';
+		dlrt_task_getenv_whole(sp, name, &groups[g]);
 	}
 	in.group_nodes = (const char *const *)groups;
 	if (dlrt_layout_init_het(l, &in, err) < 0)
