@@ -185,7 +185,8 @@ fi
 het "-t 2 -N1 -n1 : -t 2 -N2 -n2" --dl-runtime=torch --dl-signal=USR1@10 bash -c 'sleep 15' &
 hp=$!
 watchers() { pgrep -a -f "libexec/dlrt/dlrt-lifecycle --job" | grep -- "--step"; }
-wait_until 60 eval '[ "$(watchers | wc -l)" -ge 3 ]'
+# The bound covers the backfill's start of the hetjob under load, not only the step.
+wait_until 240 eval '[ "$(watchers | wc -l)" -ge 3 ]'
 w=$(watchers)
 wait "$hp"
 is "$(grep -c -- '--times ' <<<"$w")" 3 "every node's watcher learns the times at srun's rendezvous" ||
