@@ -209,8 +209,11 @@ is "$(grep -c '3 rounds ok, sum=10$' "$WORK/job.out")" 4 "its 4 workers pulled c
 
 # 10b. srun making the heterogeneous allocation itself gives the tasks no allocation of
 # each component to rebuild the step from: refused in one line that says where it runs.
+# HET_MPI as everywhere here: before 24.11 srun's own mpi/pmix may hang at the end of
+# any heterogeneous step, this refused one too (SchedMD ticket 16817, seen here).
 set -f
-as_user srun -N1 -n2 -w n1 --dl-runtime=mxnet --dl-dry-run : -N2 -n4 -w n[2-3] true >"$OUT" 2>"$ERR"
+as_user srun -N1 -n2 -w n1 "${HET_MPI[@]}" --dl-runtime=mxnet --dl-dry-run : -N2 -n4 -w n[2-3] true \
+	>"$OUT" 2>"$ERR"
 RC=$?
 set +f
 is "$RC,$(het_errors | wc -l)" "1,1" "srun -n2 : -n4 making its own hetjob allocation: refused in one line"
