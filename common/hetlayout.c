@@ -52,7 +52,17 @@ static int claim_nodes(const struct dlrt_het_input *in, const struct node_index 
 
 			if (s < 0)
 				continue;
-			if (owner[s] != UINT32_MAX && owner[s] != g) {
+			/* Slurm names a node once; a list that repeats one would give
+			 * it twice the tasks it holds (build_comps sizes for once). */
+			if (owner[s] == g) {
+				dlrt_err_set(err, "node %s is listed twice in "
+					     "SLURM_JOB_NODELIST_HET_GROUP_%u: start the step with "
+					     "srun inside the job, and leave those variables as Slurm "
+					     "set them", a.names[i], g);
+				dlrt_hostlist_free(&a);
+				return -1;
+			}
+			if (owner[s] != UINT32_MAX) {
 				dlrt_err_set(err, "node %s is in heterogeneous job components %u and "
 					     "%u: dlrt needs each node of a heterogeneous step in one "
 					     "component (give the components different nodes)",

@@ -77,6 +77,12 @@ static void test_layouts(void)
 	       "the line names the node: %s", err.msg);
 	TAP_IS_INT(het(&l, "n[1-3]", "1,1", "n1", "n[2-3]", DLRT_DIST_BLOCK, &err), -1,
 		   "counts that do not match the nodes are refused");
+	/* Found by fuzz_slurmenv: a node twice in its own group's list was written
+	 * twice into a buffer sized for each step node once. */
+	TAP_IS_INT(het(&l, "n[1-3]", "2,3,1", "n1", "n[2-3,3]", DLRT_DIST_BLOCK, &err), -1,
+		   "a node listed twice in its component's allocation is refused");
+	TAP_OK(strstr(err.msg, "node n3 is listed twice in SLURM_JOB_NODELIST_HET_GROUP_1") != NULL,
+	       "the line names the node and the variable: %s", err.msg);
 }
 
 static void roles(const char *runtime, const char *args, const char *tpn, const char *want,

@@ -226,4 +226,18 @@ is "$RC" 0 "a plain step's dry run"
 unlike "$(cat "$OUT")" "heterogeneous" "no component table for a plain step"
 like "$(cat "$OUT")" "roles: 1 scheduler, 3 servers, 2 workers" "a plain step's roles are spread as before"
 
+# 12. The components' node lists come from the job's environment, which its user controls:
+# a plain step with a forged pair of them, one naming n3 twice (fuzz_slurmenv found that
+# this overran a buffer in slurmstepd), is refused on every node in one line, and the
+# nodes stay up for the next job.
+set -f
+as_user env SLURM_HET_SIZE=2 SLURM_JOB_NODELIST_HET_GROUP_0=n1 SLURM_JOB_NODELIST_HET_GROUP_1=n[2-3,3] \
+	srun -N3 -n3 --mpi=none --dl-runtime=mxnet true >"$OUT" 2>"$ERR"
+RC=$?
+set +f
+is "$RC,$(grep -c 'dlrt: node n3 is listed twice in SLURM_JOB_NODELIST_HET_GROUP_1: start the step with srun inside the job' "$ERR")" "1,3" \
+	"a forged component list naming a node twice: refused on each of the 3 nodes"
+run_srun -N3 -n3 --dl-runtime=mxnet --dl-dry-run true
+is "$RC" 0 "the next step runs on the same nodes"
+
 done_testing
