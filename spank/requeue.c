@@ -40,6 +40,7 @@
 #include "logs/logline.h"
 #include "hetstep.h"
 #include "plugin.h"
+#include "common/errline.h"
 #include "common/privdir.h"
 #include "common/proc.h"
 #include "logs/retrylog.h"
@@ -69,10 +70,8 @@ static void rq_report(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dlrt_errline_vsay("", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
 }
 
 /* The retry log: DIR/<job>/dlrt-retries.log with --dl-log-dir, else

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/errline.h"
 #include "common/parse.h"
 #include "cli.h"
 
@@ -20,11 +21,14 @@ int die(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", prog);
+	struct dlrt_errline line;
+
+	dlrt_errline_init(&line);
+	dlrt_errline_printf(&line, "%s: ", prog);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dlrt_errline_vprintf(&line, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	dlrt_errline_end(&line);
 	return 1;
 }
 

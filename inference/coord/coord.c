@@ -27,6 +27,7 @@
 #include "coord_int.h"
 #include "inference/pool/auth.h"
 #include "common/clock.h"
+#include "common/errline.h"
 #include "services/evloop.h"
 #include "inference/proto/gate.h"
 #include "services/tcpserver.h"
@@ -41,14 +42,16 @@ double dlrt_coord_wall_now(void)
 
 void dlrt_coord_log(struct coord *c, const char *fmt, ...)
 {
+	struct dlrt_errline line;
 	va_list ap;
 
-	fprintf(stderr, "dlrt-infer coordinator [%.3f]: ",
-		(double)(dlrt_now_us() - c->start_us) / 1e6);
+	dlrt_errline_init(&line);
+	dlrt_errline_printf(&line, "dlrt-infer coordinator [%.3f]: ",
+			    (double)(dlrt_now_us() - c->start_us) / 1e6);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dlrt_errline_vprintf(&line, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	dlrt_errline_end(&line);
 }
 
 /* Pool time: continues across coordinators (tsvlog.h). */

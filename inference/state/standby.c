@@ -1,5 +1,6 @@
 /* standby.c - the hot standby: the coordinator's side of the link (push a
  * change and wait for its acknowledgement) and the standby process. */
+#include "common/errline.h"
 #include "standby.h"
 
 #include <errno.h>
@@ -97,11 +98,9 @@ static void slog(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "dlrt-infer standby: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dlrt_errline_vsay("dlrt-infer standby: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 /* Is the coordinator of this record alive? It must answer a HELLO within

@@ -22,6 +22,7 @@
 
 #include "common/clock.h"
 #include "services/evloop.h"
+#include "common/errline.h"
 #include "common/instpath.h"
 #include "extmodel.h"
 #include "hbsend.h"
@@ -125,11 +126,9 @@ static void wlog(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "dlrt-infer worker: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	dlrt_errline_vsay("dlrt-infer worker: ", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static struct wjob *find_job(struct wstate *s, uint32_t id)

@@ -18,6 +18,7 @@
 
 #include "common/dlist.h"
 #include "common/dlrt_err.h"
+#include "common/errline.h"
 #include "services/evloop.h"
 #include "kvstore.h"
 #include "store_session.h"
@@ -89,35 +90,28 @@ static void usage(FILE *f)
 
 /* ---- logging (the library never prints; this program does) ------------- */
 
-static void log_escaped(const uint8_t *s, size_t n, size_t max)
-{
-	for (size_t i = 0; i < n && i < max; i++) {
-		if (s[i] >= ' ' && s[i] <= '~' && s[i] != '\\')
-			fputc(s[i], stderr);
-		else
-			fprintf(stderr, "\\x%02x", s[i]);
-	}
-	if (n > max)
-		fputs("...", stderr);
-}
-
 static void log_cmd(void *arg, const struct dlrt_kv_client *cl, size_t argc,
 		    const uint8_t *const *argv, const size_t *argvlen, int64_t ns)
 {
+	struct dlrt_errline line;
+
 	(void)arg;
-	fprintf(stderr, PROG ": conn %" PRIu64 ": ", cl->id);
+	dlrt_errline_init(&line);
+	dlrt_errline_printf(&line, PROG ": conn %" PRIu64 ": ", cl->id);
 	for (size_t i = 0; i < argvlen[0] && i < 32; i++)
-		fputc(argv[0][i] >= 'a' && argv[0][i] <= 'z' ? argv[0][i] - 32 :
-		      (argv[0][i] >= ' ' && argv[0][i] <= '~' ? argv[0][i] : '?'), stderr);
+		dlrt_errline_printf(&line, "%c", argv[0][i] >= 'a' && argv[0][i] <= 'z' ?
+				    argv[0][i] - 32 :
+				    (argv[0][i] >= ' ' && argv[0][i] <= '~' ? argv[0][i] : '?'));
 	/* The first argument is the key for the store's commands: showing it
 	 * is what makes a stuck rendezvous debuggable. Values are not shown. */
 	if (argc > 1) {
-		fputs(" ", stderr);
-		log_escaped(argv[1], argvlen[1], 64);
+		dlrt_errline_printf(&line, " ");
+		dlrt_errline_escaped(&line, argv[1], argvlen[1], 64);
 	}
 	if (argc > 2)
-		fprintf(stderr, " (+%zu args)", argc - 2);
-	fprintf(stderr, " %.1f us\n", (double)ns / 1000.0);
+		dlrt_errline_printf(&line, " (+%zu args)", argc - 2);
+	dlrt_errline_printf(&line, " %.1f us", (double)ns / 1000.0);
+	dlrt_errline_end(&line);
 }
 
 /* ---- the protocol glue -------------------------------------------------- */

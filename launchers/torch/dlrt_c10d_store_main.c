@@ -20,6 +20,7 @@
 
 #include "common/dlist.h"
 #include "common/dlrt_err.h"
+#include "common/errline.h"
 #include "services/evloop.h"
 #include "services/service.h"
 #include "services/service_run.h"
@@ -85,22 +86,20 @@ static void usage(FILE *f)
 static void log_query(void *arg, const struct dlrt_tcpstore_client *c, unsigned q,
 		      const uint8_t *key, size_t klen, const char *note)
 {
+	struct dlrt_errline line;
+
 	(void)arg;
-	fprintf(stderr, PROG ": conn %" PRIu64 ": %s", c->id, dlrt_tcpstore_query_name(q));
+	dlrt_errline_init(&line);
+	dlrt_errline_printf(&line, PROG ": conn %" PRIu64 ": %s", c->id,
+			    dlrt_tcpstore_query_name(q));
 	/* The key makes a stuck rendezvous debuggable; values are not shown. */
 	if (key) {
-		fputc(' ', stderr);
-		for (size_t i = 0; i < klen && i < 96; i++)
-			if (key[i] >= ' ' && key[i] <= '~' && key[i] != '\\')
-				fputc(key[i], stderr);
-			else
-				fprintf(stderr, "\\x%02x", key[i]);
-		if (klen > 96)
-			fputs("...", stderr);
+		dlrt_errline_printf(&line, " ");
+		dlrt_errline_escaped(&line, key, klen, 96);
 	}
 	if (note)
-		fprintf(stderr, " (%s)", note);
-	fputc('\n', stderr);
+		dlrt_errline_printf(&line, " (%s)", note);
+	dlrt_errline_end(&line);
 }
 
 static void feed(struct app *app, struct sconn *sc)

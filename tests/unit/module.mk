@@ -6,7 +6,7 @@ UNIT_TESTS += $(BUILD)/tests/test_hostlist $(BUILD)/tests/test_plugin_load \
               $(BUILD)/tests/test_crypto $(BUILD)/tests/test_proc \
               $(BUILD)/tests/test_instpath $(BUILD)/tests/test_env \
               $(BUILD)/tests/test_privdir $(BUILD)/tests/test_dlist \
-              $(BUILD)/tests/test_argv \
+              $(BUILD)/tests/test_argv $(BUILD)/tests/test_errline \
               $(BUILD)/tests/test_plugin_share
 # A heterogeneous step's layout (common/hetlayout.c) and its roles by component; srun's
 # --mpi from its command line (common/srunargs.c), which chooses its carrier.

@@ -37,18 +37,19 @@ done
 pty_srun "-N1 -n1 --dl-runtime=torch --dl-log-dir=$WORK/ptylogs --dl-verbose" \
 	'[ -t 1 ] && echo "STILL_TTY"; exit 0'
 like "$(cat "$OUT.clean")" "STILL_TTY" "--dl-log-dir leaves a --pty shell on its terminal"
-like "$(cat "$OUT.clean")" "dlrt: n1 task 0: ready after [0-9.]+ ms in dlrt: torch worker 0" \
+like "$(cat "$OUT.clean")" "dlrt: n[1-3] task 0: ready after [0-9.]+ ms in dlrt: torch worker 0" \
 	"--dl-verbose shows in the interactive session"
 
-# --dl-verbose: every task says what dlrt did and how long it took.
+# --dl-verbose: every task says what dlrt did and how long it took. Slurm picks the
+# nodes: while the previous job's node is still completing, a 2-node step gets n2 and n3.
 run_srun -N2 -n3 --dl-runtime=torch --dl-verbose true
 is "$RC" 0 "srun --dl-verbose"
-is "$(grep -cE '^dlrt: n[12] task [0-2]: role table \(3 tasks, 2 nodes\) built in [0-9.]+ ms$' "$ERR")" 2 \
+is "$(grep -cE '^dlrt: n[1-3] task [0-2]: role table \(3 tasks, 2 nodes\) built in [0-9.]+ ms$' "$ERR")" 2 \
 	"one role-table line per node, with its time"
-is "$(grep -cE '^dlrt: n[12] task [0-2]: ready after [0-9.]+ ms in dlrt: torch worker [0-2], starting the program$' "$ERR")" 3 \
+is "$(grep -cE '^dlrt: n[1-3] task [0-2]: ready after [0-9.]+ ms in dlrt: torch worker [0-2], starting the program$' "$ERR")" 3 \
 	"one ready line per task, with its time"
 run_srun -N2 -n2 --dl-runtime=horovod --dl-verbose --dl-log-dir=logs true
-like "$(cat "$ERR")" "dlrt: n[12] task [01]: output also to $WORK/logs/[0-9]+/0/worker-[01].log" \
+like "$(cat "$ERR")" "dlrt: n[1-3] task [01]: output also to $WORK/logs/[0-9]+/0/worker-[01].log" \
 	"the log file of each task is named"
 run_srun -N1 -n1 --dl-runtime=torch true
 is "$(grep -c '^dlrt:' "$ERR")" 0 "without --dl-verbose dlrt prints nothing"
