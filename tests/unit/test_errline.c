@@ -1,13 +1,15 @@
 /* Unit tests: one diagnostic line to stderr in one write (common/errline.c). */
 #include <stdint.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/errline.h"
 #include "tap.h"
 
-/* Reads what the line wrote into the pipe that is stderr: one read of a pipe
- * returns one write of at most PIPE_BUF whole, so `got` is exactly that write. */
+/* Reads one write from the socket that is stderr: a SOCK_SEQPACKET socket keeps
+ * each write a message of its own, and one read returns one message, so a line
+ * written in pieces would come back as its first piece only. */
 static ssize_t one_write(int rd, char *got, size_t len)
 {
 	ssize_t n = read(rd, got, len - 1);
@@ -23,7 +25,8 @@ int main(void)
 	struct dlrt_errline l;
 	int p[2], saved = dup(STDERR_FILENO);
 
-	if (pipe(p) < 0 || saved < 0 || dup2(p[1], STDERR_FILENO) < 0)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, p) < 0 || saved < 0 ||
+	    dup2(p[1], STDERR_FILENO) < 0)
 		return 1;
 	dlrt_errline_init(&l);
 	dlrt_errline_printf(&l, "store: conn %d: GET ", 2);
